@@ -1,0 +1,33 @@
+"""Array namespaces: NumPy on the CPU, CuPy on the GPU.
+
+Drivers are written once against ``xp`` (paper-independent plumbing); this module
+says which ``xp`` an array belongs to and whether a GPU is usable at all.
+"""
+
+import functools
+
+import numpy as np
+
+
+@functools.cache
+def cupy_or_none():
+    """The ``cupy`` module if it imports and sees a GPU, else ``None``."""
+    try:
+        import cupy
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return None
+        return cupy
+    except Exception:  # no CuPy, no driver or no device: the CPU path serves
+        return None
+
+
+def is_cupy_array(a) -> bool:
+    return type(a).__module__.startswith("cupy") and hasattr(a, "device")
+
+
+def array_namespace(a):
+    """``cupy`` for a CuPy array, ``numpy`` for everything else."""
+    if is_cupy_array(a):
+        import cupy
+        return cupy
+    return np

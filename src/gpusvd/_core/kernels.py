@@ -1,0 +1,52 @@
+"""Loading the CUDA C++ kernels kept as ``.cu`` files inside the package.
+
+Each kernel file is compiled at run time by CuPy's ``RawModule`` (NVRTC) for the
+template instantiations it declares, once per process and device, and cached.
+:data:`REGISTRY` lists every file with its instantiations, so CI can compile the same
+code with ``nvcc -arch=sm_90`` on a machine without a GPU (``scripts/check-kernels``).
+"""
+
+import functools
+import pathlib
+
+import numpy as np
+
+_PACKAGE = pathlib.Path(__file__).resolve().parent.parent
+
+# One row per kernel file: its path under the package, and the template instantiations
+# (NVRTC name expressions) that gpusvd launches.
+REGISTRY = {
+    "golub_reinsch/kernels/apply_rotations.cu": tuple(
+        f"apply_rotations<{ctype}, {window}>"
+        for ctype in ("float", "double")
+        for window in (8, 16, 32)
+    ),
+}
+
+# The C type a kernel template is instantiated with, by NumPy dtype.
+CTYPE = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
+
+_NVRTC_OPTIONS = ("-std=c++17",)
+
+
+def source(relpath):
+    """The text of a kernel file, by its path under the package."""
+    return (_PACKAGE / relpath).read_text()
+
+
+@functools.cache
+def _module(relpath, device_id):
+    import cupy
+
+    with cupy.cuda.Device(device_id):
+        return cupy.RawModule(code=source(relpath), options=_NVRTC_OPTIONS,
+                              name_expressions=REGISTRY[relpath])
+
+
+def get_kernel(relpath, name_expression):
+    """The compiled kernel ``name_expression`` of file ``relpath`` on the current device."""
+    import cupy
+
+    if name_expression not in REGISTRY[relpath]:
+        raise KeyError(f"{name_expression} is not an instantiation registered for {relpath}")
+    return _module(relpath, cupy.cuda.Device().id).get_function(name_expression)

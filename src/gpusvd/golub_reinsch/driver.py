@@ -1,0 +1,130 @@
+"""Golub–Reinsch SVD of one matrix (Lahabar & Narayanan, papers 000/004).
+
+1. Bidiagonalization A = Q·B·Pᵀ by blocked Householder transformations (Alg. 2), on the
+   device that holds A.
+2. Singular values of the upper bidiagonal B by the implicitly shifted QR of Demmel and
+   Kahan (Alg. 3) on the host; the iteration emits its rotations in chunks.
+3. The rotations applied to X = I and Y = I (Alg. 4, 5), by a Numba kernel on the CPU or
+   a CUDA kernel on the GPU while the host computes the next chunk, so B = X·Σ·Yᵀ.
+4. U = Q·X and Vᵀ = (P·Y)ᵀ by blocked back-transformation (matrix products).
+
+Like LAPACK's dgesvd, A is first scaled by a power of two into the range where the
+bidiagonalization cannot overflow or lose the smallest entries, and Σ is scaled back.
+A wide matrix is decomposed through its transpose.
+"""
+
+import numpy as np
+
+from .._core import profile, tunables
+from .bidiagonal_qr import BidiagonalQR
+from .bidiagonalize import apply_p, apply_q, bidiagonalize
+from .rotations import apply_rotations
+
+
+def _safe_scale(anrm, dtype):
+    """The power of two that brings max|A| = ``anrm`` into [smlnum, bignum] (dgesvd)."""
+    finfo = np.finfo(dtype)
+    smlnum = np.sqrt(float(finfo.tiny)) / float(finfo.eps)
+    bignum = 1.0 / smlnum
+    if anrm == 0.0 or smlnum <= anrm <= bignum:
+        return 1.0
+    target = smlnum if anrm < smlnum else bignum
+    return float(2.0 ** np.round(np.log2(target / anrm)))
+
+
+def _rotate_cpu(n, dtype, qr, compute_uv):
+    """Run the bidiagonal QR to the end, applying its rotations to X and Y on the host."""
+    cap_sweeps = tunables.get().qr_chunk_sweeps if compute_uv else 0
+    cap_rot = cap_sweeps * max(n - 1, 1)
+    sweeps = np.empty((cap_sweeps, 3), np.int64)
+    cs_left = np.empty((cap_rot, 2), np.float64)
+    cs_right = np.empty((cap_rot, 2), np.float64)
+    if not compute_uv:
+        qr.run(sweeps, cs_left, cs_right)
+        return None, None
+    x = np.eye(n, dtype=dtype)
+    y = np.eye(n, dtype=dtype)
+    while not qr.done:
+        k, r = qr.run(sweeps, cs_left, cs_right)
+        apply_rotations(x, sweeps[:k], cs_left[:r].astype(dtype))
+        apply_rotations(y, sweeps[:k], cs_right[:r].astype(dtype))
+    return x, y
+
+
+def _rotate_gpu(n, dtype, qr, xp):
+    from .rotations_cuda import RotationPipeline
+
+    cap_sweeps = tunables.get().qr_chunk_sweeps
+    x = xp.asfortranarray(xp.eye(n, dtype=dtype))
+    y = xp.asfortranarray(xp.eye(n, dtype=dtype))
+    pipeline = RotationPipeline(x, y, cap_sweeps, cap_sweeps * max(n - 1, 1))
+    while not qr.done:
+        pipeline.submit(*qr.run(*pipeline.buffers()))
+    pipeline.finish()
+    return x, y
+
+
+def _svd_tall(a, xp, dtype, full_matrices, compute_uv):
+    """SVD of an m×n matrix with m >= n >= 1, all of whose entries are finite."""
+    m, n = a.shape
+    anrm = float(xp.abs(a).max())
+    scale = _safe_scale(anrm, dtype)
+    work = a * dtype.type(scale) if scale != 1.0 else a
+    with profile.phase("bidiagonalize", xp):
+        bd = bidiagonalize(work, block_size=tunables.get().bidiag_block_size)
+        d = np.asarray(_host(bd.d), np.float64)
+        e = np.asarray(_host(bd.e), np.float64)
+    with profile.phase("bidiagonal_qr", xp):
+        qr = BidiagonalQR(d, e, eps=float(np.finfo(dtype).eps), compute_rotations=compute_uv)
+        if compute_uv and xp is not np:
+            x, y = _rotate_gpu(n, dtype, qr, xp)
+        else:
+            x, y = _rotate_cpu(n, dtype, qr, compute_uv)
+    s_host, perm, flip = qr.singular_values()
+    s = xp.asarray((s_host / scale).astype(dtype))
+    if not compute_uv:
+        return None, s, None
+    with profile.phase("back_transform", xp):
+        # Σ >= 0: a negative d_i flips column i of Y; then order by descending σ.
+        y[:, xp.asarray(flip)] *= -1
+        perm = xp.asarray(perm)
+        x, y = x[:, perm], y[:, perm]
+        k = m if full_matrices else n
+        c = xp.zeros((m, k), dtype=dtype, order="F")
+        c[:n, :n] = x
+        if full_matrices and m > n:
+            c[n:, n:] = xp.eye(m - n, dtype=dtype)
+        u = apply_q(bd, c)
+        v = apply_p(bd, y)
+    return xp.ascontiguousarray(u), s, xp.ascontiguousarray(v.T)
+
+
+def _host(v):
+    return v.get() if hasattr(v, "get") else v
+
+
+def _svd_empty(m, n, xp, dtype, full_matrices):
+    s = xp.zeros(0, dtype=dtype)
+    u = xp.eye(m, dtype=dtype) if full_matrices else xp.zeros((m, 0), dtype=dtype)
+    vh = xp.eye(n, dtype=dtype) if full_matrices else xp.zeros((0, n), dtype=dtype)
+    return u, s, vh
+
+
+def svd(a, xp, *, full_matrices, compute_uv, overwrite_a):
+    """Golub–Reinsch SVD of one finite matrix ``a`` (NumPy or CuPy) in its own dtype.
+
+    Returns ``(U, S, Vh)`` (``U`` and ``Vh`` are ``None`` when ``compute_uv`` is false).
+    ``a`` is used as the workspace only when ``overwrite_a`` is true.
+    """
+    m, n = a.shape
+    dtype = a.dtype
+    if m == 0 or n == 0:
+        u, s, vh = _svd_empty(m, n, xp, dtype, full_matrices)
+        return (u, s, vh) if compute_uv else (None, s, None)
+    if m < n:
+        u, s, vh = svd(a.T, xp, full_matrices=full_matrices, compute_uv=compute_uv,
+                       overwrite_a=overwrite_a)
+        return (None if vh is None else xp.ascontiguousarray(vh.T), s,
+                None if u is None else xp.ascontiguousarray(u.T))
+    work = a if overwrite_a and a.flags.f_contiguous else xp.array(a, order="F", copy=True)
+    return _svd_tall(work, xp, dtype, full_matrices, compute_uv)

@@ -1,0 +1,175 @@
+"""gpusvd.svd(method="gr") and gpusvd.svdvals: properties against LAPACK (issue 2).
+
+One class per backend: ``TestSVD_GR_GPU`` reruns every test of the CPU class with CuPy
+input (marker ``gpu``).
+"""
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+import gpusvd
+from gpusvd import testing
+
+BOUND = 30  # residual and orthogonality bound in units of n·eps (issue 2, acceptance 1)
+DTYPES = (np.float32, np.float64)
+SHAPES = [(1, 1), (1, 7), (7, 1), (2, 2), (17, 5), (5, 17), (40, 40), (67, 30), (30, 67),
+          (130, 97)]
+
+
+def _host(x):
+    return x.get() if hasattr(x, "get") else np.asarray(x)
+
+
+class TestSVD_GR_CPU:
+    device = "cpu"
+
+    def put(self, a):
+        return a
+
+    def svd(self, a, **kw):
+        return gpusvd.svd(self.put(a), method="gr", device=self.device, **kw)
+
+    def check(self, a, full_matrices=False):
+        dtype = a.dtype
+        u, s, vh = self.svd(a, full_matrices=full_matrices)
+        u, s, vh = _host(u), _host(s), _host(vh)
+        m, n = a.shape
+        k = min(m, n)
+        assert u.dtype == dtype and s.dtype == dtype and vh.dtype == dtype
+        assert u.shape == ((m, m) if full_matrices else (m, k))
+        assert vh.shape == ((n, n) if full_matrices else (k, n))
+        assert s.shape == (k,)
+        assert np.all(s[:-1] >= s[1:]) and np.all(s >= 0)
+        assert testing.svd_residual(a, u, s, vh) < BOUND
+        assert testing.orthogonality(u) < BOUND
+        assert testing.orthogonality(vh.T) < BOUND
+        s_ref = scipy.linalg.svd(a.astype(np.float64), compute_uv=False)
+        assert testing.sv_error(s, s_ref) < BOUND * max(m, n)
+        return u, s, vh
+
+    @pytest.mark.parametrize("dtype", DTYPES)
+    @pytest.mark.parametrize("shape", SHAPES)
+    def test_random(self, shape, dtype):
+        self.check(testing.random_matrix(*shape, dtype=dtype, seed=1))
+
+    @pytest.mark.parametrize("dtype", DTYPES)
+    @pytest.mark.parametrize("shape", [(9, 9), (31, 12), (12, 31)])
+    def test_full_matrices(self, shape, dtype):
+        self.check(testing.random_matrix(*shape, dtype=dtype, seed=2), full_matrices=True)
+
+    @pytest.mark.parametrize("dtype", DTYPES)
+    @pytest.mark.parametrize("side", ["left", "right", "both"])
+    def test_graded(self, side, dtype):
+        self.check(testing.graded(45, 33, side=side, dtype=dtype, seed=3))
+
+    @pytest.mark.parametrize("dtype", DTYPES)
+    @pytest.mark.parametrize("kind", ["zero", "identity", "evenly_spaced", "near_underflow",
+                                      "near_overflow"])
+    @pytest.mark.parametrize("shape", [(25, 25), (40, 21), (21, 40)])
+    def test_lapack_types(self, kind, shape, dtype):
+        a = testing.lapack_type(kind, *shape, dtype=dtype, seed=4)
+        _, s, _ = self.check(a)
+        if kind == "zero":
+            assert not s.any()
+        if kind == "identity":
+            assert np.all(s == 1)
+
+    @pytest.mark.parametrize("dtype", DTYPES)
+    def test_rank_deficient(self, dtype):
+        a = testing.low_rank(50, 40, 7, dtype=dtype, seed=5)
+        _, s, _ = self.check(a)
+        assert s[7] <= 100 * np.finfo(dtype).eps * s[0]
+
+    @pytest.mark.parametrize("shape", [(0, 0), (0, 4), (4, 0)])
+    def test_empty(self, shape):
+        a = np.zeros(shape)
+        u, s, vh = self.svd(a)
+        assert _host(s).shape == (0,)
+        assert _host(u).shape == (shape[0], 0) and _host(vh).shape == (0, shape[1])
+        u, s, vh = self.svd(a, full_matrices=True)
+        assert np.array_equal(_host(u), np.eye(shape[0]))
+        assert np.array_equal(_host(vh), np.eye(shape[1]))
+
+    @pytest.mark.parametrize("dtype", DTYPES)
+    def test_values_only_equals_full(self, dtype):
+        a = testing.random_matrix(60, 45, dtype=dtype, seed=6)
+        s_only = _host(gpusvd.svdvals(self.put(a), method="gr", device=self.device))
+        _, s, _ = self.svd(a)
+        assert np.array_equal(s_only, _host(s))
+        s_uv = _host(self.svd(a, compute_uv=False))
+        assert np.array_equal(s_uv, s_only)
+
+    def test_stacked(self):
+        a = testing.random_matrix(3 * 2 * 14, 9, seed=7).reshape(3, 2, 14, 9)
+        u, s, vh = (_host(x) for x in self.svd(a, full_matrices=False))
+        assert u.shape == (3, 2, 14, 9) and s.shape == (3, 2, 9) and vh.shape == (3, 2, 9, 9)
+        for idx in np.ndindex(3, 2):
+            assert testing.svd_residual(a[idx], u[idx], s[idx], vh[idx]) < BOUND
+        assert _host(gpusvd.svdvals(self.put(a), device=self.device)).shape == (3, 2, 9)
+
+    def test_input_unchanged(self):
+        a = testing.random_matrix(30, 20, seed=8)
+        kept = a.copy()
+        x = self.put(a)
+        self.svd(x)
+        gpusvd.svdvals(x, device=self.device)
+        assert np.array_equal(_host(x), kept)
+
+    def test_deterministic(self):
+        a = testing.random_matrix(70, 50, seed=9)
+        first = [_host(x) for x in self.svd(a)]
+        second = [_host(x) for x in self.svd(a)]
+        for p, q in zip(first, second):
+            assert np.array_equal(p, q)
+
+    def test_integer_input_promoted(self):
+        a = np.arange(12).reshape(4, 3)
+        u, s, vh = self.svd(a)
+        assert _host(s).dtype == np.float64
+        assert testing.svd_residual(a.astype(float), _host(u), _host(s), _host(vh)) < BOUND
+
+    @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+    def test_non_finite_raises(self, bad):
+        a = testing.random_matrix(5, 4, seed=10)
+        a[2, 1] = bad
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            self.svd(a)
+
+    def test_bad_input_raises(self):
+        with pytest.raises(ValueError, match="2-D"):
+            self.svd(np.ones(5))
+        with pytest.raises(ValueError, match="unknown method"):
+            self.svd(np.ones((3, 3)), method="magic")
+        with pytest.raises(ValueError, match="unknown option"):
+            self.svd(np.ones((3, 3)), flavour="vanilla")
+        with pytest.raises(ValueError, match="float32 or float64"):
+            self.svd(np.ones((3, 3), dtype=np.complex128))
+
+    def test_overwrite_a(self):
+        a = np.asfortranarray(testing.random_matrix(20, 10, seed=11))
+        x = self.put(a.copy())
+        u, s, vh = gpusvd.svd(x, full_matrices=False, method="gr", device=self.device,
+                              overwrite_a=True)
+        assert testing.svd_residual(a, _host(u), _host(s), _host(vh)) < BOUND
+
+
+@pytest.mark.gpu
+class TestSVD_GR_GPU(TestSVD_GR_CPU):
+    device = "auto"
+
+    def put(self, a):
+        import cupy
+        return cupy.asarray(a)
+
+    def test_numpy_input_returns_numpy(self):
+        a = testing.random_matrix(300, 200, seed=12)
+        u, s, vh = gpusvd.svd(a, full_matrices=False, device="gpu")
+        assert all(isinstance(x, np.ndarray) for x in (u, s, vh))
+        assert testing.svd_residual(a, u, s, vh) < BOUND
+
+    def test_matches_cpu(self):
+        a = testing.random_matrix(200, 150, seed=13)
+        s_gpu = gpusvd.svdvals(a, device="gpu")
+        s_cpu = gpusvd.svdvals(a, device="cpu")
+        assert testing.sv_error(s_gpu, s_cpu) < BOUND * 200
