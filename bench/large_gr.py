@@ -39,7 +39,7 @@ def main():
     if not args.values_only:
         acc = (f" residual={testing.svd_residual(a, u, s, vh):.2f}"
                f" orth_u={testing.orthogonality(u):.2f}"
-               f" orth_v={testing.orthogonality(vh.T):.2f}")
+               f" orth_v={testing.orthogonality(vh, rows=True):.2f}")
     detail = " ".join(f"{k}={v:.2f}s" for k, v in phases.items())
     print(f"large n={n} {dtype} {'values' if args.values_only else 'full'}: "
           f"{elapsed:.2f} s, pool peak {peak:.1f} GiB{acc} | {detail}")

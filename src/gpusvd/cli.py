@@ -57,5 +57,5 @@ def main(argv=None):
         print(f"residual ||A - U S Vh|| / (||A|| n eps) = "
               f"{testing.svd_residual(a, u, s, vh):.2f}")
         print(f"orthogonality ||U'U - I|| / (n eps) = {testing.orthogonality(u):.2f}, "
-              f"||V'V - I|| / (n eps) = {testing.orthogonality(vh.T):.2f}")
+              f"||V'V - I|| / (n eps) = {testing.orthogonality(vh, rows=True):.2f}")
     return 0
