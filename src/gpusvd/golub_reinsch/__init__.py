@@ -1,0 +1,1 @@
+"""Golub–Reinsch SVD: bidiagonalization, bidiagonal QR, rotation application."""

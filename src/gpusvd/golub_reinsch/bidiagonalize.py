@@ -1,0 +1,279 @@
+"""Blocked Householder bidiagonalization A = Q·B·Pᵀ, the first step of Golub–Reinsch.
+
+For an m×n matrix A with m ≥ n, left reflectors H_i = I − τq_i·v_i·v_iᵀ zero
+A(i+1:m, i) and right reflectors G_i = I − τp_i·u_i·u_iᵀ zero A(i, i+2:n), leaving
+the upper bidiagonal B = Qᵀ·A·P with Q = H_0 H_1 … H_{n−1}, P = G_0 … G_{n−2}
+(Lahabar & Narayanan 2009, paper 000, eqs. (2)–(5)).
+
+Why blocked: the unblocked reduction (LAPACK dgebd2) updates the whole trailing
+matrix with two rank-1 updates per column, so it reads and writes the matrix 2n
+times at matrix-vector speed.  Algorithm 2 of paper 000, which is LAPACK's
+dgebrd/dlabrd, reduces a panel of L columns and rows with matrix-vector products
+only, accumulating the vectors X and Y of the deferred updates, then updates the
+trailing matrix once with two matrix products A ← A − V·Yᵀ − X·Uᵀ.  Half of the
+flops become GEMM, which is what a GPU (and a multithreaded BLAS) runs fast.
+
+Q and P are never formed here: :func:`apply_q` and :func:`apply_p` apply them
+block by block in the compact WY form I − V·T·Vᵀ (Schreiber & Van Loan, SIAM J.
+Sci. Stat. Comput. 10 (1989) 53–57; LAPACK dlarft/dlarfb).
+
+Everything is written once against the array namespace ``xp`` (NumPy or CuPy),
+and no step reads a device value on the host: the Householder vectors are made
+with ``xp.where`` instead of branches (an ``if`` on a GPU scalar costs a
+synchronization, and there would be 2n of them).  The storage of the factors is
+LAPACK's gebrd (m ≥ n): v_i below the diagonal of column i with v_i(i) = 1
+implied, u_i right of the superdiagonal of row i with u_i(i+1) = 1 implied, d on
+the diagonal and e on the superdiagonal.
+"""
+
+from typing import Any, NamedTuple
+
+from gpusvd._core import tunables
+from gpusvd._core.backend import array_namespace
+
+
+def _householder(x):
+    """Make x into a Householder vector in place; return (beta, tau).
+
+    H = I − tau·v·vᵀ with v = [1, x(1:)] maps the original x to [beta, 0, …, 0]:
+    paper 000 eqs. (6)–(8) (alpha there is beta here, sigma is tau), LAPACK
+    dlarfg.  beta = −sign(x0)·‖x‖ avoids cancellation in x0 − beta.  When x(1:)
+    is already zero, H = I (tau = 0, beta = x0); ``xp.where`` selects that case
+    on the device, and the guarded denominators keep the discarded branch
+    free of 0/0.  Returns 0-d arrays of x's dtype.
+    """
+    xp = array_namespace(x)
+    alpha = x[0]
+    if x.shape[0] == 1:  # nothing to annihilate (a static shape, not a value)
+        return alpha.copy(), xp.zeros((), dtype=x.dtype)
+    tail = x[1:]
+    xnorm = xp.linalg.norm(tail)
+    zero = xnorm == 0
+    beta = xp.where(zero, alpha, -xp.copysign(xp.hypot(alpha, xnorm), alpha))  # eq. (6)
+    tau = xp.where(zero, 0, (beta - alpha) / xp.where(zero, 1, beta))         # eq. (7)
+    tail /= xp.where(zero, 1, alpha - beta)                                   # eq. (8)
+    x[0] = beta
+    return beta, tau
+
+
+def _reduce_panel(a, nb, x, y, d, e, tauq, taup):
+    """Reduce the first nb columns and rows of the M×N view ``a`` (LAPACK dlabrd).
+
+    Steps 3–19 of paper 000 Algorithm 2.  The trailing matrix a(nb:, nb:) is not
+    touched; on return it is owed A ← A − V·Yᵀ − X·Uᵀ, with V = a(:, :nb) and
+    U = a(:nb, :) holding the reflectors (their unit entries stored explicitly),
+    X = x(:, :nb) and Y = y(:, :nb).  ``x`` is M×nb and ``y`` N×nb scratch.
+    Needs N > nb, so every column of the panel has a right reflector.
+    """
+    for j in range(nb):
+        # Step 12: bring column j up to date with the j pending rank-2 updates,
+        # a(j:, j) −= V·Y(j, :)ᵀ + X·U(:, j).
+        if j > 0:
+            a[j:, j] -= a[j:, :j] @ y[j, :j] + x[j:, :j] @ a[:j, j]
+        # Steps 13–14: H_j annihilates a(j+1:, j).
+        d[j], tauq[j] = _householder(a[j:, j])
+        a[j, j] = 1
+        v = a[j:, j]
+        # Step 18, first half: y_j = τq·A_jᵀ·v with A_j the up-to-date a(j:, j+1:),
+        # the paper's x (after eq. (8)) whole.  dlabrd keeps x in Y and moves the
+        # paper's correction ẑ = x − σ2·(xᵀv̂)·v̂ into X below: the same rank-2 update.
+        y[j + 1:, j] = a[j:, j + 1:].T @ v
+        if j > 0:
+            y[j + 1:, j] -= (y[j + 1:, :j] @ (a[j:, :j].T @ v)
+                             + a[:j, j + 1:].T @ (x[j:, :j].T @ v))
+        y[j + 1:, j] *= tauq[j]
+        # Step 15: bring row j up to date, now including H_j itself.
+        a[j, j + 1:] -= y[j + 1:, :j + 1] @ a[j, :j + 1]
+        if j > 0:
+            a[j, j + 1:] -= a[:j, j + 1:].T @ x[j, :j]
+        # Steps 16–17: G_j annihilates a(j, j+2:).
+        e[j], taup[j] = _householder(a[j, j + 1:])
+        a[j, j + 1] = 1
+        u = a[j, j + 1:]
+        # Step 18, second half: x_j = τp·(H_j·A_j)·u, the paper's ŵ taken after H_j.
+        x[j + 1:, j] = (a[j + 1:, j + 1:] @ u
+                        - a[j + 1:, :j + 1] @ (y[j + 1:, :j + 1].T @ u))
+        if j > 0:
+            x[j + 1:, j] -= x[j + 1:, :j] @ (a[:j, j + 1:] @ u)
+        x[j + 1:, j] *= taup[j]
+
+
+def _reduce_unblocked(a, d, e, tauq, taup):
+    """Reduce the M×N view ``a`` column by column (LAPACK dgebd2).
+
+    Each step applies H_j from the left and G_j from the right as rank-1 updates,
+    the rank-2 update after paper 000 eq. (8) split in its two halves.
+    """
+    m, n = a.shape
+    for j in range(n):
+        d[j], tauq[j] = _householder(a[j:, j])
+        if j == n - 1:
+            taup[j] = 0
+            break
+        a[j, j] = 1
+        v = a[j:, j]
+        a[j:, j + 1:] -= (tauq[j] * v)[:, None] * (v @ a[j:, j + 1:])[None, :]
+        a[j, j] = d[j]
+        e[j], taup[j] = _householder(a[j, j + 1:])
+        a[j, j + 1] = 1
+        u = a[j, j + 1:]
+        a[j + 1:, j + 1:] -= (a[j + 1:, j + 1:] @ u)[:, None] * (taup[j] * u)[None, :]
+        a[j, j + 1] = e[j]
+
+
+def _wy_factor(v, tau):
+    """The upper triangular T with H_0 … H_{k−1} = I − V·T·Vᵀ (LAPACK dlarft, 'F', 'C').
+
+    Schreiber–Van Loan recurrence T(:i, i) = −τ_i·T(:i, :i)·(V(:, :i)ᵀ v_i),
+    T(i, i) = τ_i, with S = VᵀV formed by one GEMM.  The recurrence runs as
+    k small ``xp`` products on the device, so it costs no synchronization.
+    """
+    xp = array_namespace(v)
+    k = v.shape[1]
+    s = v.T @ v
+    t = xp.zeros((k, k), dtype=v.dtype)
+    for i in range(k):
+        if i > 0:
+            t[:i, i] = -tau[i] * (t[:i, :i] @ s[:i, i])
+        t[i, i] = tau[i]
+    return t
+
+
+def _apply_blocked(c, tau, count, block_size, block):
+    """c ← R_0 R_1 … R_{count−1}·c in place, block_size reflectors at a time.
+
+    ``block(k, kb)`` gives (V, r): the vectors of R_k … R_{k+kb−1} as columns and
+    the first row of c they touch.  R_0(R_1(…(R_last·c))), so the blocks go last
+    one first, each as c ← (I − V·T·Vᵀ)·c in three GEMMs (LAPACK dlarfb).
+    """
+    nb = tunables.get().bidiag_block_size if block_size is None else block_size
+    for k in reversed(range(0, count, nb)):
+        kb = min(nb, count - k)
+        v, r = block(k, kb)
+        t = _wy_factor(v, tau[k:k + kb])
+        c[r:] -= v @ (t @ (v.T @ c[r:]))
+    return c
+
+
+class Bidiagonal(NamedTuple):
+    """A = Q·B·Pᵀ as :func:`bidiagonalize` returns it (LAPACK gebrd's output, m ≥ n)."""
+
+    factors: Any  # (m, n): d, e and the Householder vectors, stored as gebrd does
+    tauq: Any     # (n,)  τ of H_0 … H_{n−1}
+    taup: Any     # (n,)  τ of G_0 … G_{n−2}; the last entry is 0
+    d: Any        # (n,)  diagonal of B
+    e: Any        # (n−1,) superdiagonal of B
+
+
+def bidiagonalize(a, *, block_size):
+    """Reduce ``a`` to upper bidiagonal form, A = Q·B·Pᵀ (paper 000, Algorithm 2).
+
+    Parameters
+    ----------
+    a : (m, n) float32 or float64 NumPy or CuPy array, m ≥ n
+        The matrix, in either memory order.  It is OVERWRITTEN with the factors
+        and returned as ``factors``: pass a copy to keep it.  Entries should lie
+        in a safe range (the driver scales them); up to about 1e150 in float64 is.
+    block_size : int
+        Panel width L.  Panels of L columns are reduced while more than L columns
+        remain; the last (at most L) columns are reduced unblocked.
+
+    Returns
+    -------
+    Bidiagonal
+        ``d`` and ``e`` may be negative (LAPACK's sign convention).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.arange(12.0).reshape(4, 3) ** 2
+    >>> bd = bidiagonalize(a.copy(), block_size=2)
+    >>> b = np.diag(bd.d) + np.diag(bd.e, 1)
+    >>> bool(np.allclose(np.linalg.svd(b)[1], np.linalg.svd(a)[1]))
+    True
+    """
+    xp = array_namespace(a)
+    m, n = a.shape
+    if m < n:
+        raise ValueError(f"bidiagonalize needs m >= n, got a of shape {a.shape}; "
+                         "pass the transpose of a wide matrix")
+    if block_size < 1:
+        raise ValueError(f"block_size must be a positive integer, got {block_size}")
+    d = xp.zeros(n, dtype=a.dtype)
+    e = xp.zeros(max(n - 1, 0), dtype=a.dtype)
+    tauq = xp.zeros(n, dtype=a.dtype)
+    taup = xp.zeros(n, dtype=a.dtype)
+    nb = block_size
+    x = xp.zeros((m, nb), dtype=a.dtype)
+    y = xp.zeros((n, nb), dtype=a.dtype)
+    k = 0
+    while n - k > nb:  # steps 2–21: a panel, then the trailing update
+        sub, xs, ys = a[k:, k:], x[:m - k], y[:n - k]
+        _reduce_panel(sub, nb, xs, ys, d[k:], e[k:], tauq[k:], taup[k:])
+        # Step 20: A(k+L:, k+L:) ← A − V·Yᵀ − X·Uᵀ, two GEMMs (the deferred rank-2
+        # updates after paper 000 eq. (8), L at a time).
+        sub[nb:, nb:] -= sub[nb:, :nb] @ ys[nb:].T + xs[nb:] @ sub[:nb, nb:]
+        # The panel kept the unit entries of the reflectors on the diagonal and the
+        # superdiagonal; put B back there.
+        idx = xp.arange(nb)
+        sub[idx, idx] = d[k:k + nb]
+        sub[idx, idx + 1] = e[k:k + nb]
+        k += nb
+    _reduce_unblocked(a[k:, k:], d[k:], e[k:], tauq[k:], taup[k:])
+    return Bidiagonal(a, tauq, taup, d, e)
+
+
+def apply_q(bd, c, *, block_size=None):
+    """Q·c, with Q = H_0 … H_{n−1} from :func:`bidiagonalize`.
+
+    Parameters
+    ----------
+    bd : Bidiagonal
+    c : (m, k) array of the factors' dtype and namespace
+        Overwritten with the result, which is returned.
+    block_size : int, optional
+        Reflectors per compact WY block; ``tunables.get().bidiag_block_size``
+        when omitted.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.random.default_rng(0).standard_normal((5, 3))
+    >>> bd = bidiagonalize(a.copy(), block_size=2)
+    >>> b = np.zeros((5, 3)); b[:3] = np.diag(bd.d) + np.diag(bd.e, 1)
+    >>> qb = apply_q(bd, b)
+    >>> bool(np.allclose(qb, a @ apply_p(bd, np.eye(3))))
+    True
+    """
+    xp = array_namespace(bd.factors)
+    f = bd.factors
+
+    def block(k, kb):  # v_i is column i of the factors below the diagonal
+        return xp.tril(f[k:, k:k + kb], -1) + xp.eye(f.shape[0] - k, kb, dtype=f.dtype), k
+
+    return _apply_blocked(c, bd.tauq, f.shape[1], block_size, block)
+
+
+def apply_p(bd, c, *, block_size=None):
+    """P·c, with P = G_0 … G_{n−2} from :func:`bidiagonalize`.
+
+    ``c`` is (n, k) and is overwritten, as in :func:`apply_q`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.random.default_rng(0).standard_normal((4, 4))
+    >>> bd = bidiagonalize(a.copy(), block_size=2)
+    >>> p = apply_p(bd, np.eye(4))
+    >>> bool(np.allclose(p.T @ p, np.eye(4)))
+    True
+    """
+    xp = array_namespace(bd.factors)
+    f = bd.factors
+    n = f.shape[1]
+
+    def block(k, kb):  # G_i acts on rows i+1:, u_i is row i of the factors from i+1
+        vt = xp.triu(f[k:k + kb, k + 1:], 1) + xp.eye(kb, n - 1 - k, dtype=f.dtype)
+        return vt.T, k + 1
+
+    return _apply_blocked(c, bd.taup, n - 1, block_size, block)

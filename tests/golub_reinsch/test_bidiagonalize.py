@@ -1,0 +1,215 @@
+"""Blocked Householder bidiagonalization (paper 000, Algorithm 2) on the NumPy backend.
+
+Invariants in units of n·ε: A = Q·B·Pᵀ, Q and P orthogonal, the singular values of
+B are A's; plus an obviously-correct unblocked reference (explicit reflectors, the
+paper's eqs. (6)–(8)) that fixes signs and τ's, and the input contract.
+"""
+
+import doctest
+import importlib
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+from gpusvd.golub_reinsch.bidiagonalize import apply_p, apply_q, bidiagonalize
+
+bidiagonalize_module = importlib.import_module("gpusvd.golub_reinsch.bidiagonalize")
+
+DTYPES = [np.float32, np.float64]
+SHAPES = [(1, 1), (5, 5), (7, 3), (50, 50), (64, 17), (100, 37), (33, 32)]
+BLOCK_SIZES = [1, 3, 8, 32]
+# Slack on the n·ε bounds: Householder reductions are backward stable with a
+# constant of order one per column; 30 leaves room without hiding an O(n) bug.
+SLACK = 30
+
+
+def _random(shape, dtype, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def _b_matrix(bd):
+    return np.diag(bd.d) + np.diag(bd.e, 1)
+
+
+def _reconstruct(bd, m, n, block_size):
+    """Q·[B; 0]·Pᵀ through apply_q and apply_p."""
+    b = np.zeros((m, n), dtype=bd.d.dtype)
+    b[:n] = _b_matrix(bd)
+    qb = apply_q(bd, b, block_size=block_size)
+    p = apply_p(bd, np.eye(n, dtype=bd.d.dtype), block_size=block_size)
+    return qb @ p.T
+
+
+def _naive_bidiagonalize(a):
+    """Unblocked reduction with explicit m×m and n×n reflectors, in float64."""
+    a = a.astype(np.float64)
+    m, n = a.shape
+    d, e, tauq, taup = np.zeros(n), np.zeros(max(n - 1, 0)), np.zeros(n), np.zeros(n)
+
+    def house(x):
+        alpha, xnorm = x[0], np.linalg.norm(x[1:])
+        if xnorm == 0:
+            return alpha, 0.0, np.eye(len(x))
+        beta = -np.copysign(np.hypot(alpha, xnorm), alpha)
+        v = np.concatenate([[1.0], x[1:] / (alpha - beta)])
+        tau = (beta - alpha) / beta
+        return beta, tau, np.eye(len(x)) - tau * np.outer(v, v)
+
+    for i in range(n):
+        d[i], tauq[i], h = house(a[i:, i])
+        a[i:, i:] = h @ a[i:, i:]
+        if i < n - 1:
+            e[i], taup[i], g = house(a[i, i + 1:])
+            a[i:, i + 1:] = a[i:, i + 1:] @ g
+    return d, e, tauq, taup
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("block_size", BLOCK_SIZES)
+class TestBidiagonalize:
+    def test_reconstructs_a(self, dtype, shape, block_size):
+        m, n = shape
+        a = _random(shape, dtype)
+        bd = bidiagonalize(a.copy(), block_size=block_size)
+        assert bd.factors.shape == (m, n) and bd.d.shape == (n,) and bd.e.shape == (n - 1,)
+        assert bd.tauq.shape == (n,) and bd.taup.shape == (n,) and bd.taup[-1] == 0
+        assert all(x.dtype == dtype for x in bd)
+        eps = np.finfo(dtype).eps
+        err = np.linalg.norm(_reconstruct(bd, m, n, block_size) - a)
+        assert err <= SLACK * max(m, n) * eps * np.linalg.norm(a)
+
+    def test_q_and_p_orthogonal(self, dtype, shape, block_size):
+        m, n = shape
+        bd = bidiagonalize(_random(shape, dtype), block_size=block_size)
+        eps = np.finfo(dtype).eps
+        q = apply_q(bd, np.eye(m, dtype=dtype), block_size=block_size)
+        p = apply_p(bd, np.eye(n, dtype=dtype), block_size=block_size)
+        assert q.dtype == dtype and p.dtype == dtype
+        assert np.linalg.norm(q.T @ q - np.eye(m)) <= SLACK * n * eps
+        assert np.linalg.norm(p.T @ p - np.eye(n)) <= SLACK * n * eps
+        # P = G_0 … G_{n−2} leaves the first coordinate alone (Golub–Kahan).
+        np.testing.assert_array_equal(p[:, 0], np.eye(n)[:, 0])
+
+    def test_singular_values(self, dtype, shape, block_size):
+        n = shape[1]
+        a = _random(shape, dtype)
+        bd = bidiagonalize(a.copy(), block_size=block_size)
+        eps = np.finfo(dtype).eps
+        expected = scipy.linalg.svdvals(a.astype(np.float64))
+        got = scipy.linalg.svdvals(_b_matrix(bd).astype(np.float64))
+        assert np.max(np.abs(got - expected)) <= SLACK * n * eps * expected[0]
+
+    def test_matches_naive_reference(self, dtype, shape, block_size):
+        a = _random(shape, dtype)
+        bd = bidiagonalize(a.copy(), block_size=block_size)
+        d, e, tauq, taup = _naive_bidiagonalize(a)
+        tol = 100 * shape[1] * np.finfo(dtype).eps
+        scale = np.linalg.norm(a, 2)
+        np.testing.assert_allclose(bd.d, d, rtol=0, atol=tol * scale)
+        np.testing.assert_allclose(bd.e, e, rtol=0, atol=tol * scale)
+        np.testing.assert_allclose(bd.tauq, tauq, rtol=0, atol=tol)
+        np.testing.assert_allclose(bd.taup, taup, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_block_sizes_agree(dtype, shape):
+    a = _random(shape, dtype, seed=1)
+    runs = [bidiagonalize(a.copy(), block_size=nb) for nb in BLOCK_SIZES]
+    tol = 100 * shape[1] * np.finfo(dtype).eps * np.linalg.norm(a, 2)
+    for bd in runs[1:]:
+        np.testing.assert_allclose(np.abs(bd.d), np.abs(runs[0].d), rtol=0, atol=tol)
+        np.testing.assert_allclose(np.abs(bd.e), np.abs(runs[0].e), rtol=0, atol=tol)
+
+
+def _special_matrices(dtype):
+    rng = np.random.default_rng(2)
+    zero_column = rng.standard_normal((40, 20))
+    zero_column[:, 7] = 0
+    rank_one = np.outer(rng.standard_normal(40), rng.standard_normal(20))
+    return {
+        "zero": np.zeros((40, 20)),
+        "zero-column": zero_column,
+        "rank-one": rank_one,
+        "zero-first-column": np.hstack([np.zeros((40, 1)), rng.standard_normal((40, 19))]),
+        # Near the top of the safe range the driver scales into: no norm overflows.
+        "huge-entries": (1e150 if dtype == np.float64 else 1e17) * rng.standard_normal((40, 20)),
+    }
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", list(_special_matrices(np.float64)))
+@pytest.mark.parametrize("block_size", [1, 8])
+def test_special_matrices(name, dtype, block_size):
+    a = _special_matrices(dtype)[name].astype(dtype)
+    m, n = a.shape
+    bd = bidiagonalize(a.copy(), block_size=block_size)
+    for x in bd:
+        assert np.all(np.isfinite(x)), name
+    eps = np.finfo(dtype).eps
+    norm_a = np.linalg.norm(a)
+    expected = scipy.linalg.svdvals(a.astype(np.float64))
+    got = scipy.linalg.svdvals(_b_matrix(bd).astype(np.float64))
+    assert np.max(np.abs(got - expected)) <= SLACK * n * eps * norm_a
+    err = np.linalg.norm(_reconstruct(bd, m, n, block_size) - a)
+    assert err <= SLACK * max(m, n) * eps * norm_a
+    if name == "zero":
+        assert not np.any(bd.d) and not np.any(bd.e)
+        assert not np.any(bd.tauq) and not np.any(bd.taup)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_overwrites_input_and_copy_is_safe(order):
+    original = np.asarray(_random((30, 20), np.float64), order=order)
+    keep = original.copy()
+    work = original.copy(order=order)
+    bd = bidiagonalize(work, block_size=8)
+    assert bd.factors is work  # the contract: the argument is the output
+    assert not np.array_equal(work, keep)
+    np.testing.assert_array_equal(original, keep)
+    np.testing.assert_array_equal(np.diag(work), bd.d)
+    np.testing.assert_array_equal(np.diag(work, 1), bd.e)
+
+
+def test_memory_orders_agree():
+    a = _random((70, 45), np.float64)
+    c = bidiagonalize(np.array(a, order="C"), block_size=8)
+    f = bidiagonalize(np.array(a, order="F"), block_size=8)
+    tol = SLACK * 45 * np.finfo(np.float64).eps * np.linalg.norm(a, 2)
+    np.testing.assert_allclose(c.d, f.d, rtol=0, atol=tol)
+    np.testing.assert_allclose(c.e, f.e, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_bitwise_deterministic(dtype):
+    a = _random((90, 60), dtype)
+    first = bidiagonalize(a.copy(), block_size=8)
+    second = bidiagonalize(a.copy(), block_size=8)
+    for x, y in zip(first, second):
+        assert x.tobytes() == y.tobytes()
+    q1 = apply_q(first, np.eye(90, dtype=dtype), block_size=8)
+    q2 = apply_q(second, np.eye(90, dtype=dtype), block_size=8)
+    assert q1.tobytes() == q2.tobytes()
+
+
+def test_apply_returns_its_argument_and_default_block_size():
+    a = _random((12, 9), np.float64)
+    bd = bidiagonalize(a.copy(), block_size=4)
+    c = np.eye(12)
+    assert apply_q(bd, c) is c
+    c = np.eye(9)
+    assert apply_p(bd, c) is c
+    np.testing.assert_allclose(c, apply_p(bd, np.eye(9), block_size=2), atol=1e-14)
+
+
+@pytest.mark.parametrize("shape, block_size", [((3, 4), 2), ((4, 3), 0)])
+def test_bad_arguments(shape, block_size):
+    with pytest.raises(ValueError):
+        bidiagonalize(np.ones(shape), block_size=block_size)
+
+
+def test_docstring_examples():
+    failures, tried = doctest.testmod(bidiagonalize_module)
+    assert tried > 0 and failures == 0
