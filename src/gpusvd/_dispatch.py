@@ -5,6 +5,8 @@ user's array into a NumPy or CuPy array on the chosen device, checks it, walks a
 of matrices, and hands results back in the input's array type.
 """
 
+import math
+
 from ._core import validation
 from ._core.arrays import place
 from ._core.results import SVDResult
@@ -37,7 +39,7 @@ def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finit
         if arr.dtype != dtype:
             arr = arr.astype(dtype)
             overwrite_a = True  # a private copy now
-        mats = arr.reshape(-1, m, n)
+        mats = arr.reshape(math.prod(batch), m, n)
         parts = [one(mat, xp, full_matrices=full_matrices, compute_uv=compute_uv,
                       overwrite_a=overwrite_a) for mat in mats]
         s = _stack(xp, [p[1] for p in parts], batch, (min(m, n),), dtype)
