@@ -28,3 +28,13 @@ def apply_rotations_naive(x, sweeps, cs):
             x[:, lo + j] = c * a + s * b
             x[:, lo + j + 1] = -s * a + c * b
         off += count
+
+
+def random_rotation_log(rng, n, k):
+    """k sweeps of random ranges and directions over n columns, with random angles."""
+    lo = rng.integers(0, n - 1, size=k)
+    count = rng.integers(1, n - lo)  # 1 <= count <= n-1-lo
+    direction = rng.choice([-1, 1], size=k)
+    sweeps = np.stack([lo, count, direction], axis=1).astype(np.int64)
+    angle = rng.uniform(-np.pi, np.pi, size=int(count.sum()))
+    return sweeps, np.stack([np.cos(angle), np.sin(angle)], axis=1)

@@ -4,24 +4,14 @@ import numpy as np
 import pytest
 
 from gpusvd.golub_reinsch.rotations import apply_rotations
-from naive import apply_rotations_naive
-
-
-def _random_log(rng, n, k):
-    """k sweeps of random ranges and directions over n columns, with random angles."""
-    lo = rng.integers(0, n - 1, size=k)
-    count = rng.integers(1, n - lo)  # 1 <= count <= n-1-lo
-    direction = rng.choice([-1, 1], size=k)
-    sweeps = np.stack([lo, count, direction], axis=1).astype(np.int64)
-    angle = rng.uniform(-np.pi, np.pi, size=int(count.sum()))
-    return sweeps, np.stack([np.cos(angle), np.sin(angle)], axis=1)
+from naive import apply_rotations_naive, random_rotation_log
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("rows, n, k", [(1, 2, 1), (23, 37, 40), (70, 9, 200), (5, 100, 7), (100, 64, 30)])
 def test_matches_naive(dtype, rows, n, k):
     rng = np.random.default_rng(rows * 1000 + n)
-    sweeps, cs = _random_log(rng, n, k)
+    sweeps, cs = random_rotation_log(rng, n, k)
     assert set(sweeps[:, 2]) == {-1, 1} or k < 4
     cs = cs.astype(dtype)
     x = rng.standard_normal((rows, n)).astype(dtype)
@@ -45,7 +35,7 @@ def test_directions_differ():
 
 def test_rotations_stay_orthogonal():
     rng = np.random.default_rng(5)
-    sweeps, cs = _random_log(rng, 50, 300)
+    sweeps, cs = random_rotation_log(rng, 50, 300)
     x = np.eye(50)
     apply_rotations(x, sweeps, cs)
     assert np.abs(x.T @ x - np.eye(50)).max() < 50 * np.finfo(float).eps
