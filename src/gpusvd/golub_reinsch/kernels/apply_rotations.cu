@@ -71,12 +71,13 @@ __global__ void apply_rotations(T *x, long long ld, int nrows, int ncols,
             }
         }
         __syncthreads();
-        int cmin = ncols, cmax = -1, pend = -1;
+        // Columns cmin .. cmax are touched; column c is loaded at step c-1 and final
+        // (stored) at step c+W-1.
+        int cmin = ncols, cmax = -1;
         for (int j = 0; j < size; ++j) {
             if (qhi[j] > qlo[j]) {
                 cmin = min(cmin, qlo[j]);
                 cmax = max(cmax, qhi[j]);
-                pend = max(pend, qhi[j] - 1 + j);
             }
         }
         if (cmax < 0) continue;
@@ -85,7 +86,7 @@ __global__ void apply_rotations(T *x, long long ld, int nrows, int ncols,
         T r[W + 1];  // r[k] holds column p - W + 1 + k at step p
 #pragma unroll
         for (int k = 0; k <= W; ++k) r[k] = T(0);
-        for (int p = cmin - 1; p <= pend + W - 1; ++p) {
+        for (int p = cmin - 1; p <= cmax + W - 1; ++p) {
             const int cnew = p + 1;
             if (live && cnew <= cmax) {
                 const int cm = dir > 0 ? cnew : ncols - 1 - cnew;
