@@ -204,6 +204,40 @@ def test_apply_returns_its_argument_and_default_block_size():
     np.testing.assert_allclose(c, apply_p(bd, np.eye(9), block_size=2), atol=1e-14)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_back_transformation_block_sizes_agree(dtype):
+    """Any grouping of the reflectors into WY blocks gives Q·c and P·c to rounding,
+    whatever panel width the factorization used (here 8), including blocks wider
+    than the factorization and than n, and widths that do not divide n."""
+    m, n = 230, 210
+    bd = bidiagonalize(_random((m, n), dtype), block_size=8)
+    cq, cp = _random((m, 40), dtype, seed=3), _random((n, 40), dtype, seed=4)
+    eps = np.finfo(dtype).eps
+    q_ref = apply_q(bd, cq.copy(), block_size=1)
+    p_ref = apply_p(bd, cp.copy(), block_size=1)
+    for nb in [7, 64, 200, 512, None]:
+        q = apply_q(bd, cq.copy(), block_size=nb)
+        p = apply_p(bd, cp.copy(), block_size=nb)
+        assert np.linalg.norm(q - q_ref) <= SLACK * m * eps * np.linalg.norm(cq), nb
+        assert np.linalg.norm(p - p_ref) <= SLACK * n * eps * np.linalg.norm(cp), nb
+
+
+@pytest.mark.parametrize("k", [1, 5, 16, 17, 40, 101])
+def test_wy_factor_matches_explicit_product(k):
+    """I − V·T·Vᵀ = H_0 … H_{k−1} with explicit reflectors, some of them τ = 0."""
+    rng = np.random.default_rng(k)
+    rows = k + 9
+    v = np.tril(rng.standard_normal((rows, k)), -1) + np.eye(rows, k)
+    tau = 2 / np.sum(v * v, axis=0)
+    tau[::4] = 0
+    product = np.eye(rows)
+    for i in range(k):
+        product = product @ (np.eye(rows) - tau[i] * np.outer(v[:, i], v[:, i]))
+    t = bidiagonalize_module._wy_factors((v.T @ v)[None], tau[None])[0]
+    np.testing.assert_allclose(np.eye(rows) - v @ t @ v.T, product, rtol=0, atol=1e-13)
+    np.testing.assert_array_equal(t, np.triu(t))
+
+
 @pytest.mark.parametrize("shape, block_size", [((3, 4), 2), ((4, 3), 0)])
 def test_bad_arguments(shape, block_size):
     with pytest.raises(ValueError):

@@ -8,19 +8,26 @@ code with ``nvcc -arch=sm_90`` on a machine without a GPU (``scripts/check-kerne
 
 import functools
 import pathlib
+from typing import NamedTuple
 
 import numpy as np
 
 _PACKAGE = pathlib.Path(__file__).resolve().parent.parent
 
-# One row per kernel file: its path under the package, and the template instantiations
-# (NVRTC name expressions) that gpusvd launches.
+
+class KernelFile(NamedTuple):
+    names: tuple            # the template instantiations (NVRTC name expressions) launched
+    cooperative: bool = False  # launched cooperatively (grid-wide sync)
+
+
+# One row per kernel file, by its path under the package.
 REGISTRY = {
-    "golub_reinsch/kernels/apply_rotations.cu": tuple(
+    "golub_reinsch/kernels/apply_rotations.cu": KernelFile(tuple(
         f"apply_rotations<{ctype}, {window}>"
         for ctype in ("float", "double")
-        for window in (8, 16, 32)
-    ),
+        for window in (8, 16, 32))),
+    "golub_reinsch/kernels/bidiagonalize_panel.cu": KernelFile(
+        ("bidiagonalize_panel<float>", "bidiagonalize_panel<double>"), cooperative=True),
 }
 
 # The C type a kernel template is instantiated with, by NumPy dtype.
@@ -39,14 +46,16 @@ def _module(relpath, device_id):
     import cupy
 
     with cupy.cuda.Device(device_id):
+        entry = REGISTRY[relpath]
         return cupy.RawModule(code=source(relpath), options=_NVRTC_OPTIONS,
-                              name_expressions=REGISTRY[relpath])
+                              name_expressions=entry.names,
+                              enable_cooperative_groups=entry.cooperative)
 
 
 def get_kernel(relpath, name_expression):
     """The compiled kernel ``name_expression`` of file ``relpath`` on the current device."""
     import cupy
 
-    if name_expression not in REGISTRY[relpath]:
+    if name_expression not in REGISTRY[relpath].names:
         raise KeyError(f"{name_expression} is not an instantiation registered for {relpath}")
     return _module(relpath, cupy.cuda.Device().id).get_function(name_expression)

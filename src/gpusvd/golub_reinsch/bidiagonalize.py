@@ -15,12 +15,15 @@ flops become GEMM, which is what a GPU (and a multithreaded BLAS) runs fast.
 
 Q and P are never formed here: :func:`apply_q` and :func:`apply_p` apply them
 block by block in the compact WY form I − V·T·Vᵀ (Schreiber & Van Loan, SIAM J.
-Sci. Stat. Comput. 10 (1989) 53–57; LAPACK dlarft/dlarfb).
+Sci. Stat. Comput. 10 (1989) 53–57; LAPACK dlarft/dlarfb), with a fixed number
+of device operations per block: on a GPU each operation costs a launch, and a
+per-column loop over the block made launches, not flops, the cost.
 
-Everything is written once against the array namespace ``xp`` (NumPy or CuPy),
-and no step reads a device value on the host: the Householder vectors are made
-with ``xp.where`` instead of branches (an ``if`` on a GPU scalar costs a
-synchronization, and there would be 2n of them).  The storage of the factors is
+Everything is written once against the array namespace ``xp`` (NumPy or CuPy).
+The reduction reads no device value on the host: the Householder vectors are
+made with ``xp.where`` instead of branches (an ``if`` on a GPU scalar costs a
+synchronization, and there would be 2n of them).  The back-transformation
+synchronizes once, to build all its small T factors on the host.  The storage of the factors is
 LAPACK's gebrd (m ≥ n): v_i below the diagonal of column i with v_i(i) = 1
 implied, u_i right of the superdiagonal of row i with u_i(i+1) = 1 implied, d on
 the diagonal and e on the superdiagonal.
@@ -28,8 +31,20 @@ the diagonal and e on the superdiagonal.
 
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from gpusvd._core import tunables
 from gpusvd._core.backend import array_namespace
+
+# Widest T built by the column recurrence rather than by halves in _wy_factors.
+# NumPy, 32 blocks of 128: 7.5 ms by the recurrence alone, 3.9–4.2 ms with a
+# leaf of 8 to 32 (16 best), 8.6 ms halving down to single columns.
+_WY_RECURSION_LEAF = 16
+
+
+def _to_host(x):
+    """A NumPy copy of a NumPy or CuPy array (the latter synchronizes)."""
+    return x.get() if hasattr(x, "get") else np.asarray(x)
 
 
 def _householder(x):
@@ -121,37 +136,61 @@ def _reduce_unblocked(a, d, e, tauq, taup):
         a[j, j + 1] = e[j]
 
 
-def _wy_factor(v, tau):
-    """The upper triangular T with H_0 … H_{k−1} = I − V·T·Vᵀ (LAPACK dlarft, 'F', 'C').
+def _wy_factors(s, tau):
+    """The T of every block, from S = VᵀV and τ, on the host (LAPACK dlarft, 'F', 'C').
 
-    Schreiber–Van Loan recurrence T(:i, i) = −τ_i·T(:i, :i)·(V(:, :i)ᵀ v_i),
-    T(i, i) = τ_i, with S = VᵀV formed by one GEMM.  The recurrence runs as
-    k small ``xp`` products on the device, so it costs no synchronization.
+    ``s`` is (blocks, k, k) and ``tau`` (blocks, k), NumPy; all blocks go at once
+    in batched products.  Wide blocks split in halves, T = [T1, −T1·S12·T2; 0, T2]
+    (the product of two compact WY blocks, Schreiber & Van Loan 1989; recursive as
+    in Elmroth & Gustavson, IBM J. Res. Dev. 44 (2000) 605–624), which turns most
+    of the work into matrix products; narrow ones run the column recurrence
+    T(:j, j) = −τ_j·T(:j, :j)·S(:j, j), T(j, j) = τ_j.  τ = 0 (H = I, also the
+    padding of a short last block) gives a zero row and column of T.
     """
-    xp = array_namespace(v)
-    k = v.shape[1]
-    s = v.T @ v
-    t = xp.zeros((k, k), dtype=v.dtype)
-    for i in range(k):
-        if i > 0:
-            t[:i, i] = -tau[i] * (t[:i, :i] @ s[:i, i])
-        t[i, i] = tau[i]
+    k = s.shape[-1]
+    t = np.zeros_like(s)
+    if k > _WY_RECURSION_LEAF:
+        h = k // 2
+        t[:, :h, :h] = t1 = _wy_factors(s[:, :h, :h], tau[:, :h])
+        t[:, h:, h:] = t2 = _wy_factors(s[:, h:, h:], tau[:, h:])
+        t[:, :h, h:] = -(t1 @ (s[:, :h, h:] @ t2))
+        return t
+    for j in range(k):
+        t[:, :j, j] = -tau[:, j, None] * (t[:, :j, :j] @ s[:, :j, j, None])[..., 0]
+        t[:, j, j] = tau[:, j]
     return t
 
 
-def _apply_blocked(c, tau, count, block_size, block):
+def _apply_blocked(c, tau, count, block_size, panel, shift):
     """c ← R_0 R_1 … R_{count−1}·c in place, block_size reflectors at a time.
 
-    ``block(k, kb)`` gives (V, r): the vectors of R_k … R_{k+kb−1} as columns and
-    the first row of c they touch.  R_0(R_1(…(R_last·c))), so the blocks go last
-    one first, each as c ← (I − V·T·Vᵀ)·c in three GEMMs (LAPACK dlarfb).
+    ``panel(k, kb)`` is a view of the factors whose columns hold the vectors of
+    R_k … R_{k+kb−1} below its diagonal, the unit entries implied on it; R_k
+    acts on rows k+shift: of c.  Each block becomes I − V·T·Vᵀ (LAPACK
+    dlarft/dlarfb) in a fixed number of device operations, whatever block_size
+    is: V is ``tril`` plus an identity, S = VᵀV one GEMM, and c ← c − V·(T·(Vᵀ·c))
+    three GEMMs, the last block first since R_0(R_1(…(R_last·c))).  Between the
+    two loops S and τ go to the host once, the only synchronization, and
+    :func:`_wy_factors` makes every T there.
     """
-    nb = tunables.get().bidiag_block_size if block_size is None else block_size
-    for k in reversed(range(0, count, nb)):
-        kb = min(nb, count - k)
-        v, r = block(k, kb)
-        t = _wy_factor(v, tau[k:k + kb])
-        c[r:] -= v @ (t @ (v.T @ c[r:]))
+    xp = array_namespace(c)
+    if count == 0:
+        return c
+    nb = tunables.get().back_transform_block_size if block_size is None else block_size
+    starts = range(0, count, nb)
+    vs = []
+    s = xp.zeros((len(starts), nb, nb), dtype=c.dtype)
+    for b, k in enumerate(starts):
+        stored = panel(k, min(nb, count - k))
+        v = xp.tril(stored, -1) + xp.eye(*stored.shape, dtype=c.dtype)
+        s[b, :v.shape[1], :v.shape[1]] = v.T @ v
+        vs.append(v)
+    taus = np.zeros(len(starts) * nb, dtype=c.dtype)
+    taus[:count] = _to_host(tau[:count])
+    t = xp.asarray(_wy_factors(_to_host(s), taus.reshape(len(starts), nb)))
+    for b in reversed(range(len(vs))):
+        v, r, kb = vs[b], starts[b] + shift, vs[b].shape[1]
+        c[r:] -= v @ (t[b, :kb, :kb] @ (v.T @ c[r:]))
     return c
 
 
@@ -204,12 +243,16 @@ def bidiagonalize(a, *, block_size):
     tauq = xp.zeros(n, dtype=a.dtype)
     taup = xp.zeros(n, dtype=a.dtype)
     nb = block_size
-    x = xp.zeros((m, nb), dtype=a.dtype)
-    y = xp.zeros((n, nb), dtype=a.dtype)
+    # Column-major scratch: the GPU panel kernel reads columns of X and Y.
+    x = xp.zeros((m, nb), dtype=a.dtype, order="F")
+    y = xp.zeros((n, nb), dtype=a.dtype, order="F")
+    reduce_panel = _reduce_panel
+    if xp is not np and a.flags.f_contiguous:
+        from .bidiagonalize_cuda import reduce_panel
     k = 0
     while n - k > nb:  # steps 2–21: a panel, then the trailing update
         sub, xs, ys = a[k:, k:], x[:m - k], y[:n - k]
-        _reduce_panel(sub, nb, xs, ys, d[k:], e[k:], tauq[k:], taup[k:])
+        reduce_panel(sub, nb, xs, ys, d[k:], e[k:], tauq[k:], taup[k:])
         # Step 20: A(k+L:, k+L:) ← A − V·Yᵀ − X·Uᵀ, two GEMMs (the deferred rank-2
         # updates after paper 000 eq. (8), L at a time).
         sub[nb:, nb:] -= sub[nb:, :nb] @ ys[nb:].T + xs[nb:] @ sub[:nb, nb:]
@@ -232,8 +275,9 @@ def apply_q(bd, c, *, block_size=None):
     c : (m, k) array of the factors' dtype and namespace
         Overwritten with the result, which is returned.
     block_size : int, optional
-        Reflectors per compact WY block; ``tunables.get().bidiag_block_size``
-        when omitted.
+        Reflectors per compact WY block, ``tunables.get().back_transform_block_size`` when
+        omitted; any value gives Q·c to rounding, whatever block size
+        :func:`bidiagonalize` used.
 
     Examples
     --------
@@ -245,13 +289,10 @@ def apply_q(bd, c, *, block_size=None):
     >>> bool(np.allclose(qb, a @ apply_p(bd, np.eye(3))))
     True
     """
-    xp = array_namespace(bd.factors)
     f = bd.factors
-
-    def block(k, kb):  # v_i is column i of the factors below the diagonal
-        return xp.tril(f[k:, k:k + kb], -1) + xp.eye(f.shape[0] - k, kb, dtype=f.dtype), k
-
-    return _apply_blocked(c, bd.tauq, f.shape[1], block_size, block)
+    # v_i is column i of the factors below the diagonal.
+    return _apply_blocked(c, bd.tauq, f.shape[1], block_size,
+                          lambda k, kb: f[k:, k:k + kb], shift=0)
 
 
 def apply_p(bd, c, *, block_size=None):
@@ -268,12 +309,7 @@ def apply_p(bd, c, *, block_size=None):
     >>> bool(np.allclose(p.T @ p, np.eye(4)))
     True
     """
-    xp = array_namespace(bd.factors)
     f = bd.factors
-    n = f.shape[1]
-
-    def block(k, kb):  # G_i acts on rows i+1:, u_i is row i of the factors from i+1
-        vt = xp.triu(f[k:k + kb, k + 1:], 1) + xp.eye(kb, n - 1 - k, dtype=f.dtype)
-        return vt.T, k + 1
-
-    return _apply_blocked(c, bd.taup, n - 1, block_size, block)
+    # G_i acts on rows i+1:; u_i is row i of the factors right of the diagonal.
+    return _apply_blocked(c, bd.taup, f.shape[1] - 1, block_size,
+                          lambda k, kb: f[k:k + kb, k + 1:].T, shift=1)

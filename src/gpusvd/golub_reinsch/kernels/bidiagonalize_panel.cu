@@ -1,0 +1,225 @@
+// One panel of the blocked Householder bidiagonalization (paper 000, Alg. 2, steps 3-19;
+// LAPACK dlabrd), fused into one cooperative kernel.
+//
+// The panel reduces nb columns and rows of the M x N view `a` with matrix-vector products
+// and accumulates X (M x nb) and Y (N x nb) for the trailing update, which the host then
+// does with two GEMMs. Written with CuPy operations the panel costs ~60 launches per column,
+// which on a GPU is all launch overhead; here every column costs four grid-wide barriers.
+// The arithmetic follows bidiagonalize._reduce_panel (the NumPy twin) step for step:
+//
+//   A(j)  column update  a(j:, j) -= a(j:, :j) y(j, :j)' + x(j:, :j) a(:j, j)   (step 12)
+//   B(j)  H_j (steps 13-14); t = a(j:, :)' v, w1 = a(j:, :j)' v, w2 = x(j:, :j)' v
+//   C(j)  y(j+1:, j) = tauq (t - y w1 - a(:j, :)' w2); row update (step 15); v scaled
+//   D(j)  G_j (steps 16-17); a(:, j+1:) u by column chunks; z1 = y(j+1:, :j+1)' u
+//   E(j)  x(j+1:, j) = taup (a u - a(:, :j+1) z1 - x z2) (step 18); u scaled
+//
+// E(j) is fused with A(j+1). The Householder vectors are scaled one phase late, so that
+// no phase reads an entry another block of the same phase writes; the unit entries
+// a(j, j) and a(j, j+1) are read as 1 implicitly. Reductions are done in a fixed order
+// (per-block partial sums, then one ordered sum), so results are deterministic.
+// Layout: column-major, element (r, c) of a at a[r + c * lda].
+
+#include <cooperative_groups.h>
+
+namespace cg = cooperative_groups;
+
+#define PANEL_THREADS 256
+
+// work[] layout (offsets in elements), sized by the host (bidiagonalize_cuda.py)
+enum { S_ALPHA = 0, S_ALPHA2 = 1, S_TAU = 2, S_SCALE = 3, S_TAU2 = 4, S_SCALE2 = 5, S_END = 8 };
+
+template <typename T>
+__device__ T block_sum(T v, T *shm)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads();
+    if (lane == 0) shm[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < PANEL_THREADS / 32 ? shm[lane] : T(0);
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+        if (lane == 0) shm[0] = v;
+    }
+    __syncthreads();
+    v = shm[0];
+    __syncthreads();
+    return v;
+}
+
+template <typename T>
+__device__ T warp_sum(T v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// Householder scalars from alpha and the per-block partial sums of squares (dlarfg;
+// the NumPy twin is bidiagonalize._householder). Every block computes them the same way.
+template <typename T>
+__device__ void householder(T alpha, const T *partials, T *shm, T &beta, T &tau, T &scale)
+{
+    T s = 0;
+    for (int i = threadIdx.x; i < gridDim.x; i += blockDim.x) s += partials[i];
+    const T xnorm = sqrt(block_sum(s, shm));
+    if (xnorm == T(0)) {
+        beta = alpha; tau = 0; scale = 1;
+    } else {
+        beta = -copysign(hypot(alpha, xnorm), alpha);
+        tau = (beta - alpha) / beta;
+        scale = T(1) / (alpha - beta);
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(PANEL_THREADS, 2)
+bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long ldx, T *y,
+                    long long ldy, T *d, T *e, T *tauq, T *taup, T *work, int nchunks)
+{
+    cg::grid_group grid = cg::this_grid();
+    __shared__ T shm[32];
+    extern __shared__ unsigned char smem_raw[];
+    T *sh = reinterpret_cast<T *>(smem_raw);  // 4 * nb values
+    T *scal = work;
+    T *partials = work + S_END;              // gridDim.x
+    T *t = partials + gridDim.x;             // N: a(j:, :)' v
+    T *w1 = t + N, *w2 = w1 + nb, *z1 = w2 + nb;
+    T *t2 = z1 + nb;                         // nchunks x M: partial a(:, j+1:) u
+#define A(r, c) a[(r) + (long long)(c) * lda]
+#define X(r, k) x[(r) + (long long)(k) * ldx]
+#define Y(c, k) y[(c) + (long long)(k) * ldy]
+    const long long gtid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long nthreads = (long long)gridDim.x * blockDim.x;
+    const int lane = threadIdx.x & 31;
+    const long long gwarp = gtid >> 5, nwarps = nthreads >> 5;
+
+    for (int j = 0; j <= nb; ++j) {
+        // ---- E(j-1) fused with A(j) -------------------------------------------------
+        T *sz1 = sh, *sz2 = sh + nb, *syr = sh + 2 * nb, *sac = sh + 3 * nb;
+        const int p = j - 1;
+        T tau2 = 0;
+        if (j > 0) {
+            tau2 = scal[S_TAU2];
+            for (int k = threadIdx.x; k <= p; k += blockDim.x) sz1[k] = z1[k];
+            for (int k = threadIdx.x; k < p; k += blockDim.x) {
+                T s = 0;
+                for (int c = 0; c < nchunks; ++c) s += t2[(long long)c * M + k];
+                sz2[k] = s;
+            }
+        }
+        if (j < nb) {
+            for (int k = threadIdx.x; k < j; k += blockDim.x) {
+                syr[k] = Y(j, k);
+                sac[k] = A(k, j);
+            }
+        }
+        __syncthreads();
+        T part = 0;
+        for (long long r = (j > 0 ? j : 0) + gtid; r < M; r += nthreads) {
+            if (j > 0) {
+                T s = 0;
+                for (int c = 0; c < nchunks; ++c) s += t2[(long long)c * M + r];
+                for (int k = 0; k <= p; ++k) s -= A(r, k) * sz1[k];
+                for (int k = 0; k < p; ++k) s -= X(r, k) * sz2[k];
+                X(r, p) = tau2 * s;
+            }
+            if (j < nb) {
+                T v = A(r, j);
+                for (int k = 0; k < j; ++k) v -= A(r, k) * syr[k] + X(r, k) * sac[k];
+                A(r, j) = v;
+                if (r == j) scal[S_ALPHA] = v;
+                else part += v * v;
+            }
+        }
+        if (j > 0) {
+            const T scale2 = scal[S_SCALE2];
+            for (long long c = p + 2 + gtid; c < N; c += nthreads) A(p, c) *= scale2;
+        }
+        if (j == nb) break;
+        part = block_sum(part, shm);
+        if (threadIdx.x == 0) partials[blockIdx.x] = part;
+        grid.sync();
+
+        // ---- B(j): H_j, then t = a(j:, j+1:)' v, w1 = a(j:, :j)' v, w2 = x(j:, :j)' v --
+        T beta, tau, scale;
+        householder(scal[S_ALPHA], partials, shm, beta, tau, scale);
+        if (gtid == 0) {
+            d[j] = beta; tauq[j] = tau; A(j, j) = T(1);
+            scal[S_TAU] = tau; scal[S_SCALE] = scale;
+        }
+        const long long ncols = 2LL * j + (N - j - 1);
+        for (long long q = gwarp; q < ncols; q += nwarps) {
+            const T *col;
+            T *out;
+            if (q < j) { col = &A(0, q); out = w1 + q; }
+            else if (q < 2 * j) { col = &X(0, q - j); out = w2 + (q - j); }
+            else { const long long c = j + 1 + (q - 2 * j); col = &A(0, c); out = t + c; }
+            T s = 0;
+            for (long long r = j + 1 + lane; r < M; r += 32) s += col[r] * A(r, j);
+            s = warp_sum(s);
+            if (lane == 0) *out = col[j] + scale * s;
+        }
+        grid.sync();
+
+        // ---- C(j): y(j+1:, j), the row update, v scaled ---------------------------------
+        tau = scal[S_TAU];
+        scale = scal[S_SCALE];
+        T *sw1 = sh, *sw2 = sh + nb, *srow = sh + 2 * nb, *sxr = sh + 3 * nb;
+        for (int k = threadIdx.x; k <= j; k += blockDim.x) {
+            if (k < j) { sw1[k] = w1[k]; sw2[k] = w2[k]; sxr[k] = X(j, k); }
+            srow[k] = k == j ? T(1) : A(j, k);
+        }
+        __syncthreads();
+        part = 0;
+        for (long long c = j + 1 + gtid; c < N; c += nthreads) {
+            T yv = t[c];
+            for (int k = 0; k < j; ++k) yv -= Y(c, k) * sw1[k] + A(k, c) * sw2[k];
+            yv *= tau;
+            Y(c, j) = yv;
+            T rv = A(j, c);
+            for (int k = 0; k <= j; ++k) rv -= Y(c, k) * srow[k];
+            for (int k = 0; k < j; ++k) rv -= A(k, c) * sxr[k];
+            A(j, c) = rv;
+            if (c == j + 1) scal[S_ALPHA2] = rv;
+            else part += rv * rv;
+        }
+        for (long long r = j + 1 + gtid; r < M; r += nthreads) A(r, j) *= scale;
+        part = block_sum(part, shm);
+        if (threadIdx.x == 0) partials[blockIdx.x] = part;
+        grid.sync();
+
+        // ---- D(j): G_j, z1 = y(j+1:, :j+1)' u, partial a(r, j+1:) u by column chunks ----
+        householder(scal[S_ALPHA2], partials, shm, beta, tau, scale);
+        if (gtid == 0) {
+            e[j] = beta; taup[j] = tau; A(j, j + 1) = T(1);
+            scal[S_TAU2] = tau; scal[S_SCALE2] = scale;
+        }
+        for (long long k = gwarp; k <= j; k += nwarps) {
+            T s = 0;
+            for (long long c = j + 2 + lane; c < N; c += 32) s += Y(c, k) * A(j, c);
+            s = warp_sum(s);
+            if (lane == 0) z1[k] = Y(j + 1, k) + scale * s;
+        }
+        {
+            const long long width = N - j - 1;
+            const long long chunk = (width + nchunks - 1) / nchunks;
+            const long long tiles = (M + blockDim.x - 1) / blockDim.x;
+            for (long long item = blockIdx.x; item < tiles * nchunks; item += gridDim.x) {
+                const long long ch = item / tiles;
+                const long long r = (item % tiles) * blockDim.x + threadIdx.x;
+                if (r >= M || r == j) continue;
+                const long long c0 = j + 1 + ch * chunk, c1 = min(c0 + chunk, (long long)N);
+                T s = 0;
+                for (long long c = c0; c < c1; ++c) {
+                    const T u = c == j + 1 ? T(1) : scale * A(j, c);
+                    s += A(r, c) * u;
+                }
+                t2[ch * M + r] = s;
+            }
+        }
+        grid.sync();
+    }
+#undef A
+#undef X
+#undef Y
+}
