@@ -25,7 +25,7 @@ REGISTRY = {
     "golub_reinsch/kernels/apply_rotations.cu": KernelFile(tuple(
         f"apply_rotations<{ctype}, {window}>"
         for ctype in ("float", "double")
-        for window in (8, 16, 32))),
+        for window in (8, 16))),
     "golub_reinsch/kernels/bidiagonalize_panel.cu": KernelFile(
         ("bidiagonalize_panel<float>", "bidiagonalize_panel<double>"), cooperative=True),
 }

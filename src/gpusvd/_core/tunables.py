@@ -20,7 +20,8 @@ class Tunables:
     # 0.27–0.31 s from 128 to 256, 0.37 s at 512.
     back_transform_block_size: int = 128
     # QR sweeps applied to X and Y in one pass over them (the on-chip window of the
-    # rotation kernel, paper 000 Alg. 4/5 generalized to several sweeps).
+    # rotation kernel, paper 000 Alg. 4/5 generalized to several sweeps). 8 or 16: at 32
+    # the float64 kernel spills registers and takes minutes to compile.
     rotation_window: int = 16
     # Sweeps the bidiagonal QR emits before the driver applies them: bounds the
     # host memory of the rotation log and lets the GPU apply one chunk while the

@@ -12,8 +12,9 @@ import numpy as np
 from .._core import kernels, tunables
 
 _KERNEL_FILE = "golub_reinsch/kernels/apply_rotations.cu"
-_THREADS = 128  # threads per block: one row each; 4 warps keep 132 SMs busy for n >= 8K
-_WINDOWS = (8, 16, 32)  # the window sizes instantiated in kernels.REGISTRY
+_MAX_THREADS = 128  # threads per block (one row each) when there are rows enough
+_MIN_BLOCKS_PER_SM = 2  # below it, blocks shrink (to one warp) to reach more SMs
+_WINDOWS = (8, 16)  # the window sizes instantiated in kernels.REGISTRY
 
 
 def group_windows(sweeps, window):
@@ -30,6 +31,14 @@ def group_windows(sweeps, window):
             for start, end in zip(bounds[:-1], bounds[1:])
             for first in range(start, end, window)]
     return np.asarray(rows, np.int32)
+
+
+def _threads_per_block(rows, sms):
+    """One row per thread: blocks of up to 128 threads, down to one warp for small n."""
+    threads = _MAX_THREADS
+    while threads > 32 and 2 * -(-rows // threads) < _MIN_BLOCKS_PER_SM * sms:
+        threads //= 2
+    return threads
 
 
 class RotationPipeline:
@@ -51,6 +60,10 @@ class RotationPipeline:
         self._kernel = kernels.get_kernel(
             _KERNEL_FILE, f"apply_rotations<{kernels.CTYPE[x.dtype]}, {window}>")
         self._stream = cupy.cuda.Stream(non_blocking=True)
+        self._threads = _threads_per_block(x.shape[0], cupy.cuda.Device().attributes[
+            "MultiProcessorCount"])
+        # the kernel's tile: 2W steps of W rotations (c, s), and 2W loaded columns
+        self._shared_bytes = 2 * window * (2 * window + self._threads) * x.dtype.itemsize
         self._host = [self._pinned_set(sweep_capacity, rotation_capacity) for _ in range(2)]
         self._done = [None, None]
         self._turn = 0
@@ -85,11 +98,12 @@ class RotationPipeline:
                 d_left = cp.asarray(cs_left[:nrotations], blocking=False).astype(dtype)
                 d_right = cp.asarray(cs_right[:nrotations], blocking=False).astype(dtype)
                 n = self.x.shape[0]
-                grid = ((n + _THREADS - 1) // _THREADS, 2)
-                self._kernel(grid, (_THREADS,),
+                grid = ((n + self._threads - 1) // self._threads, 2)
+                self._kernel(grid, (self._threads,),
                              (self.x, np.int64(n), np.int32(n), np.int32(n), d_sweeps,
                               d_offsets, windows, np.int32(len(windows)), d_left, self.y,
-                              d_right))
+                              d_right),
+                             shared_mem=self._shared_bytes)
                 event = cp.cuda.Event(block=False, disable_timing=True)
                 event.record(self._stream)
                 self._done[self._turn] = event

@@ -5,12 +5,23 @@
 // independent, so one thread owns one row and applies every rotation of the chunk to it.
 // The paper's kernel streams the whole matrix once per sweep, which makes the step
 // memory-bound. Here a thread applies a *window* of up to W consecutive sweeps (all of the
-// same chasing direction) in one pass: sweep j lags sweep j-1 by one column, so at step p
-// the thread applies rotation (p - j, p - j + 1) of sweep j for j = 0 .. W-1 (in that
-// order), holding the W+1 columns p-W+1 .. p+1 in registers. Two operations that share a
-// column keep their original order under this schedule (a rotation of sweep j at pair i is
-// after sweep j-1's pairs i-1, i, i+1), so the result equals the sequential application up
-// to nothing: the same multiplications happen in the same order for every element.
+// same chasing direction) in one pass, sweep j lagging sweep j-1 by TWO columns: at step p
+// it applies rotation (q, q+1), q = p - 2j, of sweep j for j = 0 .. W-1, holding the 2W
+// columns p-2W+2 .. p+1 in registers. The W pairs of a step are disjoint, so the W
+// rotations are independent: instruction-level parallelism of W per thread, which hides
+// the FMA latency although there are only as many threads as rows. Two operations that
+// share a column keep their original order (rotation i of sweep j runs at step i + 2j,
+// after sweep j-1's rotations i-1, i, i+1 at steps <= i + 2j - 1 and before sweep j+1's
+// rotation i-1 at step i + 2j + 1), so every element sees the same multiplications in the
+// same order as in the sequential application.
+//
+// The 2W live columns sit in a circular register buffer: column c in slot
+// (c - origin) mod 2W. The step loop is unrolled by 2W so every slot index is a
+// compile-time constant (registers cannot be indexed at run time). Each tile of 2W steps
+// first stages its rotations and its new columns in shared memory (see the loop), so that
+// the steps themselves are branch-free: an inactive sweep applies the identity (c, s) =
+// (1, 0), which leaves finite entries unchanged exactly. Dynamic shared memory:
+// 2W·W·2·sizeof(T) + 2W·blockDim.x·sizeof(T) bytes (rotations_cuda.py).
 //
 // Sweeps chased upwards (direction -1) are handled by mirroring the column index
 // (c -> ncols-1-c), which turns rotation (c, s) on pair (i, i+1) into (c, -s) on the
@@ -33,6 +44,10 @@ __global__ void apply_rotations(T *x, long long ld, int nrows, int ncols,
                                 const T *__restrict__ cs_x, T *y, const T *__restrict__ cs_y)
 {
     typedef typename Pair<T>::type T2;
+    constexpr int L = 2 * W;  // live columns, and steps per tile
+    extern __shared__ unsigned char smem_raw[];
+    T2 *tile_cs = reinterpret_cast<T2 *>(smem_raw);  // L x W: (c, s) by step, sweep
+    T *tile_in = reinterpret_cast<T *>(tile_cs + L * W);  // L x blockDim.x: loaded columns
     // blockIdx.y selects the matrix: 0 -> X with the left log, 1 -> Y with the right log.
     T *a = blockIdx.y == 0 ? x : y;
     const T2 *cs = reinterpret_cast<const T2 *>(blockIdx.y == 0 ? cs_x : cs_y);
@@ -81,35 +96,57 @@ __global__ void apply_rotations(T *x, long long ld, int nrows, int ncols,
             }
         }
         if (cmax < 0) continue;
-        const T ssign = dir > 0 ? T(1) : T(-1);
+        const bool up = dir < 0;
+        const int pfirst = cmin - 1, plast = cmax + L - 2;
 
-        T r[W + 1];  // r[k] holds column p - W + 1 + k at step p
+        T r[L];
 #pragma unroll
-        for (int k = 0; k <= W; ++k) r[k] = T(0);
-        for (int p = cmin - 1; p <= cmax + W - 1; ++p) {
-            const int cnew = p + 1;
-            if (live && cnew <= cmax) {
-                const int cm = dir > 0 ? cnew : ncols - 1 - cnew;
-                r[W] = arow[(long long)cm * ld];
+        for (int k = 0; k < L; ++k) r[k] = T(0);
+        for (int p0 = pfirst; p0 <= plast; p0 += L) {
+            // Stage the tile's L steps: every (c, s) of the window (the identity where a
+            // sweep is inactive, and s negated for mirrored sweeps), and this thread's
+            // entries of the L columns the steps load. All these loads are issued back to
+            // back, so one memory latency is paid per tile instead of one per step.
+            __syncthreads();  // the previous tile's reads of tile_cs are done
+            for (int k = threadIdx.x; k < L * W; k += blockDim.x) {
+                const int t = k / W, j = k % W, q = p0 + t - 2 * j;
+                T2 g;
+                g.x = T(1);
+                g.y = T(0);
+                if (q >= qlo[j] && q < qhi[j]) {
+                    g = cs[base[j] + (up ? -q : q)];
+                    if (up) g.y = -g.y;
+                }
+                tile_cs[k] = g;
             }
 #pragma unroll
-            for (int j = 0; j < W; ++j) {
-                const int q = p - j;
-                if (q >= qlo[j] && q < qhi[j]) {
-                    const T2 g = cs[base[j] + (dir > 0 ? q : -q)];
-                    const T c = g.x, s = ssign * g.y;
-                    const T u = r[W - 1 - j], v = r[W - j];
-                    r[W - 1 - j] = c * u + s * v;
-                    r[W - j] = c * v - s * u;
+            for (int t = 0; t < L; ++t) {
+                const int c = p0 + 1 + t;
+                T val = T(0);
+                if (live && c <= cmax) val = arow[(long long)(up ? ncols - 1 - c : c) * ld];
+                tile_in[t * blockDim.x + threadIdx.x] = val;
+            }
+            __syncthreads();
+            // Steps past plast see only identity rotations and store nothing.
+#pragma unroll
+            for (int t = 0; t < L; ++t) {
+                const int p = p0 + t;
+                r[(t + 1) % L] = tile_in[t * blockDim.x + threadIdx.x];  // column p + 1
+#pragma unroll
+                for (int j = 0; j < W; ++j) {
+                    const T2 g = tile_cs[t * W + j];
+                    const int iu = ((t - 2 * j) % L + L) % L;
+                    const int iv = (iu + 1) % L;
+                    const T u = r[iu], v = r[iv];
+                    r[iu] = g.x * u + g.y * v;
+                    r[iv] = g.x * v - g.y * u;
+                }
+                const int cold = p - L + 2;
+                if (live && cold >= cmin && cold <= cmax) {
+                    const int cm = up ? ncols - 1 - cold : cold;
+                    arow[(long long)cm * ld] = r[(t + 2) % L];
                 }
             }
-            const int cold = p - W + 1;
-            if (live && cold >= cmin && cold <= cmax) {
-                const int cm = dir > 0 ? cold : ncols - 1 - cold;
-                arow[(long long)cm * ld] = r[0];
-            }
-#pragma unroll
-            for (int k = 0; k < W; ++k) r[k] = r[k + 1];
         }
     }
 }
