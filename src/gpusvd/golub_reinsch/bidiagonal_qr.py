@@ -66,9 +66,12 @@ def plane_rotation(f, g):
         return 0.0, math.copysign(1.0, g), abs(g)
     f1, g1 = abs(f), abs(g)
     if _RTMIN < f1 < _RTMAX and _RTMIN < g1 < _RTMAX:
+        # One division and two products instead of two divisions: the rotation is on
+        # the QR's sequential critical path (NOTES.md, session 2).
         h = math.sqrt(f * f + g * g)
         r = math.copysign(h, f)
-        return f1 / h, g / r, r
+        rinv = 1.0 / r
+        return f * rinv, g * rinv, r
     u = min(_SAFMAX, max(_SAFMIN, f1, g1))
     fs, gs = f / u, g / u
     h = math.sqrt(fs * fs + gs * gs)
