@@ -4,8 +4,9 @@ See the README for the methods and their papers.
 """
 
 from ._core.errors import LinAlgError
-from ._core.results import SVDResult
+from ._core.results import LowRankSVD, SVDResult
 from ._dispatch import svd, svdvals
+from .quic.lowrank import svd_lowrank
 
-__all__ = ["LinAlgError", "SVDResult", "svd", "svdvals"]
+__all__ = ["LinAlgError", "LowRankSVD", "SVDResult", "svd", "svd_lowrank", "svdvals"]
 __version__ = "0.1.0"

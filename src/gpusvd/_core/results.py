@@ -9,3 +9,44 @@ class SVDResult(NamedTuple):
     U: Any
     S: Any
     Vh: Any
+
+
+class LowRankSVD(NamedTuple):
+    """``A ≈ U @ diag(S) @ Vh`` of rank ``rank`` from ``gpusvd.svd_lowrank`` (QUIC-SVD).
+
+    ``error_bound`` is ‖A − U·diag(S)·Vh‖²_F / ‖A‖²_F (the squared relative Frobenius
+    error) as computed by the final pass; ``mc_bound`` the Monte Carlo bound at which the
+    basis stopped growing; ``basis_size`` the number of basis vectors found before
+    truncation; ``partitions`` the number of row blocks; ``passes`` how often the data
+    were read.
+    """
+
+    U: Any
+    S: Any
+    Vh: Any
+    error_bound: float
+    rank: int
+    basis_size: int
+    mc_bound: float
+    partitions: int
+    passes: int
+
+
+class TakagiResult(NamedTuple):
+    """``A = U @ diag(S) @ U.T`` of a complex symmetric A, ``S`` ≥ 0 descending, U unitary."""
+
+    S: Any
+    U: Any
+
+
+class HSVDResult(NamedTuple):
+    """Hyperbolic SVD ``G @ V = U @ diag(S)``, ``Vᴴ @ diag(signs) @ V = diag(J)``.
+
+    ``S`` ≥ 0 descending, ``U`` with orthonormal columns, ``V`` J-unitary, ``J`` the ±1
+    signs paired with ``S`` (from ``gpusvd.hsvd``, paper 003).
+    """
+
+    U: Any
+    S: Any
+    V: Any
+    J: Any

@@ -30,6 +30,52 @@ class Tunables:
     # Smallest number of matrix entries for which device="auto" sends NumPy input
     # to a GPU: below it the transfers and launches cost more than they gain.
     auto_gpu_min_entries: int = 256 * 256
+    # QUIC-SVD (paper 001). Cosine-tree nodes split per step: the paper splits one; a step
+    # of many makes the device work GEMMs and bounds host syncs to three per step.
+    quic_split_batch: int = 32
+    # Basis vectors per block of the blocked Gram–Schmidt: "approximately 20" (paper 001
+    # §2.2, their trade-off between speed and stability).
+    quic_gs_block: int = 20
+    # Monte Carlo sample counts, O(log m) as in Holmes et al. 2008: max(min, factor·ln rows)
+    # for a node, and (larger: it decides when to stop) for a whole partition.
+    quic_node_samples: tuple = (8, 2.0)
+    quic_global_samples: tuple = (32, 8.0)
+    # The basis grows until the Monte Carlo bound is this fraction of eps·‖A‖²_F, leaving
+    # the rest of eps to the truncation of the extracted SVD (a smaller final rank).
+    quic_growth_margin: float = 0.5
+    # Share of free device (host) memory a partition and its work may use when
+    # partitions=None: two partition buffers, P = A·V̂ and temporaries must fit.
+    quic_device_memory_fraction: float = 0.6
+    quic_host_memory_fraction: float = 0.25
+    # Threads copying a partition into pinned memory (one memcpy thread reaches about a
+    # fifth of the 54 GB/s pinned PCIe bandwidth, DESIGN.md) and the chunk each copies.
+    quic_reader_threads: int = 8
+    quic_read_chunk_bytes: int = 64 << 20
+    # Lanes per pivot pair of the CUDA inner Jacobi kernel (jacobi/kernels/inner_jacobi.cu):
+    # 4, 8, 16 or 32, or 0 for about 4 rows of g per lane. Fewer lanes mean fewer warps
+    # computing the same rotation (less issue pressure) but longer loops per p-step; the
+    # default is a prediction, bench/bench_jacobi.py --lanes measures the alternatives.
+    jacobi_inner_lanes: int = 0
+    # Takagi (paper 002). Matrices of order below this use the paper's pointwise parallel
+    # steps (Alg. 2, one pass over A and U per step); from it on the blocked form
+    # (takagi/driver.py), whose passes are n/b per sweep instead of n. A prediction from
+    # the pass counts, not yet measured on the device.
+    takagi_blocked_min_n: int = 128
+    # Indices per block b of the blocked form: the 2b×2b tile and its unitary sit in shared
+    # memory (complex128, b = 32: 2·64·65·16 B = 133 KB of the H100's 227 KB per block).
+    takagi_block_size: int = 32
+    # Inner sweeps over each 2b×2b tile per block step. Measured on the CPU (the same
+    # arithmetic as the GPU), random complex symmetric n = 256 and 512, b = 16 and 32: 1, 2
+    # or 3 inner sweeps all took 9–11 outer sweeps, and more inner sweeps raised the
+    # residual (n = 512, b = 16: 3.5 against 9.9 n·ε for 2), so one.
+    takagi_inner_sweeps: int = 1
+    # Blocked Jacobi SVD (paper 003): columns per block-column b; each block pair is
+    # shortened to a 2b×2b factor for the inner Jacobi. The paper's b = 16 (2b = 32, one
+    # warp per column) fitted a Kepler's 16 kB of shared memory; kept on the CPU, where the
+    # inner Numba Jacobi's cost per column grows with 2b. To be measured on the H100.
+    jacobi_block_width: int = 16
+    # Largest inner sweeps per block pair in the full-block variant (the paper's Ms = 30).
+    jacobi_inner_sweeps: int = 30
 
 
 _TUNABLES = Tunables()

@@ -1,0 +1,1 @@
+"""QUIC-SVD: cosine trees, Monte Carlo error bounds, blocked Gram–Schmidt, out of core."""
