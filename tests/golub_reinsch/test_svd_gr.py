@@ -23,12 +23,13 @@ def _host(x):
 
 class TestSVD_GR_CPU:
     device = "cpu"
+    method = "gr"
 
     def put(self, a):
         return a
 
     def svd(self, a, **kw):
-        kw.setdefault("method", "gr")
+        kw.setdefault("method", self.method)
         return gpusvd.svd(self.put(a), device=self.device, **kw)
 
     def check(self, a, full_matrices=False):
@@ -95,9 +96,10 @@ class TestSVD_GR_CPU:
     @pytest.mark.parametrize("dtype", DTYPES)
     def test_values_only_equals_full(self, dtype):
         a = testing.random_matrix(60, 45, dtype=dtype, seed=6)
-        s_only = _host(gpusvd.svdvals(self.put(a), method="gr", device=self.device))
+        s_only = _host(gpusvd.svdvals(self.put(a), method=self.method, device=self.device))
         _, s, _ = self.svd(a)
-        assert np.array_equal(s_only, _host(s))
+        # Values only may take another algorithm (dqds for "gr"): equal to rounding.
+        assert testing.relative_sv_error(s_only, _host(s)) < 10 * 45 * np.finfo(dtype).eps
         s_uv = _host(self.svd(a, compute_uv=False))
         assert np.array_equal(s_uv, s_only)
 
@@ -150,7 +152,7 @@ class TestSVD_GR_CPU:
     def test_overwrite_a(self):
         a = np.asfortranarray(testing.random_matrix(20, 10, seed=11))
         x = self.put(a.copy())
-        u, s, vh = gpusvd.svd(x, full_matrices=False, method="gr", device=self.device,
+        u, s, vh = gpusvd.svd(x, full_matrices=False, method=self.method, device=self.device,
                               overwrite_a=True)
         assert testing.svd_residual(a, _host(u), _host(s), _host(vh)) < BOUND
 
@@ -174,3 +176,4 @@ class TestSVD_GR_GPU(TestSVD_GR_CPU):
         s_gpu = gpusvd.svdvals(a, device="gpu")
         s_cpu = gpusvd.svdvals(a, device="cpu")
         assert testing.sv_error(s_gpu, s_cpu) < BOUND * 200
+
