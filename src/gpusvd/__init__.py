@@ -4,9 +4,12 @@ See the README for the methods and their papers.
 """
 
 from ._core.errors import LinAlgError
-from ._core.results import LowRankSVD, SVDResult
+from ._core.results import HSVDResult, LowRankSVD, SVDResult, TakagiResult
 from ._dispatch import svd, svdvals
+from .jacobi import eigh_factored, hsvd, jacobi_svd
 from .quic.lowrank import svd_lowrank
+from .takagi import takagi
 
-__all__ = ["LinAlgError", "LowRankSVD", "SVDResult", "svd", "svd_lowrank", "svdvals"]
+__all__ = ["HSVDResult", "LinAlgError", "LowRankSVD", "SVDResult", "TakagiResult",
+           "eigh_factored", "hsvd", "jacobi_svd", "svd", "svd_lowrank", "svdvals", "takagi"]
 __version__ = "0.1.0"

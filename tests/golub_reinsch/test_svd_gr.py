@@ -177,3 +177,13 @@ class TestSVD_GR_GPU(TestSVD_GR_CPU):
         s_cpu = gpusvd.svdvals(a, device="cpu")
         assert testing.sv_error(s_gpu, s_cpu) < BOUND * 200
 
+
+class TestSVD_Jacobi_CPU(TestSVD_GR_CPU):
+    """The same contract through ``svd(method="jacobi")`` (paper 003's driver)."""
+
+    method = "jacobi"
+
+
+@pytest.mark.gpu
+class TestSVD_Jacobi_GPU(TestSVD_GR_GPU):
+    method = "jacobi"

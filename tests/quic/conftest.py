@@ -1,4 +1,4 @@
-"""Put this folder on sys.path so that the tests can ``import naive``."""
+"""Put this folder on sys.path so that the tests can ``import naive_quic``."""
 
 import pathlib
 import sys

@@ -28,6 +28,15 @@ REGISTRY = {
         for window in (8, 16))),
     "golub_reinsch/kernels/bidiagonalize_panel.cu": KernelFile(
         ("bidiagonalize_panel<float>", "bidiagonalize_panel<double>"), cooperative=True),
+    "takagi/kernels/takagi_steps.cu": KernelFile(tuple(
+        f"{kernel}<{ctype}>"
+        for kernel in ("takagi_rotations", "takagi_rotate_rows", "takagi_rotate_columns",
+                       "takagi_solve_block_pairs")
+        for ctype in ("float", "double"))),
+    "jacobi/kernels/inner_jacobi.cu": KernelFile(tuple(
+        f"inner_jacobi<{ctype}, {lanes}>"
+        for ctype in ("float", "double", "Complex<float>", "Complex<double>")
+        for lanes in (4, 8, 16, 32)) + ("rotation_table<float>", "rotation_table<double>")),
 }
 
 # The C type a kernel template is instantiated with, by NumPy dtype.

@@ -66,8 +66,8 @@ class Tunables:
     takagi_block_size: int = 32
     # Inner sweeps over each 2b×2b tile per block step. Measured on the CPU (the same
     # arithmetic as the GPU), random complex symmetric n = 256 and 512, b = 16 and 32: 1, 2
-    # or 3 inner sweeps all took 9–11 outer sweeps, and more inner sweeps raised the
-    # residual (n = 512, b = 16: 3.5 against 9.9 n·ε for 2), so one.
+    # or 3 inner sweeps all took the same outer sweeps (9–10 at 256, 11 at 512), so more
+    # inner work buys nothing: one.
     takagi_inner_sweeps: int = 1
     # Blocked Jacobi SVD (paper 003): columns per block-column b; each block pair is
     # shortened to a 2b×2b factor for the inner Jacobi. The paper's b = 16 (2b = 32, one

@@ -1,0 +1,226 @@
+"""Inner (pointwise) one-sided Jacobi on a batch of small matrices (CPU twin).
+
+The orthogonalize phase of the pStep kernel (paper 003, §4.3, subphases 1–7), one
+matrix per batch element: for each p-step of the parallel strategy ``pairs`` and each
+pivot pair (p, q) of the step, in order:
+
+1. the pivot Gram matrix (3) by three dot products over the rows, summed in row order
+   i = 0, 1, …, m−1 (recomputed for every pair: the paper's choice when the rotation
+   formulas of its ref. [13] are not used); complex entries in real arithmetic,
+   ``h_pp += re·re + im·im`` and ``h_pq += conj(x)·y`` written out as
+   ``(xr·yr + xi·yi) + i·(xr·yi − xi·yr)``; |h_pq| = √(re² + im²);
+2. the relative orthogonality test: rotate only if ``|h_pq| > tol·(√h_pp·√h_qq)``;
+3. 𝔱 = −1 (hyperbolic) when ``signs[p] != signs[q]``, else +1;
+4. :func:`gpusvd.jacobi.rotations.rotation` gives (cs, tn); the pair is counted as a
+   *proper* rotation when cs ≠ 1;
+5. trigonometric pairs are kept sorted (§4.3, step 5, after Hari's ref. [21]): with
+   h_pp' = h_pp − tn·|h_pq| and h_qq' = h_qq + tn·|h_pq| (or the old values if no
+   rotation), columns p and q are swapped when ``signs[p]·(h_pp' − h_qq') < 0``, which
+   keeps ‖g‖ descending among +1 columns and ascending among −1 columns (eigenvalues
+   ±‖g‖² non-increasing); hyperbolic pairs are never swapped, so J stays as it is;
+6. the rotation is applied to columns p, q of g and of v with the phase
+   e = h_pq/|h_pq| (computed as (re/|h_pq|, im/|h_pq|)), coefficients
+   ``c_p = 𝔱·tn·conj(e)`` and ``c_q = tn·e``, each entry pair (x, y) becoming
+   ``x' = x − c_p·y``, ``y' = y + c_q·x`` (complex products written out as above),
+   then both multiplied by cs unless cs == 1; then the swap, if any.
+
+A sweep is all p-steps; the sweeps stop after the first one in which no pair failed the
+test, or after ``max_sweeps``. Everything is computed in the real type of ``g``, without
+fused multiply-adds; the CUDA twin (``inner_cuda.py``) follows the same steps and
+differs only in the order of the sums of step 1 (a parallel reduction), so the two agree
+to rounding, not to the bit.
+"""
+
+import numba
+import numpy as np
+from numba import types
+from numba.extending import overload
+
+from .rotations import rotation
+
+
+def _gram(x, y):
+    """(h_pp, h_qq, Re h_pq, Im h_pq) of columns x and y (Python code path: for docs)."""
+    h = np.vdot(x, y)
+    return np.vdot(x, x).real, np.vdot(y, y).real, h.real, h.imag
+
+
+@overload(_gram)
+def _gram_impl(x, y):
+    if isinstance(x.dtype, types.Complex):
+        def impl(x, y):
+            zero = x[0].real * 0
+            app = aqq = re = im = zero
+            for i in range(x.shape[0]):
+                xr, xi, yr, yi = x[i].real, x[i].imag, y[i].real, y[i].imag
+                app += xr * xr + xi * xi
+                aqq += yr * yr + yi * yi
+                re += xr * yr + xi * yi
+                im += xr * yi - xi * yr
+            return app, aqq, re, im
+    else:
+        def impl(x, y):
+            zero = x[0] * 0
+            app = aqq = re = zero
+            for i in range(x.shape[0]):
+                app += x[i] * x[i]
+                aqq += y[i] * y[i]
+                re += x[i] * y[i]
+            return app, aqq, re, zero
+    return impl
+
+
+def _rotate(x, y, cs, cpr, cpi, cqr, cqi):
+    """x' = cs·(x − c_p·y), y' = cs·(y + c_q·x) in place (Python code path: for docs)."""
+    cp, cq = complex(cpr, cpi), complex(cqr, cqi)
+    x[:], y[:] = cs * (x - cp * y), cs * (y + cq * x)
+
+
+@overload(_rotate)
+def _rotate_impl(x, y, cs, cpr, cpi, cqr, cqi):
+    if isinstance(x.dtype, types.Complex):
+        def impl(x, y, cs, cpr, cpi, cqr, cqi):
+            scale = cs != 1
+            for i in range(x.shape[0]):
+                xr, xi, yr, yi = x[i].real, x[i].imag, y[i].real, y[i].imag
+                ar = xr - (cpr * yr - cpi * yi)
+                ai = xi - (cpr * yi + cpi * yr)
+                br = yr + (cqr * xr - cqi * xi)
+                bi = yi + (cqr * xi + cqi * xr)
+                if scale:
+                    ar, ai, br, bi = cs * ar, cs * ai, cs * br, cs * bi
+                x[i] = complex(ar, ai)
+                y[i] = complex(br, bi)
+    else:
+        def impl(x, y, cs, cpr, cpi, cqr, cqi):
+            scale = cs != 1
+            for i in range(x.shape[0]):
+                a = x[i] - cpr * y[i]
+                b = y[i] + cqr * x[i]
+                if scale:
+                    a, b = cs * a, cs * b
+                x[i] = a
+                y[i] = b
+    return impl
+
+
+@numba.njit(cache=True)
+def _swap(x, y):
+    for i in range(x.shape[0]):
+        x[i], y[i] = y[i], x[i]
+
+
+@numba.njit(cache=True)
+def _pair_step(gt, vt, signs, p, q, tol):
+    """Steps 1–6 on columns p, q (rows of the transposed gt, vt). Returns (rotated, proper)."""
+    app, aqq, re, im = _gram(gt[p], gt[q])
+    zero = app * 0
+    apq_abs = np.sqrt(re * re + im * im)
+    rotate = apq_abs > tol * (np.sqrt(app) * np.sqrt(aqq))
+    hyperbolic = signs[p] != signs[q]
+    proper = False
+    if rotate:
+        cs, tn = rotation(app, aqq, apq_abs, hyperbolic)
+        proper = cs != 1
+        er, ei = re / apq_abs, im / apq_abs
+        t = -tn if hyperbolic else tn
+        _rotate(gt[p], gt[q], cs, t * er, zero - t * ei, tn * er, tn * ei)
+        _rotate(vt[p], vt[q], cs, t * er, zero - t * ei, tn * er, tn * ei)
+        app = app - tn * apq_abs
+        aqq = aqq + tn * apq_abs
+    if not hyperbolic and signs[p] * (app - aqq) < 0:
+        _swap(gt[p], gt[q])
+        _swap(vt[p], vt[q])
+    return rotate, proper
+
+
+@numba.njit(parallel=True, cache=True)
+def _inner_jacobi(g, v, signs, pairs, max_sweeps, tol, rotations, sweeps):
+    batch, m, k = g.shape
+    for b in numba.prange(batch):
+        gt = np.ascontiguousarray(g[b].T)  # columns contiguous while they are rotated
+        vt = np.ascontiguousarray(v[b].T)
+        proper_total = 0
+        done = 0
+        for sweep in range(max_sweeps):
+            done = sweep + 1
+            rotated = 0
+            for step in range(pairs.shape[0]):
+                for j in range(pairs.shape[1]):
+                    r, pr = _pair_step(gt, vt, signs, pairs[step, j, 0], pairs[step, j, 1], tol)
+                    rotated += r
+                    proper_total += pr
+            if rotated == 0:
+                break
+        g[b] = gt.T
+        v[b] = vt.T
+        rotations[b] = proper_total
+        sweeps[b] = done
+
+
+def inner_jacobi(g, v, signs, pairs, max_sweeps, tol):
+    """One-sided Jacobi on each matrix of a batch, in place (CPU twin of the pStep core).
+
+    Parameters
+    ----------
+    g : (batch, m, k) ndarray, m >= k, k even
+        float32, float64, complex64 or complex128, C-contiguous; its columns are
+        orthogonalized in place.
+    v : (batch, k, k) ndarray of g's dtype
+        Every transformation of columns (p, q) of g is applied to columns (p, q) of v.
+    signs : (k,) ndarray of g's real dtype
+        +1 or −1 per column; pairs with different signs get hyperbolic rotations.
+    pairs : (steps, k // 2, 2) int32 ndarray
+        A parallel pivot strategy (:func:`gpusvd.jacobi.strategies.pivot_strategy`).
+    max_sweeps : int >= 1
+        1 is the block-oriented variant's single inner sweep.
+    tol : float
+        Relative orthogonality threshold c(ε) (:func:`~gpusvd.jacobi.rotations.orthogonality_tol`).
+
+    Returns
+    -------
+    rotations : (batch,) int64
+        Proper rotations (cs ≠ 1) applied, over all sweeps.
+    sweeps : (batch,) int32
+        Sweeps run; a matrix converged if its last sweep rotated nothing, which is
+        certain when ``sweeps < max_sweeps``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpusvd.jacobi.strategies import pivot_strategy
+    >>> g = np.array([[[3.0, 0.0], [4.0, 5.0]]])
+    >>> v = np.eye(2)[None].copy()
+    >>> rot, sw = inner_jacobi(g, v, np.ones(2), pivot_strategy("row", 2), 10, 1e-15)
+    >>> np.round(np.linalg.norm(g[0], axis=0) ** 2, 10)
+    array([45.,  5.])
+    """
+    _check(g, v, signs, pairs, max_sweeps)
+    rotations = np.zeros(g.shape[0], np.int64)
+    sweeps = np.zeros(g.shape[0], np.int32)
+    if g.shape[0] and g.shape[2]:
+        real = g.real.dtype.type
+        _inner_jacobi(g, v, signs, pairs, int(max_sweeps), real(tol), rotations, sweeps)
+    return rotations, sweeps
+
+
+def _check(g, v, signs, pairs, max_sweeps):
+    if g.ndim != 3 or g.dtype not in (np.float32, np.float64, np.complex64, np.complex128):
+        raise ValueError("g must be a (batch, m, k) float32/64 or complex64/128 array")
+    batch, m, k = g.shape
+    if m < k or k % 2:
+        raise ValueError(f"g must have m >= k and k even, got m={m}, k={k}")
+    if v.shape != (batch, k, k) or v.dtype != g.dtype:
+        raise ValueError(f"v must be a ({batch}, {k}, {k}) array of dtype {g.dtype}")
+    if not (g.flags.c_contiguous and v.flags.c_contiguous):
+        raise ValueError("g and v must be C-contiguous")
+    if not (getattr(g.flags, "writeable", True) and getattr(v.flags, "writeable", True)):
+        raise ValueError("g and v must be writeable (they are updated in place)")
+    if signs.shape != (k,) or signs.dtype != g.real.dtype:
+        raise ValueError(f"signs must be a ({k},) array of dtype {g.real.dtype}")
+    if pairs.dtype != np.int32 or pairs.ndim != 3 or pairs.shape[1:] != (k // 2, 2):
+        raise ValueError(f"pairs must be a (steps, {k // 2}, 2) int32 array")
+    if pairs.size and (pairs.min() < 0 or pairs.max() >= k):
+        raise ValueError(f"pairs must hold column indices in [0, {k})")
+    if max_sweeps < 1:
+        raise ValueError(f"max_sweeps must be >= 1, got {max_sweeps}")

@@ -1,0 +1,317 @@
+// Inner (pointwise) one-sided Jacobi on a batch of small matrices: the orthogonalize
+// phase of paper 003's pStep kernel (§4.3, subphases 1-7), after the shortening.
+//
+// One thread block per batch element. The block loads its g (m x k) and v (k x k) into
+// shared memory, column-major with an odd leading dimension (the row-major global
+// arrays are transposed on the way in and out without bank conflicts), and runs the
+// parallel pivot strategy `pairs`: in each p-step the k/2 disjoint pairs are handled
+// concurrently, one group of L lanes (L = 4, 8, 16 or 32: a sub-warp or a warp) per pair.
+// The lanes of a group own rows lane, lane + L, ... and
+//   1. form their partial sums of h_pp, h_qq and h_pq and reduce them by a butterfly of
+//      xor shuffles, so every lane holds the same bits (IEEE addition commutes);
+//   2-4. take the same decisions and the same rotation: the relative orthogonality test
+//      |h_pq| > tol * (sqrt(h_pp) * sqrt(h_qq)), the rotation of jacobi_rotation (the
+//      Rutishauser formulas (15)-(18) of §4.3.1), trigonometric or hyperbolic by the
+//      signs of p and q;
+//   5. the sorting swap of trigonometric pairs (§4.3, step 5);
+//   6. update their rows of columns p, q of g and of v.
+// A __syncthreads separates the p-steps (their pairs are disjoint, consecutive steps are
+// not). A sweep is all p-steps; the block stops after a sweep in which no pair failed the
+// orthogonality test (__syncthreads_or, the paper's __syncthreads_count), or after
+// max_sweeps. Proper rotations (cs != 1) are counted per group and summed at the end.
+//
+// The CPU twin is gpusvd/jacobi/inner.py and the rotation's reference is
+// gpusvd/jacobi/rotations.py. jacobi_rotation, the orthogonality test, the phase and the
+// sorting test are evaluated with the same operations in the same order, with explicitly
+// rounded products and sums (no contraction into fma), so they give the twin's bits for
+// the same h_pp, h_qq, h_pq. The dot products are summed in a different order (a parallel
+// reduction) and the column updates may be contracted into fma, so whole runs agree to
+// rounding, not to the bit.
+
+// ------------------------------------------------------------------ scalar types
+
+template <typename R>
+struct alignas(2 * sizeof(R)) Complex {
+    R re, im;
+};
+
+template <typename T> struct Scalar;
+template <> struct Scalar<float> { typedef float Real; static const bool complex = false; };
+template <> struct Scalar<double> { typedef double Real; static const bool complex = false; };
+template <> struct Scalar<Complex<float>> { typedef float Real; static const bool complex = true; };
+template <> struct Scalar<Complex<double>> {
+    typedef double Real;
+    static const bool complex = true;
+};
+
+// Products and sums rounded one by one: nvcc contracts a * b + c into fma unless the
+// product is written with an intrinsic, and the twin (Numba) never contracts.
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ float sub_rn(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ double sub_rn(double a, double b) { return __dsub_rn(a, b); }
+
+// u, the unit roundoff of R (the paper's epsilon): 2^-24 and 2^-53.
+template <typename R> __device__ __forceinline__ double unit_roundoff();
+template <> __device__ __forceinline__ double unit_roundoff<float>() { return 0x1p-24; }
+template <> __device__ __forceinline__ double unit_roundoff<double>() { return 0x1p-53; }
+
+// Value that replaces a hyperbolic |coth 2phi| <= 1 (§4.3.1, after the paper's ref. [41]).
+#define COTH_SUBSTITUTE 1.25
+
+// ------------------------------------------------------------------ the rotation
+
+// Cosine and tangent (cosh and tanh when hyperbolic) of the Jacobi rotation of one pivot
+// pair from h_pp, h_qq and |h_pq| > 0, by (15)-(18) with the special cases of §4.3.1.
+// Mirrors gpusvd.jacobi.rotations.rotation operation for operation; the thresholds
+// sqrt(u) and sqrt(2/u) are computed in double and rounded to R, as there.
+template <typename R>
+__device__ void jacobi_rotation(R app, R aqq, R apq_abs, bool hyperbolic, R &cs, R &tn)
+{
+    const R one = R(1), two = R(2), half = R(0.5);
+    const R small = R(sqrt(unit_roundoff<R>()));
+    const R big = R(sqrt(2.0 / unit_roundoff<R>()));
+    const R t = hyperbolic ? -one : one;
+    const R ct2 = mul_rn(t, sub_rn(aqq, mul_rn(t, app))) / mul_rn(two, apq_abs);  // (15)
+    R a = fabs(ct2);
+    const R sg = ct2 >= R(0) ? one : -one;
+    if (hyperbolic && a <= one) a = R(COTH_SUBSTITUTE);
+    if (a >= big) {
+        cs = one;
+        tn = mul_rn(sg, half / a);
+        return;
+    }
+    R root;
+    if (hyperbolic)
+        root = sqrt(mul_rn(sub_rn(a, one), add_rn(a, one)));                     // (16)
+    else if (a < small)
+        root = one;
+    else
+        root = sqrt(add_rn(mul_rn(a, a), one));
+    const R ct = add_rn(a, root);
+    tn = sg / ct;                                                                // (17)
+    if (ct >= big)
+        cs = one;
+    else if (hyperbolic)
+        cs = ct / sqrt(mul_rn(sub_rn(ct, one), add_rn(ct, one)));                // (18), cs2
+    else
+        cs = ct / sqrt(add_rn(mul_rn(ct, ct), one));
+}
+
+// The rotation over a table of cases, for checking it against the reference
+// (tests/jacobi/rotation_cases.py). One thread per case.
+template <typename R>
+__global__ void rotation_table(const R *__restrict__ app, const R *__restrict__ aqq,
+                               const R *__restrict__ apq_abs,
+                               const bool *__restrict__ hyperbolic, R *cs, R *tn, int n)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) jacobi_rotation(app[i], aqq[i], apq_abs[i], hyperbolic[i], cs[i], tn[i]);
+}
+
+// ------------------------------------------------------------------ per-entry arithmetic
+
+// Partial pivot Gram matrix: h_pp += |x|^2, h_qq += |y|^2, h_pq += conj(x) y.
+__device__ __forceinline__ void gram_add(float x, float y, float &app, float &aqq, float &re,
+                                         float &)
+{
+    app += x * x;
+    aqq += y * y;
+    re += x * y;
+}
+__device__ __forceinline__ void gram_add(double x, double y, double &app, double &aqq,
+                                         double &re, double &)
+{
+    app += x * x;
+    aqq += y * y;
+    re += x * y;
+}
+template <typename R>
+__device__ __forceinline__ void gram_add(Complex<R> x, Complex<R> y, R &app, R &aqq, R &re,
+                                         R &im)
+{
+    app += x.re * x.re + x.im * x.im;
+    aqq += y.re * y.re + y.im * y.im;
+    re += x.re * y.re + x.im * y.im;
+    im += x.re * y.im - x.im * y.re;
+}
+
+// x' = x - c_p y, y' = y + c_q x, both times cs when scale (the twin's _rotate).
+template <typename R>
+__device__ __forceinline__ void rotate_entry(R &x, R &y, R cs, bool scale, R cpr, R, R cqr, R)
+{
+    R a = x - cpr * y;
+    R b = y + cqr * x;
+    if (scale) {
+        a = cs * a;
+        b = cs * b;
+    }
+    x = a;
+    y = b;
+}
+template <typename R>
+__device__ __forceinline__ void rotate_entry(Complex<R> &x, Complex<R> &y, R cs, bool scale,
+                                             R cpr, R cpi, R cqr, R cqi)
+{
+    Complex<R> a, b;
+    a.re = x.re - (cpr * y.re - cpi * y.im);
+    a.im = x.im - (cpr * y.im + cpi * y.re);
+    b.re = y.re + (cqr * x.re - cqi * x.im);
+    b.im = y.im + (cqr * x.im + cqi * x.re);
+    if (scale) {
+        a.re = cs * a.re;
+        a.im = cs * a.im;
+        b.re = cs * b.re;
+        b.im = cs * b.im;
+    }
+    x = a;
+    y = b;
+}
+
+// Sum over the L lanes of a group; every lane gets the same bits.
+template <int L, typename R>
+__device__ __forceinline__ R group_sum(R v, unsigned mask)
+{
+#pragma unroll
+    for (int o = L / 2; o > 0; o >>= 1) v += __shfl_xor_sync(mask, v, o, L);
+    return v;
+}
+
+// ------------------------------------------------------------------ one pivot pair
+
+// Subphases 1-6 of §4.3 on columns gp, gq of g (m rows) and vp, vq of v (k rows), by the
+// L lanes of one group. Returns bit 0: the pair was rotated (it failed the orthogonality
+// test), bit 1: the rotation was proper (cs != 1).
+template <typename T, int L>
+__device__ int pair_step(T *gp, T *gq, T *vp, T *vq, int m, int k, bool hyperbolic,
+                         typename Scalar<T>::Real sign_p, typename Scalar<T>::Real tol,
+                         int lane, unsigned mask)
+{
+    typedef typename Scalar<T>::Real R;
+    R app = 0, aqq = 0, re = 0, im = 0;
+    for (int i = lane; i < m; i += L) gram_add(gp[i], gq[i], app, aqq, re, im);
+    app = group_sum<L>(app, mask);
+    aqq = group_sum<L>(aqq, mask);
+    re = group_sum<L>(re, mask);
+    if constexpr (Scalar<T>::complex) im = group_sum<L>(im, mask);  // else 0 on every lane
+
+    const R apq_abs = sqrt(add_rn(mul_rn(re, re), mul_rn(im, im)));
+    const bool rotate = apq_abs > mul_rn(tol, mul_rn(sqrt(app), sqrt(aqq)));
+    int result = 0;
+    R cs = 1, cpr = 0, cpi = 0, cqr = 0, cqi = 0;
+    if (rotate) {
+        R tn;
+        jacobi_rotation(app, aqq, apq_abs, hyperbolic, cs, tn);
+        result = cs != R(1) ? 3 : 1;
+        const R er = re / apq_abs, ei = im / apq_abs;  // the phase e^{i alpha}
+        const R t = hyperbolic ? -tn : tn;
+        cpr = mul_rn(t, er);
+        cpi = sub_rn(R(0), mul_rn(t, ei));
+        cqr = mul_rn(tn, er);
+        cqi = mul_rn(tn, ei);
+        app = sub_rn(app, mul_rn(tn, apq_abs));
+        aqq = add_rn(aqq, mul_rn(tn, apq_abs));
+    }
+    // Step 5: keep the eigenvalues +-||g||^2 non-increasing; never across the partition.
+    const bool swap = !hyperbolic && mul_rn(sign_p, sub_rn(app, aqq)) < R(0);
+    if (!rotate && !swap) return 0;
+    const bool scale = cs != R(1);
+    T *dp = swap ? gq : gp, *dq = swap ? gp : gq;
+    for (int i = lane; i < m; i += L) {
+        T x = gp[i], y = gq[i];
+        if (rotate) rotate_entry(x, y, cs, scale, cpr, cpi, cqr, cqi);
+        dp[i] = x;
+        dq[i] = y;
+    }
+    dp = swap ? vq : vp;
+    dq = swap ? vp : vq;
+    for (int i = lane; i < k; i += L) {
+        T x = vp[i], y = vq[i];
+        if (rotate) rotate_entry(x, y, cs, scale, cpr, cpi, cqr, cqi);
+        dp[i] = x;
+        dq[i] = y;
+    }
+    return result;
+}
+
+// ------------------------------------------------------------------ the kernel
+
+#define INNER_MAX_THREADS 512  // inner_cuda._MAX_THREADS
+// With no minimum of resident blocks, ptxas caps registers for occupancy (64 at 512
+// threads) and the double and complex kernels spill; they need 70-85.
+
+// g: (batch, m, k) and v: (batch, k, k), C-contiguous, updated in place; signs: (k,) of
+// +-1; pairs: (steps, per_step, 2), per_step = k/2 for a parallel strategy;
+// rotations: (batch,) proper rotations; sweeps: (batch,) sweeps run.
+// blockDim.x = L * groups with 1 <= groups <= k/2; dynamic shared memory
+// (ldg * k + ldv * k) * sizeof(T) with ldg = m | 1, ldv = k | 1 (inner_cuda.py).
+template <typename T, int L>
+__global__ void __launch_bounds__(INNER_MAX_THREADS, 1)
+inner_jacobi(T *g, T *v, const typename Scalar<T>::Real *__restrict__ signs,
+             const int *__restrict__ pairs, int steps, int per_step, int m, int k,
+             int max_sweeps, typename Scalar<T>::Real tol, long long *rotations, int *sweeps)
+{
+    typedef typename Scalar<T>::Real R;
+    extern __shared__ __align__(16) unsigned char shared_raw[];
+    __shared__ unsigned long long proper_total;
+    T *gs = reinterpret_cast<T *>(shared_raw);
+    const int ldg = m | 1, ldv = k | 1;  // odd: the transposing loads are conflict-free
+    T *vs = gs + (size_t)ldg * k;
+    const long long b = blockIdx.x;
+    T *gb = g + b * m * k;
+    T *vb = v + b * k * k;
+
+    if (threadIdx.x == 0) proper_total = 0;
+    for (int e = threadIdx.x; e < m * k; e += blockDim.x) {
+        const int i = e / k, j = e - i * k;
+        gs[j * ldg + i] = gb[e];
+    }
+    for (int e = threadIdx.x; e < k * k; e += blockDim.x) {
+        const int i = e / k, j = e - i * k;
+        vs[j * ldv + i] = vb[e];
+    }
+    __syncthreads();
+
+    const int lane = threadIdx.x & (L - 1);
+    const int group = threadIdx.x / L;
+    const int groups = blockDim.x / L;
+    const unsigned mask =
+        L == 32 ? 0xffffffffu : ((1u << L) - 1u) << ((threadIdx.x & 31) & ~(L - 1));
+    long long proper = 0;  // this group's proper rotations (the same in all its lanes)
+    int done = 0;
+    while (done < max_sweeps) {
+        ++done;
+        int rotated = 0;
+        for (int s = 0; s < steps; ++s) {
+            const int *step = pairs + (size_t)s * 2 * per_step;
+            for (int j = group; j < per_step; j += groups) {
+                const int p = __ldg(step + 2 * j), q = __ldg(step + 2 * j + 1);
+                const R sp = __ldg(signs + p), sq = __ldg(signs + q);
+                const int r = pair_step<T, L>(gs + p * ldg, gs + q * ldg, vs + p * ldv,
+                                              vs + q * ldv, m, k, sp != sq, sp, tol, lane,
+                                              mask);
+                rotated |= r & 1;
+                proper += r >> 1;
+            }
+            __syncthreads();
+        }
+        if (!__syncthreads_or(rotated)) break;
+    }
+    if (lane == 0 && proper) atomicAdd(&proper_total, (unsigned long long)proper);
+    __syncthreads();
+
+    for (int e = threadIdx.x; e < m * k; e += blockDim.x) {
+        const int i = e / k, j = e - i * k;
+        gb[e] = gs[j * ldg + i];
+    }
+    for (int e = threadIdx.x; e < k * k; e += blockDim.x) {
+        const int i = e / k, j = e - i * k;
+        vb[e] = vs[j * ldv + i];
+    }
+    if (threadIdx.x == 0) {
+        rotations[b] = (long long)proper_total;
+        sweeps[b] = done;
+    }
+}

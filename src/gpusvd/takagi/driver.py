@@ -1,0 +1,192 @@
+"""Takagi factorization A = U diag(S) Uᵀ by the Jacobi method (paper 002, Alg. 2).
+
+Written once against the array namespace ``xp`` (NumPy or CuPy); only the step kernels
+have two implementations (:mod:`.steps`, Numba; :mod:`.steps_cuda`, CUDA).
+
+Alg. 2 of the paper, with its choices made explicit:
+
+1. The input is scaled by a power of two (exact) so that its largest entry is about 1,
+   and symmetrized, (A + Aᵀ)/2 (it is symmetric to the tolerance checked by the caller).
+2. Sweeps until the off-diagonal Frobenius norm is at most ``tol``·‖A‖_F (a relative
+   test: the paper sums the off-diagonal entries against a fixed threshold). This is the
+   one host synchronization per sweep.
+   - Pointwise sweeps (the paper's method, n < ``takagi_blocked_min_n``): n − 1 parallel
+     steps of the chess-tournament ordering (Alg. 1), each: the 2×2 rotations, all row
+     updates, then all column and U updates, on the full matrix.
+   - Blocked sweeps (beyond the paper): A is zero-padded to a multiple of 2b and split
+     into blocks of b indices, paired by the same tournament. In each block step, every
+     pair of blocks (I, J) gets the 2×2-step sweeps of its 2b×2b tile, accumulated into a
+     unitary G_p (:func:`.steps.solve_block_pairs`, in shared memory on the GPU); then A ←
+     Gᴴ A Ḡ and U ← U G with G = diag(G_p) are applied by batched GEMMs. A sweep is
+     n/b − 1 such steps instead of the paper's n − 1 passes over A and U. The column
+     update uses symmetry: with B = Gᴴ A, Gᴴ A Ḡ = Gᴴ Bᵀ, so both halves are row updates
+     of contiguous (N, 2b, n) batches (A is stored permuted so that each step's pairs
+     are adjacent; see :class:`_Blocked`). Padding stays exactly zero: a rotation with a
+     zero off-diagonal entry is the identity.
+3. The diagonal d is complex; its phases move into U (U_k ← U_k e^{i arg(d_k)/2}) so that
+   S = |d| ≥ 0, then S is sorted descending with U's columns.
+"""
+
+import math
+
+import numpy as np
+
+from .._core import tunables
+from .._core.errors import LinAlgError
+from . import steps
+from .ordering import chess_tournament
+
+# Sweep limit: Hahn's TakagiFactor (physics/0607103) stops at 50; the paper reports
+# convergence "in most cases within 30 sweeps".
+MAX_SWEEPS = 50
+# Default tolerance on ‖off(A)‖_F / ‖A‖_F in units of n·ε. Rounding leaves each of the
+# n² off-diagonal entries of a converged matrix at about ε·‖A‖_F/n, so the floor is
+# about ε·‖A‖_F; a rotation of two nearly equal diagonal entries (repeated Takagi
+# values) can leave ε·|d| behind. 4·n·ε sits above that floor and adds at most 4 to the
+# residual ‖A − U diag(S) Uᵀ‖_F / (‖A‖_F·n·ε).
+TOL_FACTOR = 4
+
+
+def default_tol(n, dtype):
+    """The default ``tol`` of :func:`factorize` for order n and the working dtype."""
+    return TOL_FACTOR * max(n, 1) * float(np.finfo(dtype).eps)
+
+
+def _times_power_of_two(x, exponent, real):
+    """x·2^exponent, exact, in two factors so that neither over- or underflows on its own."""
+    half = exponent // 2
+    return x * real.type(math.ldexp(1.0, half)) * real.type(math.ldexp(1.0, exponent - half))
+
+
+def _off_norm(a, xp):
+    off = a.copy()
+    xp.fill_diagonal(off, 0)
+    return float(xp.linalg.norm(off))
+
+
+class _Pointwise:
+    """The paper's sweeps: n − 1 parallel steps over the whole matrix."""
+
+    def __init__(self, a, xp):
+        self.a = a
+        self._u = xp.eye(a.shape[0], dtype=a.dtype)
+        self._ordering = xp.asarray(chess_tournament(a.shape[0]))
+        if xp is np:
+            self._sweep = steps.jacobi_sweep
+        else:
+            from . import steps_cuda
+            self._sweep = steps_cuda.jacobi_sweep
+
+    def sweep(self):
+        self._sweep(self.a, self._u, self._ordering)
+
+    def diagonal_and_vectors(self, n):
+        return self.a.diagonal(), self._u
+
+
+class _Blocked:
+    """Sweeps over pairs of b-index blocks: inner solves, then batched GEMMs.
+
+    A is kept permuted so that the pairs of the current step are adjacent: slot 2b·p …
+    2b·p + 2b − 1 holds the tile of pair p, A_s = P_s A P_sᵀ. Then both row updates are
+    GEMMs on contiguous (N, 2b, n) batches, and the permutation σ_s to the next step's
+    order is folded into the two gathers that a step needs anyway (the transpose and
+    the final rows): four passes over A per step and two over U (kept as Uᵀ, its rows
+    in slot order, its columns in the coordinates of step 0's order). A sweep ends in
+    step 0's order again.
+    """
+
+    def __init__(self, a, xp):
+        t = tunables.get()
+        self._xp, self._b, self._sweeps = xp, t.takagi_block_size, t.takagi_inner_sweeps
+        n, width = a.shape[0], 2 * self._b
+        padded = -(-n // width) * width
+        pairs = chess_tournament(padded // self._b)  # (steps, N, 2) block pairs
+        offsets = np.arange(self._b)
+        order = np.concatenate((pairs[..., :1] * self._b + offsets,
+                                pairs[..., 1:] * self._b + offsets), axis=-1)
+        order = order.reshape(len(pairs), padded)  # order[s][q]: the index in slot q
+        inverse = np.argsort(order, axis=1)
+        self._order0 = order[0]
+        self._sigma = xp.asarray(np.stack([inverse[s][order[(s + 1) % len(order)]]
+                                           for s in range(len(order))]))
+        self._tiles = xp.asarray(np.arange(padded // self._b, dtype=np.int32).reshape(-1, 2))
+        self.a = xp.zeros((padded, padded), a.dtype)
+        self.a[:n, :n] = a
+        index0 = xp.asarray(self._order0)
+        self.a = self.a[index0][:, index0]
+        self._ut = xp.eye(padded, dtype=a.dtype)
+        if xp is np:
+            local = chess_tournament(width)
+            self._solve = lambda a: steps.solve_block_pairs(a, self._tiles, self._b,
+                                                            self._sweeps, local)
+        else:
+            from . import steps_cuda
+            self._solve = lambda a: steps_cuda.solve_block_pairs(a, self._tiles, self._b,
+                                                                 self._sweeps)
+
+    def sweep(self):
+        a, ut = self.a, self._ut
+        size = a.shape[0]
+        batch = (size // (2 * self._b), 2 * self._b, size)
+        for sigma in self._sigma:
+            g = self._solve(a)                                    # (N, 2b, 2b)
+            gh = g.conj().transpose(0, 2, 1)
+            y = (gh @ a.reshape(batch)).reshape(size, size)       # Y = Gᴴ A_s
+            z = y.T[:, sigma]                                     # Yᵀ, columns to s + 1
+            w = (gh @ z.reshape(batch)).reshape(size, size)       # Gᴴ Yᵀ = Gᴴ A_s Ḡ
+            a = w[sigma]                                          # rows to s + 1
+            ut = (g.transpose(0, 2, 1) @ ut.reshape(batch)).reshape(size, size)[sigma]
+        self.a, self._ut = a, ut
+
+    def diagonal_and_vectors(self, n):
+        xp = self._xp
+        keep = xp.asarray(np.flatnonzero(self._order0 < n))     # slots of real indices
+        u = xp.zeros_like(self._ut)
+        u[xp.asarray(self._order0)] = self._ut.T                # coordinates to 0 … n − 1
+        return self.a.diagonal()[keep], u[:n][:, keep]
+
+
+def factorize(a, xp, *, tol, max_sweeps):
+    """Takagi values and vectors of one complex symmetric matrix.
+
+    Parameters
+    ----------
+    a : (n, n) complex64 or complex128 array of ``xp``
+        Symmetric within rounding; not modified.
+    xp : module
+        ``numpy`` or ``cupy``.
+    tol : float
+        Stop when ‖off(A)‖_F ≤ tol·‖A‖_F.
+    max_sweeps : int
+        Raise :class:`~gpusvd.LinAlgError` if not converged after this many sweeps.
+
+    Returns
+    -------
+    (S, U)
+        S real (n,) descending and non-negative, U (n, n) unitary, A ≈ U diag(S) Uᵀ.
+    """
+    n, dtype = a.shape[0], a.dtype
+    real = np.finfo(dtype).dtype
+    if n == 0:
+        return xp.zeros(0, real), xp.zeros((0, 0), dtype)
+    peak = float(xp.max(xp.abs(a)))
+    exponent = math.frexp(peak)[1] if peak > 0 else 0
+    work = _times_power_of_two(a, -exponent, real)
+    work = xp.ascontiguousarray((work + work.T) * real.type(0.5))  # kernels take C order
+    method = (_Blocked if n >= tunables.get().takagi_blocked_min_n else _Pointwise)(work, xp)
+    norm = float(xp.linalg.norm(work))
+    for sweep in range(max_sweeps + 1):
+        off = _off_norm(method.a, xp)
+        if off <= tol * norm:
+            break
+        if sweep == max_sweeps:
+            raise LinAlgError(f"takagi: the Jacobi sweeps did not converge in {max_sweeps} "
+                              f"sweeps: off-diagonal norm {off / norm:.3g}·‖A‖_F, tolerance "
+                              f"{tol:.3g}·‖A‖_F (raise max_sweeps or tol)")
+        method.sweep()
+    d, u = method.diagonal_and_vectors(n)
+    s = xp.abs(d)
+    u = u * xp.exp(0.5j * xp.angle(d)).astype(dtype)[None, :]
+    order = xp.argsort(-s)
+    return _times_power_of_two(s[order], exponent, real), xp.ascontiguousarray(u[:, order])

@@ -1,0 +1,120 @@
+"""``gpusvd.takagi``: validate, place, walk a stack, hand back (paper 002).
+
+The numeric work is in :mod:`gpusvd.takagi.driver`; this layer turns the user's array
+into a NumPy or CuPy array on the chosen device, checks that it is square, finite and
+symmetric (Aᵀ = A, not Hermitian), and returns results in the input's array type.
+"""
+
+import math
+
+import numpy as np
+
+from .._core import validation
+from .._core.arrays import place
+from .._core.results import TakagiResult
+from . import driver
+
+# Relative asymmetry ‖A − Aᵀ‖_F / ‖A‖_F accepted, in units of n·ε: the accuracy asked of
+# the factorization itself (issue 4: residual below 100·n·ε), which a matrix further from
+# symmetric cannot meet. It is factored as (A + Aᵀ)/2.
+SYMMETRY_TOL = 100
+
+_COMPLEX = {np.dtype(np.float32): np.dtype(np.complex64),
+            np.dtype(np.float64): np.dtype(np.complex128)}
+
+
+def _check_symmetric(mat, xp, dtype):
+    peak = float(xp.max(xp.abs(mat))) if mat.size else 0.0
+    if peak == 0:
+        return
+    scaled = mat / peak
+    asymmetry = float(xp.linalg.norm(scaled - scaled.T)) / float(xp.linalg.norm(scaled))
+    n = mat.shape[0]
+    allowed = SYMMETRY_TOL * n * float(np.finfo(dtype).eps)
+    if asymmetry > allowed:
+        raise ValueError(f"takagi: the input is not symmetric: ‖A − Aᵀ‖_F/‖A‖_F = "
+                         f"{asymmetry:.3g}, above the tolerance {allowed:.3g} "
+                         f"({SYMMETRY_TOL}·n·ε); Takagi factorization needs A = Aᵀ "
+                         "(complex symmetric, not Hermitian)")
+
+
+def takagi(a, *, device="auto", tol=None, max_sweeps=driver.MAX_SWEEPS, check_finite=True):
+    """Takagi factorization ``a = U @ diag(S) @ U.T`` of a complex symmetric matrix.
+
+    The Jacobi method with chess-tournament ordering (Sachdev, Vanjani & Hall, *Takagi
+    Factorization on GPU using CUDA*): sweeps of parallel steps of 2×2 complex symmetric
+    diagonalizations, blocked on the GPU for large matrices. The same values as the
+    singular values of ``a``, and ``U`` in place of both singular vector matrices.
+
+    Parameters
+    ----------
+    a : (..., N, N) array_like
+        Complex symmetric (``a.T == a``, not Hermitian) matrix or stack of matrices:
+        NumPy, CuPy, or anything with ``__dlpack__`` or ``__array__``. Real symmetric
+        input is accepted (``U`` is complex even then); float32 and complex64 compute in
+        complex64, other real and integer input in complex128.
+    device : {"auto", "cpu", "gpu"} or int, optional
+        Where to compute. ``"auto"``: on the GPU that holds the input, or for NumPy
+        input on a GPU when one is present and the matrix is large enough to gain.
+    tol : float, optional
+        Stop when the off-diagonal Frobenius norm is at most ``tol``·‖A‖_F. Default
+        4·N·ε of the working precision.
+    max_sweeps : int, optional
+        Sweeps allowed before :class:`gpusvd.LinAlgError` is raised (default 50).
+    check_finite : bool, optional
+        Check that the input holds no NaN or infinity (``ValueError`` if it does).
+
+    Returns
+    -------
+    TakagiResult(S, U)
+        ``S`` (..., N) real, non-negative, descending; ``U`` (..., N, N) unitary, complex.
+        Results have the input's array type and device.
+
+    Raises
+    ------
+    ValueError
+        Input that is not (a stack of) square matrices, not symmetric within 100·N·ε
+        relative to ‖A‖_F (the message says how far it is), or not finite; a bad
+        ``tol`` or ``max_sweeps``.
+    gpusvd.LinAlgError
+        The sweeps did not converge within ``max_sweeps``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpusvd.takagi import takagi
+    >>> a = np.array([[1.0, 2.0j], [2.0j, 3.0]])
+    >>> S, U = takagi(a, device="cpu")
+    >>> np.round(S, 6)
+    array([3.828427, 1.828427])
+    >>> bool(np.allclose(U @ np.diag(S) @ U.T, a))
+    True
+    """
+    if not (isinstance(max_sweeps, (int, np.integer)) and max_sweeps >= 0):
+        raise ValueError(f"takagi: max_sweeps must be a non-negative integer, got {max_sweeps!r}")
+    if tol is not None and not 0 <= tol < math.inf:
+        raise ValueError(f"takagi: tol must be non-negative and finite, got {tol!r}")
+    arr, placement = place(a, device)
+    validation.check_matrix(arr, what="takagi")
+    if arr.shape[-1] != arr.shape[-2]:
+        raise ValueError(f"takagi expects square matrices (..., N, N); got shape {arr.shape}")
+    dtype = validation.working_dtype(arr.dtype, allow_complex=True, what="takagi")
+    dtype = _COMPLEX.get(dtype, dtype)
+    xp = placement.xp
+    with placement.device_context():
+        if check_finite:
+            validation.check_finite(arr, xp, what="takagi")
+        batch, n = arr.shape[:-2], arr.shape[-1]
+        mats = arr.astype(dtype, copy=False).reshape(math.prod(batch), n, n)
+        for mat in mats:
+            _check_symmetric(mat, xp, dtype)
+        if tol is None:
+            tol = driver.default_tol(n, dtype)
+        parts = [driver.factorize(mat, xp, tol=tol, max_sweeps=max_sweeps) for mat in mats]
+        real = np.finfo(dtype).dtype
+        if parts:
+            s = xp.stack([p[0] for p in parts]).reshape(*batch, n)
+            u = xp.stack([p[1] for p in parts]).reshape(*batch, n, n)
+        else:
+            s, u = xp.zeros((*batch, n), real), xp.zeros((*batch, n, n), dtype)
+        return TakagiResult(placement.to_output(s), placement.to_output(u))

@@ -1,0 +1,229 @@
+// Jacobi steps of the Takagi factorization A = U diag(S) U^T (paper 002, Alg. 1 and 2).
+//
+// The GPU twins of takagi/steps.py (Numba); both do the same operations in the same order
+// (the GPU may contract a*b + c into FMAs, so they agree to rounding, not bit for bit).
+//
+// takagi_rotation        the 2x2 step (reference: takagi/rotation.py, whose docstring
+//                        derives it): V with V^H [[a, b], [b, c]] conj(V) diagonal,
+//                        kept as (w1, w2, mu, sn) and applied by rotate.
+// takagi_rotations       one thread per pair of a parallel step: each pair's step -> g.
+// takagi_rotate_rows     rows i, j <- V^H rows i, j; one thread per (column, pair).
+// takagi_rotate_columns  columns i, j <- columns i, j conj(V) and U_i, U_j <- U_i, U_j V;
+//                        one thread per (row, pair). The launches between the three are
+//                        Alg. 2's global synchronizations.
+// takagi_solve_block_pairs  the inner solve of the blocked form (takagi/driver.py): one
+//                        thread block per pair of b-index blocks (I, J); the 2b x 2b
+//                        submatrix and its accumulated unitary live in shared memory while
+//                        `sweeps` sweeps of the steps above run on it (the chess-tournament
+//                        pairs of a step computed by Alg. 1 on the fly).
+//
+// Complex numbers are a two-member struct (no CuPy or CUDA headers: nvcc in CI compiles
+// this file alone); arrays are C-contiguous (row-major) n x n.
+
+template <typename T> struct Complex { T re, im; };
+
+template <typename T> __device__ __forceinline__ Complex<T> make(T re, T im)
+{
+    Complex<T> z;
+    z.re = re;
+    z.im = im;
+    return z;
+}
+template <typename T> __device__ __forceinline__ Complex<T> operator*(Complex<T> x, Complex<T> y)
+{
+    return make(x.re * y.re - x.im * y.im, x.re * y.im + x.im * y.re);
+}
+template <typename T> __device__ __forceinline__ Complex<T> operator+(Complex<T> x, Complex<T> y)
+{
+    return make(x.re + y.re, x.im + y.im);
+}
+template <typename T> __device__ __forceinline__ Complex<T> conj(Complex<T> x)
+{
+    return make(x.re, -x.im);
+}
+
+__device__ __forceinline__ float mabs(float x) { return fabsf(x); }
+__device__ __forceinline__ double mabs(double x) { return fabs(x); }
+__device__ __forceinline__ float mhypot(float x, float y) { return hypotf(x, y); }
+__device__ __forceinline__ double mhypot(double x, double y) { return hypot(x, y); }
+__device__ __forceinline__ float msqrt(float x) { return sqrtf(x); }
+__device__ __forceinline__ double msqrt(double x) { return sqrt(x); }
+__device__ __forceinline__ float mcopysign(float x, float y) { return copysignf(x, y); }
+__device__ __forceinline__ double mcopysign(double x, double y) { return copysign(x, y); }
+
+template <typename T> __device__ __forceinline__ T cabs(Complex<T> z) { return mhypot(z.re, z.im); }
+
+// e^{i arg(z)/2} - 1, 0 for z = 0, to full relative accuracy also when small
+// (rotation.py, _half_phase_offset).
+template <typename T> __device__ __forceinline__ Complex<T> half_phase_offset(Complex<T> z)
+{
+    const T m = mabs(z.re) > mabs(z.im) ? mabs(z.re) : mabs(z.im);
+    if (m == T(0)) return make(T(0), T(0));
+    const T zr = z.re / m, zi = z.im / m;
+    const T r = mhypot(zr, zi);
+    if (zr >= T(0)) {
+        const T gap = zi * zi / ((r + zr) * r);
+        const T re = msqrt(T(1) - T(0.5) * gap);
+        return make(T(-0.5) * gap / (T(1) + re), zi / (r * (T(2) * re)));
+    }
+    const T im = mcopysign(msqrt(T(0.5) * (T(1) - zr / r)), zi);
+    return make(zi / (r * (T(2) * im)) - T(1), im);
+}
+
+// The Takagi step g = (w1, w2, mu, sn) of [[a, b], [b, c]] (rotation.py, takagi_rotation):
+// with pk = 1 + wk, V = [[p1 (1 - mu), p1 sn], [-p2 conj(sn), p2 (1 - mu)]] and
+// V^H [[a, b], [b, c]] conj(V) diagonal; mu is real, stored with zero imaginary part.
+template <typename T>
+__device__ void takagi_rotation(Complex<T> a, Complex<T> b, Complex<T> c, Complex<T> *g)
+{
+    if (b.re == T(0) && b.im == T(0)) {
+        g[0] = make(T(0), T(0));
+        g[1] = make(T(0), T(0));
+        g[2] = make(T(0), T(0));
+        g[3] = make(T(0), T(0));
+        return;
+    }
+    const T abs_a = cabs(a), abs_b = cabs(b), abs_c = cabs(c);
+    T scale = abs_a;
+    scale = abs_b > scale ? abs_b : scale;
+    scale = abs_c > scale ? abs_c : scale;
+    const Complex<T> w1 = half_phase_offset(a);
+    const Complex<T> w2 = half_phase_offset(c);
+    b = make(b.re / scale, b.im / scale);
+    const Complex<T> bp = b * conj(make(T(1) + w1.re, w1.im) * make(T(1) + w2.re, w2.im));
+    const T ar = abs_a / scale, cr = abs_c / scale, bm = abs_b / scale;
+    const T sigma = ar >= cr ? T(1) : T(-1);
+    const T x = -sigma * (ar + cr) * bp.re;
+    const T y = mabs(ar - cr) * bp.im;
+    const T h = mhypot(x, y);
+    T cos_psi = T(1), sin_psi = T(0);
+    if (h > T(0)) {
+        cos_psi = x / h;
+        sin_psi = y / h;
+    }
+    const T rho = mhypot((ar - cr) * cos_psi, (ar + cr) * sin_psi);
+    const T tau = T(2) * bm / (rho + mhypot(rho, T(2) * bm));
+    const T r = msqrt(T(1) + tau * tau);
+    const T t = tau / r;
+    g[0] = w1;
+    g[1] = w2;
+    g[2] = make(tau * tau / (r * (T(1) + r)), T(0));
+    g[3] = make(t * cos_psi, t * sin_psi);
+}
+
+// (x, y) <- (x1 - (mu x1 + s y1), y1 + (conj(s) x1 - mu y1)) with x1 = x + w1 x,
+// y1 = y + w2 y: one entry pair updated by a step, as identity plus small corrections
+// (rotation.py, rotate). Rows and columns of A: (conj(w1), conj(w2), mu, sn); U:
+// (w1, w2, mu, conj(sn)).
+template <typename T>
+__device__ __forceinline__ void rotate(Complex<T> &x, Complex<T> &y, Complex<T> w1, Complex<T> w2,
+                                       Complex<T> mu, Complex<T> s)
+{
+    const Complex<T> x1 = x + w1 * x, y1 = y + w2 * y;
+    const Complex<T> dx = mu * x1 + s * y1;
+    const Complex<T> mu_y = mu * y1;
+    const Complex<T> dy = conj(s) * x1;
+    x = make(x1.re - dx.re, x1.im - dx.im);
+    y = y1 + make(dy.re - mu_y.re, dy.im - mu_y.im);
+}
+
+template <typename T>
+__global__ void takagi_rotations(const Complex<T> *__restrict__ a, int n,
+                                 const int *__restrict__ pairs, int count, Complex<T> *g)
+{
+    const int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= count) return;
+    const int i = pairs[2 * p], j = pairs[2 * p + 1];
+    if (i < n && j < n) {
+        const size_t ii = (size_t)i * n + i, ij = (size_t)i * n + j, jj = (size_t)j * n + j;
+        takagi_rotation(a[ii], a[ij], a[jj], g + 4 * p);
+    }
+}
+
+template <typename T>
+__global__ void takagi_rotate_rows(Complex<T> *a, int n, const int *__restrict__ pairs,
+                                   const Complex<T> *__restrict__ g)
+{
+    const int col = blockIdx.x * blockDim.x + threadIdx.x;
+    const int p = blockIdx.y;
+    const int i = pairs[2 * p], j = pairs[2 * p + 1];
+    if (col >= n || i >= n || j >= n) return;
+    const Complex<T> *v = g + 4 * p;
+    rotate(a[(size_t)i * n + col], a[(size_t)j * n + col], conj(v[0]), conj(v[1]), v[2], v[3]);
+}
+
+template <typename T>
+__global__ void takagi_rotate_columns(Complex<T> *a, Complex<T> *u, int n,
+                                      const int *__restrict__ pairs, const Complex<T> *__restrict__ g)
+{
+    const int row = blockIdx.x * blockDim.x + threadIdx.x;
+    const int p = blockIdx.y;
+    const int i = pairs[2 * p], j = pairs[2 * p + 1];
+    if (row >= n || i >= n || j >= n) return;
+    const Complex<T> *v = g + 4 * p;
+    const size_t r = (size_t)row * n;
+    rotate(a[r + i], a[r + j], conj(v[0]), conj(v[1]), v[2], v[3]);
+    rotate(u[r + i], u[r + j], v[0], v[1], v[2], conj(v[3]));
+}
+
+// Pair t of step s of the chess tournament of `players` (even) indices (Alg. 1 as the
+// paper's Fig. 1 draws it; takagi/ordering.py).
+__device__ __forceinline__ void chess_pair(int t, int s, int players, int &i, int &j)
+{
+    i = (t + s) % (players - 1);
+    j = t == 0 ? players - 1 : (players - 1 - t + s) % (players - 1);
+}
+
+template <typename T>
+__global__ void takagi_solve_block_pairs(const Complex<T> *__restrict__ a, int n,
+                                         const int *__restrict__ block_pairs, int block,
+                                         int sweeps, Complex<T> *out)
+{
+    extern __shared__ __align__(16) unsigned char shared_raw[];
+    const int width = 2 * block;
+    const int ld = width + 1;  // padded rows: a column walk does not hit one bank
+    Complex<T> *tile = reinterpret_cast<Complex<T> *>(shared_raw);
+    Complex<T> *g = tile + width * ld;
+    Complex<T> *rot = g + width * ld;  // block x 4
+    const int p = blockIdx.x;
+    const int bi = block_pairs[2 * p], bj = block_pairs[2 * p + 1];
+
+    for (int e = threadIdx.x; e < width * width; e += blockDim.x) {
+        const int r = e / width, c = e % width;
+        const int gr = r < block ? bi * block + r : bj * block + r - block;
+        const int gc = c < block ? bi * block + c : bj * block + c - block;
+        tile[r * ld + c] = a[(size_t)gr * n + gc];
+        g[r * ld + c] = make(T(r == c ? 1 : 0), T(0));
+    }
+    __syncthreads();
+    for (int sweep = 0; sweep < sweeps; ++sweep) {
+        for (int s = 0; s < width - 1; ++s) {
+            for (int t = threadIdx.x; t < block; t += blockDim.x) {
+                int i, j;
+                chess_pair(t, s, width, i, j);
+                takagi_rotation(tile[i * ld + i], tile[i * ld + j], tile[j * ld + j], rot + 4 * t);
+            }
+            __syncthreads();
+            for (int e = threadIdx.x; e < block * width; e += blockDim.x) {
+                const int t = e / width, col = e % width;
+                int i, j;
+                chess_pair(t, s, width, i, j);
+                const Complex<T> *v = rot + 4 * t;
+                rotate(tile[i * ld + col], tile[j * ld + col], conj(v[0]), conj(v[1]), v[2], v[3]);
+            }
+            __syncthreads();
+            for (int e = threadIdx.x; e < block * width; e += blockDim.x) {
+                const int t = e / width, row = e % width;
+                int i, j;
+                chess_pair(t, s, width, i, j);
+                const Complex<T> *v = rot + 4 * t;
+                rotate(tile[row * ld + i], tile[row * ld + j], conj(v[0]), conj(v[1]), v[2], v[3]);
+                rotate(g[row * ld + i], g[row * ld + j], v[0], v[1], v[2], conj(v[3]));
+            }
+            __syncthreads();
+        }
+    }
+    Complex<T> *dst = out + (size_t)p * width * width;
+    for (int e = threadIdx.x; e < width * width; e += blockDim.x)
+        dst[e] = g[(e / width) * ld + e % width];
+}

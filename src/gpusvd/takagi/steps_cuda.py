@@ -1,0 +1,80 @@
+"""The GPU twins of :mod:`gpusvd.takagi.steps`: launchers of ``kernels/takagi_steps.cu``.
+
+Every launch goes on the current stream and nothing waits for the device: a sweep of the
+pointwise method is 3(n − 1) launches (rotations, row updates, column and U updates per
+step: Alg. 2's two global synchronizations become kernel boundaries), a blocked step one
+launch of the inner solve.
+"""
+
+import numpy as np
+
+from .._core import kernels
+
+_FILE = "takagi/kernels/takagi_steps.cu"
+_THREADS = 256  # threads per block of every launch: 8 warps, enough to hide latency
+
+
+def _kernel(name, dtype):
+    real = np.dtype(np.finfo(dtype).dtype)
+    return kernels.get_kernel(_FILE, f"{name}<{kernels.CTYPE[real]}>")
+
+
+def _blocks(count):
+    return (count + _THREADS - 1) // _THREADS
+
+
+def jacobi_step(a, u, pairs, g=None):
+    """One parallel step on the C-contiguous n×n CuPy arrays ``a``, ``u``, in place.
+
+    ``pairs`` is a C-contiguous int32 CuPy array (pairs, 2), one step of the chess
+    tournament; pairs holding an index ≥ n are skipped. ``g`` (pairs, 4) of a's dtype
+    receives the rotations (allocated if not given).
+    """
+    import cupy
+
+    n, count = a.shape[0], pairs.shape[0]
+    if n == 0 or count == 0:
+        return
+    if g is None:
+        g = cupy.empty((count, 4), a.dtype)
+    _kernel("takagi_rotations", a.dtype)((_blocks(count),), (_THREADS,),
+                                         (a, np.int32(n), pairs, np.int32(count), g))
+    _kernel("takagi_rotate_rows", a.dtype)((_blocks(n), count), (_THREADS,),
+                                           (a, np.int32(n), pairs, g))
+    _kernel("takagi_rotate_columns", a.dtype)((_blocks(n), count), (_THREADS,),
+                                              (a, u, np.int32(n), pairs, g))
+
+
+def jacobi_sweep(a, u, ordering):
+    """All steps of ``ordering`` (an int32 CuPy array (steps, pairs, 2)), in place."""
+    import cupy
+
+    g = cupy.empty((ordering.shape[1], 4), a.dtype)
+    for s in range(ordering.shape[0]):
+        jacobi_step(a, u, ordering[s], g)
+
+
+def shared_bytes(block, dtype):
+    """Dynamic shared memory of the inner solve: tile and unitary (2b × (2b + 1)) and the
+    step's b rotations of four entries."""
+    width = 2 * block
+    return (2 * width * (width + 1) + 4 * block) * np.dtype(dtype).itemsize
+
+
+def solve_block_pairs(a, block_pairs, block, sweeps):
+    """GPU twin of :func:`gpusvd.takagi.steps.solve_block_pairs` (CuPy arrays; the
+    ordering of the 2b indices is computed by the kernel)."""
+    import cupy
+
+    count, width = block_pairs.shape[0], 2 * block
+    out = cupy.empty((count, width, width), a.dtype)
+    if count == 0:
+        return out
+    kernel = _kernel("takagi_solve_block_pairs", a.dtype)
+    shared = shared_bytes(block, a.dtype)
+    if kernel.max_dynamic_shared_size_bytes < shared:
+        kernel.max_dynamic_shared_size_bytes = shared  # opt in above the default 48 KB
+    kernel((count,), (_THREADS,),
+           (a, np.int32(a.shape[0]), block_pairs, np.int32(block), np.int32(sweeps), out),
+           shared_mem=shared)
+    return out

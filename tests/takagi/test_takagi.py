@@ -1,0 +1,221 @@
+"""gpusvd.takagi: properties against SciPy's SVD (issue 4, acceptance 1 and 2).
+
+``TestTakagi_CPU`` runs on NumPy input; ``TestTakagi_GPU`` reruns every test with CuPy
+input (marker ``gpu``). The small matrices go through the paper's pointwise sweeps;
+``test_blocked`` forces the blocked form with small blocks.
+"""
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+import naive_takagi as naive
+from gpusvd import LinAlgError, testing
+from gpusvd._core import tunables
+from gpusvd.takagi import takagi
+
+BOUND = 100  # residual, orthogonality, Takagi value error: units of n·ε (issue 4)
+COMPLEX = (np.complex64, np.complex128)
+REAL = (np.float32, np.float64)
+WORKING = {np.dtype(np.float32): np.complex64, np.dtype(np.float64): np.complex128,
+           np.dtype(np.complex64): np.complex64, np.dtype(np.complex128): np.complex128}
+
+
+def _host(x):
+    return x.get() if hasattr(x, "get") else np.asarray(x)
+
+
+class TestTakagi_CPU:
+    device = "cpu"
+
+    def put(self, a):
+        return a
+
+    def takagi(self, a, **kw):
+        return takagi(self.put(a), device=self.device, **kw)
+
+    def check(self, a, **kw):
+        """Factor a and assert every property of issue 4; returns (S, U) on the host."""
+        s, u = (_host(x) for x in self.takagi(a, **kw))
+        n = a.shape[0]
+        dtype = np.dtype(WORKING.get(np.dtype(a.dtype), np.complex128))
+        eps = np.finfo(dtype).eps
+        assert u.dtype == dtype and s.dtype == np.finfo(dtype).dtype
+        assert s.shape == (n,) and u.shape == (n, n)
+        assert np.all(s >= 0) and np.all(s[:-1] >= s[1:])
+        assert testing.svd_residual(a.astype(dtype), u, s, u.T) < BOUND
+        assert testing.orthogonality(u) < BOUND
+        s_ref = scipy.linalg.svdvals(a.astype(np.complex128))
+        norm = np.linalg.norm(a.astype(np.complex128))
+        assert np.max(np.abs(s - s_ref), initial=0) <= BOUND * max(n, 1) * eps * norm
+        return s, u
+
+    @pytest.mark.parametrize("dtype", COMPLEX + REAL)
+    @pytest.mark.parametrize("n", [1, 2, 3, 8, 33, 64])
+    def test_random(self, n, dtype):
+        self.check(testing.complex_symmetric(n, dtype=dtype, seed=n))
+
+    @pytest.mark.parametrize("dtype", COMPLEX)
+    @pytest.mark.parametrize("n, block, inner", [(8, 4, 1), (21, 4, 1), (40, 4, 2),
+                                                 (40, 8, 1)])
+    def test_blocked(self, n, block, inner, dtype):
+        a = testing.complex_symmetric(n, dtype=dtype, seed=n + block)
+        with tunables.override(takagi_blocked_min_n=0, takagi_block_size=block,
+                               takagi_inner_sweeps=inner):
+            self.check(a)
+
+    @pytest.mark.parametrize("dtype", COMPLEX)
+    def test_rank_deficient(self, dtype):
+        values = np.r_[np.linspace(3, 1, 5), np.zeros(25)]
+        s, _ = self.check(naive.with_takagi_values(values, dtype=dtype, seed=1))
+        assert np.all(s[5:] <= BOUND * 30 * np.finfo(dtype).eps * 3)
+
+    @pytest.mark.parametrize("dtype", COMPLEX)
+    def test_repeated_values(self, dtype):
+        values = np.repeat([2.0, 1.0, 0.5], [6, 10, 4])
+        s, _ = self.check(naive.with_takagi_values(values, dtype=dtype, seed=2))
+        np.testing.assert_allclose(s, np.sort(values)[::-1], rtol=0,
+                                   atol=BOUND * 20 * np.finfo(dtype).eps)
+
+    @pytest.mark.parametrize("dtype", COMPLEX + REAL)
+    def test_zero(self, dtype):
+        s, u = self.check(np.zeros((6, 6), dtype))
+        assert not s.any()
+        assert np.array_equal(u @ u.conj().T, np.eye(6))  # no rotation: a permutation
+
+    @pytest.mark.parametrize("dtype", COMPLEX)
+    def test_diagonal(self, dtype):
+        d = np.array([1j, -3.0, 0.0, 2 + 2j, -0.5j, 1e-3], dtype)
+        s, _ = self.check(np.diag(d))
+        np.testing.assert_allclose(s, np.sort(np.abs(d))[::-1], rtol=4 * np.finfo(dtype).eps)
+
+    @pytest.mark.parametrize("dtype", COMPLEX)
+    def test_zero_leading_entry(self, dtype):
+        a = testing.complex_symmetric(20, dtype=dtype, seed=5)
+        a[0, 0] = 0
+        self.check(a)
+
+    @pytest.mark.parametrize("dtype", COMPLEX)
+    def test_real_with_tiny_imaginary_part(self, dtype):
+        real = testing.complex_symmetric(24, dtype=np.float64, seed=6)
+        tiny = testing.complex_symmetric(24, dtype=np.float64, seed=7)
+        a = (real + 1j * 1e3 * np.finfo(dtype).eps * tiny).astype(dtype)
+        self.check(a)
+
+    @pytest.mark.parametrize("a", [naive.cycle_graph(24), naive.random_graph(30, 0.2, seed=8)],
+                             ids=["cycle", "random"])
+    def test_graph_adjacency(self, a):
+        s, _ = self.check(a)
+        np.testing.assert_allclose(s, np.sort(np.abs(np.linalg.eigvalsh(a)))[::-1],
+                                   rtol=0, atol=BOUND * a.shape[0] * np.finfo(float).eps)
+
+    @pytest.mark.parametrize("scale", [1e-300, 1e300])
+    def test_extreme_scale(self, scale):
+        a = testing.complex_symmetric(12, seed=9)
+        s, u = (_host(x) for x in self.takagi(a * scale))
+        s_ref, u_ref = (_host(x) for x in self.takagi(a))
+        np.testing.assert_allclose(s / scale, s_ref, rtol=1e-13)  # measured unscaled:
+        assert testing.svd_residual(a, u, s / scale, u.T) < BOUND  # no metric underflows
+        assert testing.orthogonality(u) < BOUND
+
+    def test_integer_input(self):
+        a = np.array([[2, 1, 0], [1, 0, 3], [0, 3, 1]])
+        s, u = self.check(a)
+        assert u.dtype == np.complex128
+
+    def test_nearly_symmetric_accepted(self):
+        a = testing.complex_symmetric(10, seed=10)
+        a[0, 1] *= 1 + 4 * np.finfo(float).eps
+        self.check(a)
+
+    def test_stacked(self):
+        a = np.stack([testing.complex_symmetric(7, seed=k) for k in range(6)]).reshape(2, 3, 7, 7)
+        s, u = (_host(x) for x in self.takagi(a))
+        assert s.shape == (2, 3, 7) and u.shape == (2, 3, 7, 7)
+        for idx in np.ndindex(2, 3):
+            assert testing.svd_residual(a[idx], u[idx], s[idx], u[idx].T) < BOUND
+        s, u = (_host(x) for x in self.takagi(np.zeros((0, 4, 4))))
+        assert s.shape == (0, 4) and u.shape == (0, 4, 4)
+
+    def test_empty(self):
+        s, u = (_host(x) for x in self.takagi(np.zeros((0, 0), np.complex64)))
+        assert s.shape == (0,) and u.shape == (0, 0) and u.dtype == np.complex64
+
+    @pytest.mark.parametrize("dtype", [np.complex128, np.float64])
+    def test_input_unchanged(self, dtype):
+        a = testing.complex_symmetric(15, dtype=dtype, seed=11)
+        kept = a.copy()
+        x = self.put(a)
+        self.takagi(x)
+        assert np.array_equal(_host(x), kept)
+
+    def test_deterministic(self):
+        a = testing.complex_symmetric(30, seed=12)
+        first = [_host(x) for x in self.takagi(a)]
+        second = [_host(x) for x in self.takagi(a)]
+        for p, q in zip(first, second):
+            assert np.array_equal(p, q)
+
+    def test_not_converged_raises(self):
+        a = testing.complex_symmetric(20, seed=13)
+        with pytest.raises(LinAlgError, match="did not converge in 1 sweeps"):
+            self.takagi(a, max_sweeps=1)
+        assert issubclass(LinAlgError, np.linalg.LinAlgError)
+
+    def test_tol(self):
+        a = testing.complex_symmetric(20, seed=14)
+        s, u = (_host(x) for x in self.takagi(a, tol=1e-3))
+        assert testing.svd_residual(a, u, s, u.T) < 1e-3 / (20 * np.finfo(float).eps)
+
+    @pytest.mark.parametrize("bad", [np.nan, np.inf])
+    def test_non_finite_raises(self, bad):
+        a = testing.complex_symmetric(5, seed=15)
+        a[1, 2] = a[2, 1] = bad
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            self.takagi(a)
+
+    def test_bad_input_raises(self):
+        with pytest.raises(ValueError, match="2-D"):
+            self.takagi(np.ones(4))
+        with pytest.raises(ValueError, match="square"):
+            self.takagi(np.ones((3, 4)))
+        with pytest.raises(ValueError, match="max_sweeps"):
+            self.takagi(np.eye(3), max_sweeps=-1)
+        with pytest.raises(ValueError, match="tol"):
+            self.takagi(np.eye(3), tol=-1.0)
+
+    def test_not_symmetric_raises(self):
+        a = testing.random_matrix(6, 6, dtype=np.complex128, seed=16)
+        asymmetry = np.linalg.norm(a - a.T) / np.linalg.norm(a)
+        with pytest.raises(ValueError, match=f"not symmetric.*{asymmetry:.3g}"):
+            self.takagi(a)
+        hermitian = a + a.conj().T
+        with pytest.raises(ValueError, match="not Hermitian"):
+            self.takagi(hermitian)
+
+
+@pytest.mark.gpu
+class TestTakagi_GPU(TestTakagi_CPU):
+    device = "auto"
+
+    def put(self, a):
+        import cupy
+        return cupy.asarray(a)
+
+    @pytest.mark.parametrize("dtype", COMPLEX + REAL)
+    @pytest.mark.parametrize("n", [127, 128, 300])
+    def test_default_blocking(self, n, dtype):
+        """Sizes around the switch to the blocked form, with the default block size."""
+        self.check(testing.complex_symmetric(n, dtype=dtype, seed=n))
+
+    def test_numpy_input_returns_numpy(self):
+        a = testing.complex_symmetric(300, seed=17)
+        s, u = takagi(a, device="gpu")
+        assert isinstance(s, np.ndarray) and isinstance(u, np.ndarray)
+        assert testing.svd_residual(a, u, s, u.T) < BOUND
+
+    def test_matches_cpu(self):
+        a = testing.complex_symmetric(150, seed=18)
+        s_gpu, _ = takagi(a, device="gpu")
+        s_cpu, _ = takagi(a, device="cpu")
+        assert testing.sv_error(s_gpu, s_cpu) < BOUND * 150
