@@ -1,0 +1,215 @@
+"""Communication of the multi-GPU Jacobi level: MPI ranks, one GPU (or CPU) each.
+
+SPMD over mpi4py ranks (paper 003, §5, "multiple processes ... communicate via MPI").
+A rank computes on the GPU picked by its rank within its node (the
+``MPI.COMM_TYPE_SHARED`` split), or on the CPU with NumPy. Block-columns move between
+ranks by NCCL point-to-point calls through CuPy where both are present, otherwise
+through host buffers with MPI; control data (shapes, counts, errors) always through MPI.
+
+Errors: every phase that can fail on one rank ends in :meth:`Comm.phase`, a collective
+that makes every rank raise the exception of the first failing rank (the failing rank
+raises its own), so no rank is left waiting in a later collective.
+"""
+
+import contextlib
+import os
+import pickle
+import time
+
+import numpy as np
+
+from .._core.backend import cupy_or_none
+
+# NVLink SHARP (multicast) buffers fail on the lent H200 machines (DESIGN.md, "Several
+# GPUs"); NCCL reads the variable when its first communicator is created.
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+
+
+def _mpi():
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:  # pragma: no cover - mpi4py is in the test extra
+        raise ImportError("gpusvd.distributed needs mpi4py (pip install mpi4py mpich)") from exc
+    return MPI
+
+
+def _check_device(device):
+    if device not in ("auto", "cpu", "gpu"):
+        raise ValueError(f"device must be 'auto', 'cpu' or 'gpu' (one GPU per rank, chosen "
+                         f"by the rank within its node), got {device!r}")
+
+
+def _choose_device(world, device):
+    """``None`` (CPU) or this rank's GPU index; the same kind on every rank."""
+    MPI = _mpi()
+    cp = cupy_or_none() if device != "cpu" else None
+    local = world.Split_type(MPI.COMM_TYPE_SHARED)
+    local_rank = local.Get_rank()
+    local.Free()
+    have = 0 if cp is None else cp.cuda.runtime.getDeviceCount()
+    everywhere = world.allreduce(int(have > 0), op=MPI.MIN)
+    if device == "gpu" and not everywhere:
+        raise ValueError("device='gpu' was asked for but some rank sees no usable GPU")
+    if device == "cpu" or not everywhere:
+        return None
+    return local_rank % have
+
+
+def _nccl_or_none(world, device_id):
+    """A CuPy NCCL communicator over ``world`` when every rank can make one, else None."""
+    MPI = _mpi()
+    try:
+        from cupy.cuda import nccl
+        usable = int(device_id is not None and nccl.available)
+    except ImportError:
+        usable = 0
+    if not world.allreduce(usable, op=MPI.MIN):
+        return None
+    uid = nccl.get_unique_id() if world.Get_rank() == 0 else None
+    uid = world.bcast(uid, root=0)
+    return nccl.NcclCommunicator(world.Get_size(), uid, world.Get_rank())
+
+
+def _portable(exc):
+    """``exc`` if it survives pickling, else a RuntimeError that carries its text."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+class Comm:
+    """The ranks of one distributed computation, its array namespace and its transports.
+
+    ``xp`` is CuPy when every rank has a GPU (and ``device`` allows it), else NumPy;
+    ``comm_seconds`` adds up the wall time spent in :meth:`exchange`, :meth:`scatter`
+    and :meth:`gather` (measured between device synchronizations).
+    """
+
+    def __init__(self, world=None, device="auto"):
+        self.world = _mpi().COMM_WORLD if world is None else world
+        self.rank = self.world.Get_rank()
+        self.size = self.world.Get_size()
+        self.comm_seconds = 0.0
+        self.device_id = None
+        self._nccl = None
+        with self.phase():
+            _check_device(device)
+        self.device_id = _choose_device(self.world, device)
+        self.xp = np if self.device_id is None else cupy_or_none()
+        if self.device_id is not None:
+            with self.device_context():
+                self._nccl = _nccl_or_none(self.world, self.device_id)
+
+    @property
+    def transport(self):
+        """``"nccl"``, ``"host"`` (GPU arrays staged through MPI) or ``"mpi"`` (CPU)."""
+        if self._nccl is not None:
+            return "nccl"
+        return "mpi" if self.xp is np else "host"
+
+    def device_context(self):
+        """A context that makes this rank's GPU current (a no-op on the CPU)."""
+        if self.device_id is None:
+            return contextlib.nullcontext()
+        return self.xp.cuda.Device(self.device_id)
+
+    # ---------------------------------------------------------------- control and errors
+
+    @contextlib.contextmanager
+    def phase(self):
+        """Run the block; afterwards every rank raises if any rank raised inside it."""
+        error = None
+        try:
+            yield
+        except Exception as exc:
+            error = exc
+        failures = self.world.allgather(None if error is None else _portable(error))
+        if error is not None:
+            raise error
+        first = next((f for f in failures if f is not None), None)
+        if first is not None:
+            raise first
+
+    def bcast(self, obj, root):
+        return self.world.bcast(obj, root=root)
+
+    def sum(self, value):
+        """The sum of the integer ``value`` over all ranks."""
+        return self.world.allreduce(int(value), op=_mpi().SUM)
+
+    def synchronize(self):
+        if self.device_id is not None:
+            self.xp.cuda.Device(self.device_id).synchronize()
+
+    # ---------------------------------------------------------------- block-columns
+
+    def exchange(self, send, dest, shape, dtype, source):
+        """Send ``send`` to ``dest`` and receive an array ``shape`` from ``source`` at once.
+
+        ``dest`` or ``source`` None: nothing goes that way. Returns the received array
+        (None if nothing was received). Timed, between device synchronizations (the
+        paper's phases (4) and (6)).
+        """
+        self.synchronize()
+        start = time.perf_counter()
+        got = None if source is None else self.xp.empty(shape, dtype)
+        if self._nccl is not None:
+            self._nccl_exchange(send, dest, got, source)
+        else:
+            got = self._mpi_exchange(send, dest, got, source)
+        self.synchronize()
+        self.comm_seconds += time.perf_counter() - start
+        return got
+
+    def _nccl_exchange(self, send, dest, got, source):
+        from cupy.cuda import nccl
+
+        stream = self.xp.cuda.get_current_stream().ptr
+        nccl.groupStart()
+        if dest is not None:
+            send = self.xp.ascontiguousarray(send)
+            self._nccl.send(send.data.ptr, send.nbytes, nccl.NCCL_UINT8, dest, stream)
+        if source is not None:
+            self._nccl.recv(got.data.ptr, got.nbytes, nccl.NCCL_UINT8, source, stream)
+        nccl.groupEnd()
+
+    def _mpi_exchange(self, send, dest, got, source):
+        host_got = None if got is None else np.empty(got.shape, got.dtype)
+        requests = []
+        if source is not None:
+            requests.append(self.world.Irecv(host_got, source=source))
+        if dest is not None:
+            host_send = np.ascontiguousarray(send.get() if self.xp is not np else send)
+            requests.append(self.world.Isend(host_send, dest=dest))
+        _mpi().Request.Waitall(requests)
+        return None if got is None else self.xp.asarray(host_got)
+
+    def scatter(self, parts, root, shapes, dtype):
+        """Root's ``parts[r]`` to rank r for every rank (root keeps its own); returns mine."""
+        mine = None
+        for r in range(self.size):
+            if r == root:
+                if self.rank == root:
+                    mine = parts[r]
+                continue
+            if self.rank == root:
+                self.exchange(parts[r], r, None, dtype, None)
+            elif self.rank == r:
+                mine = self.exchange(None, None, shapes[r], dtype, root)
+        return mine
+
+    def gather(self, mine, root, shapes, dtype):
+        """Every rank's ``mine`` to root, as a list indexed by rank (None elsewhere)."""
+        parts = [None] * self.size if self.rank == root else None
+        for r in range(self.size):
+            if r == root:
+                if self.rank == root:
+                    parts[r] = mine
+                continue
+            if self.rank == root:
+                parts[r] = self.exchange(None, None, shapes[r], dtype, r)
+            elif self.rank == r:
+                self.exchange(mine, root, None, dtype, None)
+        return parts

@@ -1,0 +1,163 @@
+"""The multi-GPU Jacobi level on CPU ranks: ``mpiexec -n 2`` and ``-n 4`` on ``worker.py``.
+
+Each launch runs every case once and writes what each rank saw; the tests below check
+it: results on root only, equal to the single-process ``gpusvd.jacobi_svd``/``hsvd``
+to rounding with the same accuracy, and every rank raising when one rank fails. A
+launch that does not finish within :data:`TIMEOUT` fails the tests (nothing hangs).
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from worker import CASES, HSVD_CASES, SHORT
+
+pytestmark = pytest.mark.mpi
+
+HERE = Path(__file__).parent
+# Seconds a launch may take: about 30 s on CI's two cores with a fresh Numba cache.
+TIMEOUT = 150
+# (ranks, cases): four ranks oversubscribe two cores, so they run the short list.
+RUNS = {2: "all", 4: "short"}
+# Relative error of the singular values against the single-process driver, in units
+# of n·ε: both are relatively accurate, so they differ by a few n·ε at most.
+SV_UNITS = 2
+# Residual and orthogonality (units of n·ε): no worse than the single process's by more
+# than this factor, plus one unit.
+WORSE = 2
+
+
+def mpiexec():
+    found = Path(sys.executable).with_name("mpiexec")
+    path = str(found) if found.exists() else shutil.which("mpiexec")
+    if path is None:
+        pytest.skip("no mpiexec (pip install mpich mpi4py)")
+    return path
+
+
+def launch(ranks, tmp, device="cpu", which="all"):
+    """Run the worker on ``ranks`` ranks; the list of what each rank wrote."""
+    pytest.importorskip("mpi4py")
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               MKL_NUM_THREADS="1", NUMBA_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([str(HERE), str(HERE.parents[1] / "src"),
+                                           os.environ.get("PYTHONPATH", "")]))
+    out = tmp / f"run{ranks}{device}"
+    cmd = [mpiexec(), "-n", str(ranks), sys.executable, "-m", "mpi4py",
+           str(HERE / "worker.py"), str(out), device, which]
+    try:
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"mpiexec -n {ranks} did not finish in {TIMEOUT} s (a hang?)")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return [json.loads(Path(f"{out}.{r}.json").read_text()) for r in range(ranks)]
+
+
+@pytest.fixture(scope="module", params=sorted(RUNS), ids=lambda r: f"{r}ranks")
+def run(request, tmp_path_factory):
+    ranks = request.param
+    return ranks, launch(ranks, tmp_path_factory.mktemp("mpi"), which=RUNS[ranks])
+
+
+def cases(run, names):
+    ranks, seen = run
+    names = [n for n in names if RUNS[ranks] == "all" or n in SHORT]
+    return ranks, seen, names
+
+
+SVD_NAMES = [c[0] for c in CASES]
+HSVD_NAMES = [c[0] for c in HSVD_CASES]
+SIZES = {c[0]: min(c[1], c[2]) for c in CASES} | {c[0]: c[2] for c in HSVD_CASES}
+
+
+def test_result_on_root_only(run):
+    ranks, seen, names = cases(run, SVD_NAMES + HSVD_NAMES)
+    assert [seen[r]["transport"] for r in range(ranks)] == ["mpi"] * ranks
+    assert all(seen[r][name] == {"none": True} for r in range(1, ranks) for name in names)
+    assert all("none" not in seen[0][name] for name in names)
+
+
+def test_singular_values_equal_single_process(run):
+    _, seen, names = cases(run, SVD_NAMES + HSVD_NAMES)
+    for name in names:
+        got = seen[0][name]["sv_vs_single"]
+        assert got <= SV_UNITS * SIZES[name], (name, got)
+
+
+def test_same_accuracy_as_single_process(run):
+    _, seen, names = cases(run, SVD_NAMES)
+    for name in names:
+        rec = seen[0][name]
+        if "residual" not in rec:
+            continue
+        assert rec["shapes"] == rec["ref_shapes"], name
+        assert rec["residual"] <= WORSE * rec["residual_single"] + 1, (name, rec)
+        assert rec["orth"] <= WORSE * rec["orth_single"] + 1, (name, rec)
+        assert rec["type"] == "numpy"
+
+
+def test_graded_keeps_relative_accuracy(run):
+    _, seen, names = cases(run, ["graded"])
+    for name in names:
+        # LAPACK's bidiagonal SVD loses the small values of this matrix; Jacobi does not.
+        assert seen[0][name]["sv_single_vs_lapack"] > 1e6
+        assert seen[0][name]["sv_vs_single"] < SV_UNITS * SIZES[name]
+
+
+def test_hsvd_properties(run):
+    _, seen, names = cases(run, HSVD_NAMES)
+    for name in names:
+        rec = seen[0][name]
+        assert rec["signs_equal"], name
+        assert rec["hsvd_residual"] < 5 and rec["j_unitary"] < 5 and rec["orth"] < 5, rec
+
+
+@pytest.mark.parametrize("case, error", [
+    ("nan", "ValueError"), ("option", "ValueError"), ("stack", "ValueError"),
+    ("signs", "ValueError"), ("injected", "RuntimeError"), ("sweeps", "LinAlgError"),
+    ("after", "ok")])
+def test_an_error_on_one_rank_raises_on_every_rank(run, case, error):
+    ranks, seen = run
+    assert [seen[r]["errors"][case] for r in range(ranks)] == [error] * ranks
+
+
+def test_command_line(tmp_path):
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(HERE.parents[1] / "src"))
+    cmd = [mpiexec(), "-n", "2", sys.executable, "-m", "gpusvd.distributed", "--n", "40",
+           "--m", "53", "--device", "cpu"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    line = done.stdout.strip()
+    assert line.startswith("2 rank(s), 53x40 float64") and len(line.splitlines()) == 1
+    error = float(line.split("relative sv error ")[1].split(",")[0])
+    assert error < 1e-8   # cond 1e6: the rounding of the generated matrix, times 1e6
+
+
+@pytest.mark.gpu
+def test_two_gpus():
+    import tempfile
+
+    import cupy
+
+    if cupy.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("needs two GPUs (NCCL takes one rank per GPU): device kind nvidia-h200-x2")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        seen = launch(2, Path(tmp), device="gpu", which="short")
+    for name in SHORT:
+        rec = seen[0][name]
+        assert seen[1][name] == {"none": True}
+        assert rec["sv_vs_single"] <= SV_UNITS * SIZES[name], (name, rec)
+        if "residual" in rec:
+            assert rec["type"] == "cupy"
+            assert rec["residual"] <= WORSE * rec["residual_single"] + 1, (name, rec)
+            assert rec["orth"] <= WORSE * rec["orth_single"] + 1, (name, rec)
+    assert [seen[r]["transport"] for r in range(2)] == ["nccl"] * 2
+    assert [seen[r]["errors"]["injected"] for r in range(2)] == ["RuntimeError"] * 2
+    assert np.all([seen[r]["errors"]["after"] == "ok" for r in range(2)])

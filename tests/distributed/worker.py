@@ -1,0 +1,148 @@
+"""Runs under ``mpiexec -n P python -m mpi4py worker.py OUT [cpu|gpu] [all|short]``.
+
+Every rank computes the distributed SVD/HSVD cases of :data:`CASES` and the error
+cases; root compares each result with the single-process driver's. Each rank writes
+what it saw to ``OUT.<rank>.json`` for ``test_distributed.py`` to check.
+"""
+
+import json
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+import gpusvd
+from gpusvd import distributed
+from gpusvd.distributed import local
+from gpusvd.distributed.comm import Comm
+from gpusvd.testing import graded, random_matrix
+from gpusvd.testing.metrics import orthogonality, relative_sv_error, svd_residual
+
+# (name, m, n, options): odd and even orders, tall and wide, values only and full.
+CASES = [("37", 37, 37, {}), ("64", 64, 64, {}), ("101", 101, 101, {}),
+         ("tall", 120, 45, {}), ("wide", 45, 70, {}),
+         ("values", 101, 101, {"compute_uv": False}),
+         ("economy", 90, 41, {"full_matrices": False}),
+         ("complex", 40, 33, {"dtype": np.complex128}),
+         ("full-block", 64, 64, {"variant": "full-block"}),
+         ("graded", 50, 50, {"graded": True}),
+         ("qr", 50, 50, {"shorten": "qr"}), ("float32", 40, 40, {"dtype": np.float32}),
+         ("tiny", 3, 2, {})]
+HSVD_CASES = [("hsvd", 50, 40), ("hsvd-square", 37, 37)]
+# The cases of a short run (many ranks oversubscribe CI's two cores and wait in MPI).
+SHORT = ("37", "101", "tall", "values", "complex", "tiny", "hsvd")
+
+
+def host(x):
+    return np.asarray(x.get() if hasattr(x, "get") else x)
+
+
+def matrix(m, n, opts):
+    dtype = opts.pop("dtype", np.float64)
+    if opts.pop("graded", False):
+        return graded(m, n, side="both", grading=1e-12, seed=m)
+    return random_matrix(m, n, dtype=dtype, seed=m + n)
+
+
+def svd_case(rank, m, n, opts, device):
+    a = matrix(m, n, opts)
+    put = (lambda x: __import__("cupy").asarray(x)) if device == "gpu" else (lambda x: x)
+    out = distributed.jacobi_svd(put(a) if rank == 0 else None, device=device, **opts)
+    if rank != 0:
+        return {"none": out is None}
+    single = {k: v for k, v in opts.items() if k != "variant"}
+    ref = gpusvd.jacobi_svd(a, device="cpu", **single)
+    s, s_ref = (host(out), ref) if opts.get("compute_uv") is False else (host(out.S), ref.S)
+    rec = {"type": type(out.S if hasattr(out, "S") else out).__module__.split(".")[0],
+           "sv_vs_single": relative_sv_error(s, s_ref) / float(np.finfo(s.dtype).eps),
+           "sv_single_vs_lapack": relative_sv_error(
+               s_ref, np.linalg.svd(a, compute_uv=False)) / float(np.finfo(s.dtype).eps)}
+    if opts.get("compute_uv") is not False:
+        u, vh = host(out.U), host(out.Vh)
+        rec.update(shapes=[list(u.shape), list(vh.shape)],
+                   ref_shapes=[list(ref.U.shape), list(ref.Vh.shape)],
+                   residual=svd_residual(a, u, s, vh),
+                   residual_single=svd_residual(a, *ref),
+                   orth=max(orthogonality(u), orthogonality(vh.conj().T)),
+                   orth_single=max(orthogonality(ref.U), orthogonality(ref.Vh.conj().T)))
+    return rec
+
+
+def hsvd_case(rank, m, n, device):
+    g = random_matrix(m, n, seed=m * n)
+    signs = np.where(np.arange(n) % 3 == 0, -1.0, 1.0)
+    out = distributed.hsvd(g if rank == 0 else None, signs if rank == 0 else None,
+                           device=device)
+    if rank != 0:
+        return {"none": out is None}
+    ref = gpusvd.hsvd(g, signs, device="cpu")
+    u, s, v, j = map(host, out)
+    eps = np.finfo(g.dtype).eps
+    return {"sv_vs_single": relative_sv_error(s, ref.S) / eps,
+            "signs_equal": bool((j == ref.J).all()),
+            "hsvd_residual": float(np.linalg.norm(g @ v - u * s) / (np.linalg.norm(g) * n * eps)),
+            "j_unitary": float(np.abs(v.T @ np.diag(signs) @ v - np.diag(j)).max()
+                               / (np.abs(v).max() ** 2 * n * eps)),
+            "orth": orthogonality(u)}
+
+
+def outcome(call):
+    """The exception type this rank saw (or 'ok'), and that the next call still works."""
+    try:
+        call()
+        return "ok"
+    except Exception as exc:
+        return type(exc).__name__
+
+
+def error_cases(rank, device):
+    a = random_matrix(20, 20, seed=3)
+    bad = a.copy()
+    bad[4, 5] = np.nan
+    seen = {"nan": outcome(lambda: distributed.jacobi_svd(bad if rank == 0 else None,
+                                                           device=device)),
+            "option": outcome(lambda: distributed.jacobi_svd(
+                a if rank == 0 else None, device=device, variant="bogus")),
+            "stack": outcome(lambda: distributed.jacobi_svd(
+                np.stack([a, a]) if rank == 0 else None, device=device)),
+            "signs": outcome(lambda: distributed.hsvd(
+                a if rank == 0 else None, np.zeros(20) if rank == 0 else None,
+                device=device))}
+    step = local.outer_block_step
+    calls = [0]
+
+    def failing(*args, **kw):
+        calls[0] += 1
+        if rank == MPI.COMM_WORLD.size - 1 and calls[0] == 2:
+            raise RuntimeError("injected failure")
+        return step(*args, **kw)
+
+    local.outer_block_step = failing
+    import gpusvd.distributed.outer as outer
+    outer.outer_block_step = failing
+    seen["injected"] = outcome(lambda: distributed.jacobi_svd(
+        random_matrix(64, 64, seed=1) if rank == 0 else None, device=device))
+    outer.outer_block_step = local.outer_block_step = step
+    seen["sweeps"] = outcome(lambda: distributed.jacobi_svd(
+        random_matrix(64, 64, seed=1) if rank == 0 else None, device=device, max_sweeps=1))
+    seen["after"] = outcome(lambda: distributed.jacobi_svd(a if rank == 0 else None,
+                                                            device=device))
+    return seen
+
+
+def main():
+    out, device, which = sys.argv[1], sys.argv[2], sys.argv[3]
+    rank = MPI.COMM_WORLD.rank
+    wanted = (lambda name: which == "all" or name in SHORT)
+    results = {name: svd_case(rank, m, n, dict(opts), device)
+               for name, m, n, opts in CASES if wanted(name)}
+    results.update({name: hsvd_case(rank, m, n, device)
+                    for name, m, n in HSVD_CASES if wanted(name)})
+    results["errors"] = error_cases(rank, device)
+    results["transport"] = Comm(device=device).transport
+    with open(f"{out}.{rank}.json", "w") as f:
+        json.dump(results, f)
+
+
+if __name__ == "__main__":
+    main()
