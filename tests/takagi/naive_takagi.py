@@ -39,3 +39,18 @@ def random_graph(n, p, *, seed=None):
     """Adjacency matrix of an Erdős–Rényi graph G(n, p)."""
     upper = np.triu(np.random.default_rng(seed).random((n, n)) < p, 1)
     return (upper | upper.T).astype(np.float64)
+
+
+def graded_symmetric(n, off, *, dtype=np.complex128, seed=None):
+    """D^{1/2} (P + off·E) D^{1/2}: D = diag(0.9^k), P = diag of random phases, E complex
+    symmetric with max |E| = 1. Neighbouring diagonal moduli differ by 10 % ≫ off, so
+    every Jacobi rotation is a smooth function of the entries (angle ≲ 10·off) and
+    implementations that round differently stay within rounding of each other; on a
+    random matrix they do not (see test_steps.py)."""
+    phases = np.exp(2j * np.pi * np.random.default_rng(seed).random(n))
+    e = testing.complex_symmetric(n, dtype=np.complex128, seed=seed)
+    root = GRADING ** (0.5 * np.arange(n))
+    return (root[:, None] * (np.diag(phases) + off * e / np.abs(e).max()) * root).astype(dtype)
+
+
+GRADING = 0.9  # ratio of neighbouring diagonal moduli in graded_symmetric

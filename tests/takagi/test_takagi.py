@@ -57,7 +57,7 @@ class TestTakagi_CPU:
 
     @pytest.mark.parametrize("dtype", COMPLEX)
     @pytest.mark.parametrize("n, block, inner", [(8, 4, 1), (21, 4, 1), (40, 4, 2),
-                                                 (40, 8, 1)])
+                                                 (40, 8, 1), (21, 32, 1), (1, 32, 1)])
     def test_blocked(self, n, block, inner, dtype):
         a = testing.complex_symmetric(n, dtype=dtype, seed=n + block)
         with tunables.override(takagi_blocked_min_n=0, takagi_block_size=block,

@@ -10,7 +10,8 @@ Alg. 2 of the paper, with its choices made explicit:
 2. Sweeps until the off-diagonal Frobenius norm is at most ``tol``·‖A‖_F (a relative
    test: the paper sums the off-diagonal entries against a fixed threshold). This is the
    one host synchronization per sweep.
-   - Pointwise sweeps (the paper's method, n < ``takagi_blocked_min_n``): n − 1 parallel
+   - Pointwise sweeps (the paper's method, n < ``takagi_blocked_min_n``; on the GPU only
+     for 2b < n < ``takagi_blocked_min_n``): n − 1 parallel
      steps of the chess-tournament ordering (Alg. 1), each: the 2×2 rotations, all row
      updates, then all column and U updates, on the full matrix.
    - Blocked sweeps (beyond the paper): A is zero-padded to a multiple of 2b and split
@@ -31,7 +32,7 @@ import math
 
 import numpy as np
 
-from .._core import tunables
+from .._core import profile, tunables
 from .._core.errors import LinAlgError
 from . import steps
 from .ordering import chess_tournament
@@ -68,7 +69,7 @@ class _Pointwise:
     """The paper's sweeps: n − 1 parallel steps over the whole matrix."""
 
     def __init__(self, a, xp):
-        self.a = a
+        self.a, self._xp = a, xp
         self._u = xp.eye(a.shape[0], dtype=a.dtype)
         self._ordering = xp.asarray(chess_tournament(a.shape[0]))
         if xp is np:
@@ -78,7 +79,8 @@ class _Pointwise:
             self._sweep = steps_cuda.jacobi_sweep
 
     def sweep(self):
-        self._sweep(self.a, self._u, self._ordering)
+        with profile.phase("takagi_pointwise_sweep", self._xp):
+            self._sweep(self.a, self._u, self._ordering)
 
     def diagonal_and_vectors(self, n):
         return self.a.diagonal(), self._u
@@ -98,8 +100,12 @@ class _Blocked:
 
     def __init__(self, a, xp):
         t = tunables.get()
-        self._xp, self._b, self._sweeps = xp, t.takagi_block_size, t.takagi_inner_sweeps
-        n, width = a.shape[0], 2 * self._b
+        n = a.shape[0]
+        # n ≤ 2b: one tile, b = ⌈n/2⌉; a sweep is then one launch of the inner solve (the
+        # whole matrix in shared memory) and three GEMMs instead of 3(n − 1) launches.
+        self._b = min(t.takagi_block_size, max(1, -(-n // 2)))
+        self._xp, self._sweeps = xp, t.takagi_inner_sweeps
+        width = 2 * self._b
         padded = -(-n // width) * width
         pairs = chess_tournament(padded // self._b)  # (steps, N, 2) block pairs
         offsets = np.arange(self._b)
@@ -130,13 +136,15 @@ class _Blocked:
         size = a.shape[0]
         batch = (size // (2 * self._b), 2 * self._b, size)
         for sigma in self._sigma:
-            g = self._solve(a)                                    # (N, 2b, 2b)
-            gh = g.conj().transpose(0, 2, 1)
-            y = (gh @ a.reshape(batch)).reshape(size, size)       # Y = Gᴴ A_s
-            z = y.T[:, sigma]                                     # Yᵀ, columns to s + 1
-            w = (gh @ z.reshape(batch)).reshape(size, size)       # Gᴴ Yᵀ = Gᴴ A_s Ḡ
-            a = w[sigma]                                          # rows to s + 1
-            ut = (g.transpose(0, 2, 1) @ ut.reshape(batch)).reshape(size, size)[sigma]
+            with profile.phase("takagi_solve", self._xp):
+                g = self._solve(a)                                # (N, 2b, 2b)
+            with profile.phase("takagi_update", self._xp):
+                gh = g.conj().transpose(0, 2, 1)
+                y = (gh @ a.reshape(batch)).reshape(size, size)   # Y = Gᴴ A_s
+                z = y.T[:, sigma]                                 # Yᵀ, columns to s + 1
+                w = (gh @ z.reshape(batch)).reshape(size, size)   # Gᴴ Yᵀ = Gᴴ A_s Ḡ
+                a = w[sigma]                                      # rows to s + 1
+                ut = (g.transpose(0, 2, 1) @ ut.reshape(batch)).reshape(size, size)[sigma]
         self.a, self._ut = a, ut
 
     def diagonal_and_vectors(self, n):
@@ -174,10 +182,13 @@ def factorize(a, xp, *, tol, max_sweeps):
     exponent = math.frexp(peak)[1] if peak > 0 else 0
     work = _times_power_of_two(a, -exponent, real)
     work = xp.ascontiguousarray((work + work.T) * real.type(0.5))  # kernels take C order
-    method = (_Blocked if n >= tunables.get().takagi_blocked_min_n else _Pointwise)(work, xp)
+    t = tunables.get()
+    blocked = n >= t.takagi_blocked_min_n or (xp is not np and n <= 2 * t.takagi_block_size)
+    method = (_Blocked if blocked else _Pointwise)(work, xp)
     norm = float(xp.linalg.norm(work))
     for sweep in range(max_sweeps + 1):
-        off = _off_norm(method.a, xp)
+        with profile.phase("takagi_check", xp):
+            off = _off_norm(method.a, xp)
         if off <= tol * norm:
             break
         if sweep == max_sweeps:
