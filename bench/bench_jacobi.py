@@ -19,7 +19,7 @@ batched     ``--batch`` matrices of 32×32 in float64 and float32: ``gpusvd.jaco
             then σ = column norms, U = G/σ, sorted) for each ``--lanes``, against
             ``torch.linalg.svd`` (cuSOLVER gesvdjBatched) and ``cupy.linalg.svd``
 inner       the bare inner kernel on the blocked driver's shapes, n/(2b) Gaussian 2b×2b
-            matrices per launch (b = tunable ``jacobi_block_width``) for each ``--lanes``,
+            matrices per launch (b = tunable ``jacobi_block_width_gpu``) for each ``--lanes``,
             one sweep (block-oriented) and to convergence (full-block): the per-launch
             cost of a p-step's orthogonalize, to choose ``jacobi_inner_lanes``
 ==========  ===============================================================================
@@ -271,7 +271,7 @@ def run_inner(run, n):
     import cupy as cp
 
     from gpusvd._core import tunables
-    k = 2 * tunables.get().jacobi_block_width
+    k = 2 * tunables.get().jacobi_block_width_gpu
     a = batch_matrix(max(1, n // k), "float64", run.args.seed, k)
     for max_sweeps in (1, 30):
         for lanes in run.args.lanes:

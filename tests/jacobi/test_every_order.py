@@ -84,7 +84,7 @@ class TestEveryOrder:
     @pytest.mark.parametrize("n", [5, 22, 23, 40, 61])
     def test_block_widths_of_unsupported_inner_order(self, width, n):
         a = random_matrix(n, n, seed=width * n)
-        with tunables.override(jacobi_block_width=width):
+        with tunables.override(jacobi_block_width=width, jacobi_block_width_gpu=width):
             self.check(a)
             self.check(a, variant="block-oriented", shorten="qr")
             self.check(a, strategy="column")
@@ -94,7 +94,7 @@ class TestEveryOrder:
         rng = np.random.default_rng(n)
         signs = rng.choice([-1.0, 1.0], n)
         g = random_matrix(n + 1, n, seed=n)
-        with tunables.override(jacobi_block_width=11):
+        with tunables.override(jacobi_block_width=11, jacobi_block_width_gpu=11):
             u, s, v, j = (self.get(x) for x in hsvd(self.put(g), signs, device=self.device))
         eps = float(np.finfo(np.float64).eps)
         vn = np.abs(v).max() ** 2

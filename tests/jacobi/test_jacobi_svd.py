@@ -10,7 +10,8 @@ import pytest
 from gpusvd._core import tunables
 from gpusvd.jacobi import jacobi_svd
 from gpusvd.jacobi.driver import svd as svd_one
-from gpusvd.testing import graded, haar_orthogonal, random_matrix, with_condition
+from gpusvd.testing import (graded, haar_orthogonal, low_rank, random_matrix,
+                            with_condition)
 from gpusvd.testing.metrics import orthogonality, relative_sv_error, svd_residual
 from naive_jacobi import singular_values
 
@@ -110,10 +111,29 @@ class TestJacobiSVD:
 
     def test_blocked_matches_pointwise(self):
         a = graded(48, 40, side="right", grading=1e-8, seed=4)
-        blocked = self.svd(a, compute_uv=False)
-        with tunables.override(jacobi_block_width=32):
+        with tunables.override(jacobi_block_width=16, jacobi_block_width_gpu=16):
+            blocked = self.svd(a, compute_uv=False)
+        with tunables.override(jacobi_block_width=32, jacobi_block_width_gpu=32):
             pointwise = self.svd(a, compute_uv=False)
         np.testing.assert_allclose(blocked, pointwise, rtol=1e-13)
+
+    @pytest.mark.parametrize("kind", ["right", "both", "rank"])
+    def test_blocked_single_precision_graded_and_rank_deficient(self, kind):
+        # The contract tests' float32 cases through the blocked path (b = 16, n > 2b) on
+        # every backend; the GPU's default b = 32 would take them pointwise.
+        if kind == "rank":
+            a = low_rank(50, 40, 7, dtype=np.float32, seed=5)
+        else:
+            a = graded(45, 33, side=kind, dtype=np.float32, seed=3)
+        with tunables.override(jacobi_block_width=16, jacobi_block_width_gpu=16):
+            u, s, vh = self.svd(a, full_matrices=False)
+        n, eps = max(a.shape), float(np.finfo(np.float32).eps)
+        assert svd_residual(a, u, s, vh) < 30
+        assert orthogonality(u) < 30 and orthogonality(vh, rows=True) < 30
+        ref = np.linalg.svd(a.astype(np.float64), compute_uv=False)
+        assert np.abs(s - ref).max() < 30 * n * eps * ref[0]
+        if kind == "rank":
+            assert s[7] <= 100 * eps * s[0]
 
     def test_input_unchanged_and_deterministic(self):
         a = random_matrix(70, 40, seed=7)

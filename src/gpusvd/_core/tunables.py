@@ -76,6 +76,12 @@ class Tunables:
     jacobi_block_width: int = 16
     # Largest inner sweeps per block pair in the full-block variant (the paper's Ms = 30).
     jacobi_inner_sweeps: int = 30
+    # Block width b of the blocked Jacobi SVD on the GPU (jacobi/blocked.py block_width):
+    # b = 32, inner order 64, halves the p-steps per block sweep (and their launches) of
+    # b = 16 at the same GEMM flops per sweep; g and v of order 64 fit the inner kernel's
+    # shared memory up to complex128 (133 kB of 227). A prediction from launch counts
+    # (B2, 2026-11-22), to be measured with bench/bench_jacobi.py on the H100.
+    jacobi_block_width_gpu: int = 32
 
 
 _TUNABLES = Tunables()

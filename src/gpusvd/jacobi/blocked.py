@@ -18,11 +18,14 @@ the device and read once per sweep, the only host synchronization of the iterati
 G and V are held transposed (column j of G is row j of ``gt``) so that the gathers and
 scatters of block-columns move contiguous rows.
 
-Cholesky shortening departs from the paper in two ways that keep it from breaking down:
-H_pq is scaled to unit diagonal before factoring (R = R_s·diag(‖g_j‖), exact zero columns
-stay zero), and a pair whose scaled Gram matrix is numerically singular is factored with
-a shift of k·m·u on the diagonal: its eigenvectors, which the inner Jacobi finds, barely
-move, and near convergence no pair needs it.
+Cholesky shortening departs from the paper in three ways that keep it from breaking down:
+H_pq is formed and factored in double precision for single precision data (products of
+single numbers are exact there); it is scaled to unit diagonal before factoring
+(R = R_s·diag(‖g_j‖), exact zero columns stay zero); and every pair is factored with a
+shift of k·m·u/2 on the diagonal, of the size of the rounding errors of H_pq: its
+eigenvectors, which the inner Jacobi finds, barely move, numerically singular pairs stay
+factorable, and no test of the factorization (a host synchronization on the GPU) is
+needed.
 """
 
 import numpy as np
@@ -56,31 +59,55 @@ def inner_strategy(strategy, k, xp):
     return xp.asarray(pivot_strategy(inner_name(strategy), k))
 
 
+# The type the Gram matrix of a block pair is formed and factored in: single precision
+# data in double, where products of single numbers are exact and the Cholesky factor of an
+# ill-conditioned or strongly graded pair is as good as R of its QR factorization once
+# rounded back (the GPU's float32 failures on graded and rank-deficient input; on the
+# H100 a double GEMM costs as much as a single one without tensor cores).
+_GRAM_TYPE = {np.dtype(np.float32): np.float64, np.dtype(np.complex64): np.complex128}
+
+
 def _cholesky_factor(xp, x, shift):
-    """R (batch, k, k) with Rᴴ·R = x̄·xᵀ for the rows x (batch, k, m) of a block pair."""
-    h = xp.matmul(x.conj(), x.transpose(0, 2, 1))
+    """R (batch, k, k) with Rᴴ·R = x̄·xᵀ for the rows x (batch, k, m) of a block pair.
+
+    H is scaled to unit diagonal and factored with ``shift`` added to it, always: the
+    shift (k·m·u/2 of the Gram's precision) is of the size of the rounding errors of H,
+    keeps numerically singular pairs factorable, and needs no test of the factorization
+    (which on the GPU would cost a second factorization or a host synchronization).
+    """
+    wide = x.astype(_GRAM_TYPE.get(x.dtype, x.dtype), copy=False)
+    h = xp.matmul(wide.conj(), wide.transpose(0, 2, 1))
     k = h.shape[-1]
-    diag = xp.arange(k)
-    d = xp.sqrt(h[:, diag, diag].real)
-    ds = xp.where(d > 0, d, 1)
+    d = xp.sqrt(xp.diagonal(h, axis1=1, axis2=2).real)
+    ds = xp.where(d > 0, d, 1).astype(h.dtype)
     hs = h / (ds[:, :, None] * ds[:, None, :])
-    hs[:, diag, diag] = 1
-    eye = xp.eye(k, dtype=hs.dtype)
+    diag = xp.arange(k)
+    hs[:, diag, diag] = 1 + shift
     if xp is np:
-        try:
-            low = np.linalg.cholesky(hs)
-        except np.linalg.LinAlgError:
-            low = np.empty_like(hs)
-            for i, one in enumerate(hs):
-                try:
-                    low[i] = np.linalg.cholesky(one)
-                except np.linalg.LinAlgError:
-                    low[i] = np.linalg.cholesky(one + shift * eye)
+        low = _host_cholesky(hs, shift)
     else:
         low = xp.linalg.cholesky(hs)
-        ok = (xp.isfinite(low).all(axis=(1, 2)) & (low[:, diag, diag].real > 0).all(axis=1))
-        low = xp.where(ok[:, None, None], low, xp.linalg.cholesky(hs + shift * eye))
-    return xp.ascontiguousarray(low.conj().transpose(0, 2, 1) * d[:, None, :].astype(x.dtype))
+    r = low.conj().transpose(0, 2, 1) * d[:, None, :].astype(h.dtype)
+    return xp.ascontiguousarray(r.astype(x.dtype, copy=False))
+
+
+def _host_cholesky(hs, shift):
+    """NumPy's Cholesky of each matrix; one not positive definite after rounding gets a
+    larger shift (the GPU has no such test: there it would cost a synchronization)."""
+    try:
+        return np.linalg.cholesky(hs)
+    except np.linalg.LinAlgError:
+        low = np.empty_like(hs)
+        eye = np.eye(hs.shape[-1], dtype=hs.dtype)
+        for i, one in enumerate(hs):
+            extra = 0.0
+            while True:
+                try:
+                    low[i] = np.linalg.cholesky(one + extra * eye)
+                    break
+                except np.linalg.LinAlgError:
+                    extra = max(2 * extra, shift)
+        return low
 
 
 def _qr_factor(xp, x):
@@ -121,10 +148,12 @@ def blocked_jacobi(gt, vt, signs, *, xp, strategy, variant, shorten, tol, max_sw
 
     Returns
     -------
-    gt, vt, signs with the n columns rotated (new arrays), and the block sweeps run.
+    gt, vt, signs with the n columns rotated (``gt`` and ``vt`` are the arrays passed in,
+    updated in place), and the block sweeps run.
     """
+    gt_in, vt_in = gt, vt
     n, m = gt.shape
-    width = tunables.get().jacobi_block_width
+    width = block_width(xp)
     blocks = block_count(-(-n // width))
     n_pad = blocks * width
     k = 2 * width
@@ -137,7 +166,8 @@ def blocked_jacobi(gt, vt, signs, *, xp, strategy, variant, shorten, tol, max_sw
             vt[xp.arange(n, n_pad), xp.arange(n, n_pad)] = 1
     signs_pad = np.concatenate([signs, np.ones(n_pad - n, real)])
     tol = orthogonality_tol(dtype, k) if tol is None else tol
-    shift = k * max(m, k) * float(np.finfo(real).eps) / 2
+    gram_real = np.finfo(_GRAM_TYPE.get(np.dtype(dtype), dtype)).dtype
+    shift = k * max(m, k) * float(np.finfo(gram_real).eps) / 2
     inner = inner_for(xp)
     k_inner = padded_order(inner_name(strategy), k)  # > k: R_pq filled with zero columns
     inner_pairs = inner_strategy(strategy, k_inner, xp)
@@ -145,13 +175,16 @@ def blocked_jacobi(gt, vt, signs, *, xp, strategy, variant, shorten, tol, max_sw
     table = pivot_strategy(strategy, blocks)
     cols_host = (table[..., None] * width + np.arange(width)).reshape(len(table), -1, k)
     steps = [(xp.asarray(c), _SignGroups(signs_pad, c, k_inner, xp)) for c in cols_host]
+    eye = xp.repeat(xp.eye(k_inner, dtype=dtype)[None], cols_host.shape[1], axis=0)
 
     for sweep in range(1, max_sweeps + 1):
         proper = xp.zeros((), np.int64)
         for cols, groups in steps:
             x = gt[cols]
             r = _qr_factor(xp, x) if shorten == "qr" else _cholesky_factor(xp, x, shift)
-            r, vloc = pad_columns(r, k_inner, xp)
+            if k_inner > k:
+                r, _ = pad_columns(r, k_inner, xp)
+            vloc = eye.copy()
             for members, pattern in groups.groups:
                 if members is None:
                     rotations, _ = inner(r, vloc, pattern, inner_pairs, inner_sweeps, tol)
@@ -172,7 +205,19 @@ def blocked_jacobi(gt, vt, signs, *, xp, strategy, variant, shorten, tol, max_sw
     else:
         raise LinAlgError(f"jacobi: no convergence in {max_sweeps} block sweeps "
                           f"({last} proper rotations in the last one); raise max_sweeps")
-    return _drop_padding(gt, vt, signs_pad, n, xp) + (sweep,)
+    gt, vt, signs = _drop_padding(gt, vt, signs_pad, n, xp)
+    if gt is not gt_in:  # padded: the caller's arrays are updated in place all the same
+        gt_in[...] = gt
+        if vt is not None:
+            vt_in[...] = vt
+    return gt_in, vt_in, signs, sweep
+
+
+def block_width(xp):
+    """Columns per block-column b for arrays of ``xp`` (tunables ``jacobi_block_width``
+    on the CPU, ``jacobi_block_width_gpu`` on the GPU)."""
+    t = tunables.get()
+    return t.jacobi_block_width if xp is np else t.jacobi_block_width_gpu
 
 
 def _drop_padding(gt, vt, signs, n, xp):

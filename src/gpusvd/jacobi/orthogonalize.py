@@ -1,7 +1,7 @@
 """One-sided Jacobi (H)SVD of the columns of a stack of matrices, and σ extraction.
 
 The level between the public drivers and the kernels. Matrices with at most 2b columns
-(b = ``jacobi_block_width``) go straight to the pointwise inner Jacobi, the whole stack
+(b = :func:`.blocked.block_width`) go straight to the pointwise inner Jacobi, the whole stack
 in ONE batched call (many small matrices, one launch on the GPU); larger ones go one by
 one through the blocked method (:mod:`.blocked`). Afterwards σᵢ = ‖gᵢ‖ (the paper's
 Sigma kernel, with DRDSSQ norms, Appendix A), sorted descending with their columns.
@@ -11,8 +11,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._core import tunables
-from .blocked import blocked_jacobi, small_jacobi
+from .blocked import block_width, blocked_jacobi, small_jacobi
 from .norms import column_norms
 
 
@@ -63,7 +62,7 @@ def orthogonalize(g, signs, xp, *, want_v, options):
     Returns :class:`Orthogonalized` with columns sorted by descending σ (stable, so the
     signs stay paired with their columns).
     """
-    if g.shape[2] <= 2 * tunables.get().jacobi_block_width:
+    if g.shape[2] <= 2 * block_width(xp):
         g, v, signs = _small(g, want_v, signs, xp, options)
     else:
         g, v, signs = _blocked(g, want_v, signs, xp, options)
