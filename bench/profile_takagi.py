@@ -1,6 +1,10 @@
 """Where takagi's time goes on the GPU: driver phases, sweeps, launches, top host functions.
 
-    PYTHONPATH=src python bench/profile_takagi.py --n 2048 --dtype complex128
+    PYTHONPATH=src python bench/profile_takagi.py --n 2048 --dtype complex128 --update strided
+
+``--update`` picks the blocked step's update (tunable ``takagi_update``: "strided", batched
+GEMMs on block offsets, or "gather"); ``--no-overlap`` keeps U's GEMMs of the strided
+update on the current stream (tunable ``takagi_update_overlap``).
 
 Two runs of the same matrix (bench_takagi's generator): one timed plainly (the number to
 compare with the bench), one under cProfile with ``gpusvd._core.profile`` recording. The
@@ -25,13 +29,14 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
 
 from bench_takagi import make_matrix  # noqa: E402
-from gpusvd._core import profile  # noqa: E402
+from gpusvd._core import profile, tunables  # noqa: E402
 from gpusvd.takagi import takagi  # noqa: E402
 
 # Functions whose call counts are printed per sweep: (file suffix, function name).
 _COUNTED = [("takagi/driver.py", "sweep"), ("takagi/driver.py", "_off_norm"),
             ("takagi/steps_cuda.py", "solve_block_pairs"),
-            ("takagi/steps_cuda.py", "jacobi_step"), ("", "matmul"), ("", "__getitem__"),
+            ("takagi/steps_cuda.py", "jacobi_step"), ("takagi/block_update_cuda.py", "_launch"),
+            ("", "matmul"), ("", "__getitem__"),
             ("", "synchronize")]
 
 
@@ -48,7 +53,14 @@ def main():
     p.add_argument("--n", type=int, default=2048)
     p.add_argument("--dtype", default="complex128")
     p.add_argument("--top", type=int, default=25)
+    p.add_argument("--update", choices=["strided", "gather"], default="strided")
+    p.add_argument("--no-overlap", action="store_true")
     args = p.parse_args()
+    with tunables.override(takagi_update=args.update, takagi_update_overlap=not args.no_overlap):
+        _profile(args)
+
+
+def _profile(args):
     dtype = np.dtype(args.dtype)
     a = cupy.asarray(make_matrix(args.n, seed=args.n).astype(dtype))
     _timed(a[:256, :256])  # warm-up: kernels compiled, cuBLAS handles, memory pool
@@ -56,7 +68,8 @@ def main():
     elapsed, s, u = _timed(a)
     eps = float(np.finfo(dtype).eps)
     residual = float(cupy.linalg.norm(a - (u * s) @ u.T) / cupy.linalg.norm(a)) / (args.n * eps)
-    print(f"takagi n={args.n} {dtype}: {elapsed:.3f} s, residual {residual:.2f} n·eps")
+    print(f"takagi n={args.n} {dtype} update={args.update} overlap={not args.no_overlap}: "
+          f"{elapsed:.3f} s, residual {residual:.2f} n·eps")
     prof = cProfile.Profile()
     with profile.recording() as phases:
         prof.enable()

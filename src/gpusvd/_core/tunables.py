@@ -82,6 +82,15 @@ class Tunables:
     # shared memory up to complex128 (133 kB of 227). A prediction from launch counts
     # (B2, 2026-11-22), to be measured with bench/bench_jacobi.py on the H100.
     jacobi_block_width_gpu: int = 32
+    # Takagi blocked step update (takagi/driver.py _Blocked): "strided", three batched GEMMs
+    # with the step's block permutation in their output pointers (takagi/block_update.py,
+    # ~6 passes over the n×n matrices per step), or "gather", batched GEMMs plus gathers
+    # (~12 passes, one transposed). A prediction from pass counts (C3, 2026-11-22), to be
+    # measured with bench/profile_takagi.py --update on the H100.
+    takagi_update: str = "strided"
+    # With takagi_update="strided" on the GPU: U's GEMM on a second stream, overlapping
+    # the next inner solve (which occupies only n/(2b) SMs). Same source as above.
+    takagi_update_overlap: bool = True
 
 
 _TUNABLES = Tunables()

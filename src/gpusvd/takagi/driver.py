@@ -20,10 +20,12 @@ Alg. 2 of the paper, with its choices made explicit:
      unitary G_p (:func:`.steps.solve_block_pairs`, in shared memory on the GPU); then A ←
      Gᴴ A Ḡ and U ← U G with G = diag(G_p) are applied by batched GEMMs. A sweep is
      n/b − 1 such steps instead of the paper's n − 1 passes over A and U. The column
-     update uses symmetry: with B = Gᴴ A, Gᴴ A Ḡ = Gᴴ Bᵀ, so both halves are row updates
-     of contiguous (N, 2b, n) batches (A is stored permuted so that each step's pairs
-     are adjacent; see :class:`_Blocked`). Padding stays exactly zero: a rotation with a
-     zero off-diagonal entry is the identity.
+     update either applies Ḡ on block columns directly, with the step's permutation in
+     the GEMMs' output offsets (``takagi_update="strided"``, :mod:`.block_update`), or
+     uses symmetry, Gᴴ A Ḡ = Gᴴ Bᵀ with B = Gᴴ A, and gathers (``"gather"``); A is
+     stored permuted so that each step's pairs are adjacent (see :class:`_Blocked`).
+     Padding stays exactly zero: a rotation with a zero off-diagonal entry is the
+     identity.
 3. The diagonal d is complex; its phases move into U (U_k ← U_k e^{i arg(d_k)/2}) so that
    S = |d| ≥ 0, then S is sorted descending with U's columns.
 """
@@ -32,9 +34,9 @@ import math
 
 import numpy as np
 
-from .._core import profile, tunables
+from .._core import profile, tunables, validation
 from .._core.errors import LinAlgError
-from . import steps
+from . import block_update, steps
 from .ordering import chess_tournament
 
 # Sweep limit: Hahn's TakagiFactor (physics/0607103) stops at 50; the paper reports
@@ -46,6 +48,8 @@ MAX_SWEEPS = 50
 # values) can leave ε·|d| behind. 4·n·ε sits above that floor and adds at most 4 to the
 # residual ‖A − U diag(S) Uᵀ‖_F / (‖A‖_F·n·ε).
 TOL_FACTOR = 4
+# Values of the tunable ``takagi_update`` (see :class:`_Blocked`).
+UPDATES = ("strided", "gather")
 
 
 def default_tol(n, dtype):
@@ -57,6 +61,14 @@ def _times_power_of_two(x, exponent, real):
     """x·2^exponent, exact, in two factors so that neither over- or underflows on its own."""
     half = exponent // 2
     return x * real.type(math.ldexp(1.0, half)) * real.type(math.ldexp(1.0, exponent - half))
+
+
+def _into(g, out):
+    """``g``, or ``out`` holding a copy of it."""
+    if out is None:
+        return g
+    out[...] = g
+    return out
 
 
 def _off_norm(a, xp):
@@ -90,16 +102,22 @@ class _Blocked:
     """Sweeps over pairs of b-index blocks: inner solves, then batched GEMMs.
 
     A is kept permuted so that the pairs of the current step are adjacent: slot 2b·p …
-    2b·p + 2b − 1 holds the tile of pair p, A_s = P_s A P_sᵀ. Then both row updates are
-    GEMMs on contiguous (N, 2b, n) batches, and the permutation σ_s to the next step's
-    order is folded into the two gathers that a step needs anyway (the transpose and
-    the final rows): four passes over A per step and two over U (kept as Uᵀ, its rows
-    in slot order, its columns in the coordinates of step 0's order). A sweep ends in
-    step 0's order again.
+    2b·p + 2b − 1 holds the tile of pair p, A_s = P_s A P_sᵀ; U is kept as Uᵀ, its rows
+    in slot order, its columns in the coordinates of step 0's order. A sweep ends in step
+    0's order again. Two updates (tunable ``takagi_update``):
+
+    - ``"strided"``: :mod:`.block_update`: the permutation σ_s to the next step's order
+      is folded into the output offsets of three batched GEMMs (rows, columns, U), one
+      read and one write of each matrix per step; on the GPU the U update runs on a second
+      stream (tunable ``takagi_update_overlap``).
+    - ``"gather"``: both row updates are GEMMs on contiguous (N, 2b, n) batches, and σ_s
+      is folded into the two gathers that this form needs (the transpose and the final
+      rows): four passes over A per step and two over U, one of them transposed.
     """
 
     def __init__(self, a, xp):
         t = tunables.get()
+        validation.check_choice("takagi_update", t.takagi_update, UPDATES)
         n = a.shape[0]
         # n ≤ 2b: one tile, b = ⌈n/2⌉; a sweep is then one launch of the inner solve (the
         # whole matrix in shared memory) and three GEMMs instead of 3(n − 1) launches.
@@ -112,26 +130,41 @@ class _Blocked:
         order = np.concatenate((pairs[..., :1] * self._b + offsets,
                                 pairs[..., 1:] * self._b + offsets), axis=-1)
         order = order.reshape(len(pairs), padded)  # order[s][q]: the index in slot q
-        inverse = np.argsort(order, axis=1)
         self._order0 = order[0]
-        self._sigma = xp.asarray(np.stack([inverse[s][order[(s + 1) % len(order)]]
-                                           for s in range(len(order))]))
         self._tiles = xp.asarray(np.arange(padded // self._b, dtype=np.int32).reshape(-1, 2))
         self.a = xp.zeros((padded, padded), a.dtype)
         self.a[:n, :n] = a
         index0 = xp.asarray(self._order0)
-        self.a = self.a[index0][:, index0]
+        self.a = xp.ascontiguousarray(self.a[index0][:, index0])
         self._ut = xp.eye(padded, dtype=a.dtype)
         if xp is np:
             local = chess_tournament(width)
-            self._solve = lambda a: steps.solve_block_pairs(a, self._tiles, self._b,
-                                                            self._sweeps, local)
+            self._solve = lambda a, out=None: _into(
+                steps.solve_block_pairs(a, self._tiles, self._b, self._sweeps, local), out)
         else:
             from . import steps_cuda
-            self._solve = lambda a: steps_cuda.solve_block_pairs(a, self._tiles, self._b,
-                                                                 self._sweeps)
+            self._solve = lambda a, out=None: steps_cuda.solve_block_pairs(
+                a, self._tiles, self._b, self._sweeps, out=out)
+        if t.takagi_update == "gather":
+            self._update = None
+            inverse = np.argsort(order, axis=1)
+            self._sigma = xp.asarray(np.stack([inverse[s][order[(s + 1) % len(order)]]
+                                               for s in range(len(order))]))
+            return
+        plan = block_update.Plan(padded, self._b, pairs)
+        self._steps = len(plan.steps)
+        if xp is np:
+            self._update = block_update.HostUpdate(plan, self.a, self._ut)
+        else:
+            from . import block_update_cuda
+            self._update = block_update_cuda.DeviceUpdate(plan, self.a, self._ut,
+                                                          t.takagi_update_overlap)
 
     def sweep(self):
+        if self._update is not None:
+            for s in range(self._steps):
+                self._update.step(s, self._solve)
+            return
         a, ut = self.a, self._ut
         size = a.shape[0]
         batch = (size // (2 * self._b), 2 * self._b, size)
@@ -149,9 +182,10 @@ class _Blocked:
 
     def diagonal_and_vectors(self, n):
         xp = self._xp
+        ut = self._ut if self._update is None else self._update.vectors()
         keep = xp.asarray(np.flatnonzero(self._order0 < n))     # slots of real indices
-        u = xp.zeros_like(self._ut)
-        u[xp.asarray(self._order0)] = self._ut.T                # coordinates to 0 … n − 1
+        u = xp.zeros_like(ut)
+        u[xp.asarray(self._order0)] = ut.T                      # coordinates to 0 … n − 1
         return self.a.diagonal()[keep], u[:n][:, keep]
 
 

@@ -61,13 +61,15 @@ def shared_bytes(block, dtype):
     return (2 * width * (width + 1) + 4 * block) * np.dtype(dtype).itemsize
 
 
-def solve_block_pairs(a, block_pairs, block, sweeps):
+def solve_block_pairs(a, block_pairs, block, sweeps, out=None):
     """GPU twin of :func:`gpusvd.takagi.steps.solve_block_pairs` (CuPy arrays; the
-    ordering of the 2b indices is computed by the kernel)."""
+    ordering of the 2b indices is computed by the kernel). ``out``: a C-contiguous
+    (count, 2b, 2b) array of a's dtype to write into (allocated if not given)."""
     import cupy
 
     count, width = block_pairs.shape[0], 2 * block
-    out = cupy.empty((count, width, width), a.dtype)
+    if out is None:
+        out = cupy.empty((count, width, width), a.dtype)
     if count == 0:
         return out
     kernel = _kernel("takagi_solve_block_pairs", a.dtype)
