@@ -38,7 +38,8 @@ def main():
         prof.disable()
         elapsed = time.perf_counter() - t0
     print(f"quic n={args.n} rank={args.rank} {dtype}: {elapsed:.3f} s, rank {r.rank}, "
-          f"basis {r.basis_size}, bound {r.error_bound:.2e}, passes {r.passes} | "
+          f"basis {r.basis_size}, bound {r.error_bound:.2e}, passes {r.passes}, "
+          f"growth steps {r.growth_steps} | "
           + " ".join(f"{k}={v:.3f}s" for k, v in phases.items()))
     pstats.Stats(prof).sort_stats("cumulative").print_stats(args.top)
     pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)

@@ -24,3 +24,27 @@ def optimal_rank(a, eps):
     s2 = np.linalg.svd(np.asarray(a, np.float64), compute_uv=False) ** 2
     tail = np.concatenate([np.cumsum(s2[::-1])[::-1], [0.0]])
     return int(np.flatnonzero(tail <= eps * s2.sum())[0])
+
+
+def length_squared_pick(rows, norms2, rng):
+    """One row of ``rows`` drawn with probability ∝ ‖r_i‖² (one ``rng.random()`` call)."""
+    cum = np.cumsum(norms2[rows])
+    k = int(np.searchsorted(cum, rng.random() * cum[-1], side="right"))
+    return int(rows[min(k, len(rows) - 1)])
+
+
+def cosine_split(a, rows, pivot):
+    """The split of mlpack's CosineTree, row by row: (rows nearer the minimum |cos| with
+    the pivot, rows nearer the maximum), the maximum taken without the pivot itself; the
+    pivot alone against the rest when the rule leaves a side empty."""
+    def cos(i):
+        return abs(a[i] @ a[pivot]) / np.sqrt((a[i] @ a[i]) * (a[pivot] @ a[pivot]))
+
+    c = {i: cos(i) for i in rows}
+    cmin = min(c.values())
+    cmax = max(c[i] for i in rows if i != pivot)
+    near_max = [i for i in rows if cmax - c[i] <= c[i] - cmin]
+    near_min = [i for i in rows if cmax - c[i] > c[i] - cmin]
+    if not near_max or not near_min:
+        near_max, near_min = [pivot], [i for i in rows if i != pivot]
+    return near_min, near_max

@@ -3,10 +3,11 @@ Gram–Schmidt, cosine-tree split, truncation (issue 5)."""
 
 import numpy as np
 import pytest
+from naive_quic import cosine_split, length_squared_pick
 
 from gpusvd._core import tunables
 from gpusvd.quic import monte_carlo
-from gpusvd.quic.cosine_tree import Node, length_squared_pick, row_norms2, split_nodes
+from gpusvd.quic.cosine_tree import Node, row_norms2, split_nodes
 from gpusvd.quic.extraction import extract, project, truncation_rank
 from gpusvd.quic.gram_schmidt import Basis
 from gpusvd.testing import orthogonality, random_matrix
@@ -89,24 +90,59 @@ def test_blocked_gram_schmidt_orthonormal_and_drops_dependent(dtype):
 def test_split_children_partition_node_and_means_are_aligned():
     a = random_matrix(60, 9, seed=4)
     a[10] = -a[3]  # an anti-parallel pair: |cos| puts them in the same child
+    a[50] = 2.0 * a[51]  # a two-row node of parallel rows: the pivot against the other
     norms2 = row_norms2(a, np)
-    nodes = [Node(np.arange(0, 40), 0.0), Node(np.arange(40, 60), 0.0)]
-    with tunables.override(quic_split_batch=2):
-        children, cands = split_nodes(a, nodes, norms2, np.random.default_rng(5), np)
-    assert len(children) == 4
-    for j, node in enumerate(nodes):
-        left, right = children[2 * j], children[2 * j + 1]
-        assert sorted(np.concatenate([left.rows, right.rows])) == list(node.rows)
-        assert len(left.rows) and len(right.rows)
+    nodes = [Node(np.arange(0, 40), 0.0), Node(np.arange(40, 50), 0.0),
+             Node(np.arange(50, 52), 0.0)]
+    center = a.mean(axis=0)
+    children, cands = split_nodes(a, nodes, norms2, np.random.default_rng(5), np, center)
+    assert len(children) == 6
     rng = np.random.default_rng(5)  # the same draws: one pivot per node, in order
     pivots = [length_squared_pick(node.rows, norms2, rng) for node in nodes]
+    for j, node in enumerate(nodes):
+        left, right = children[2 * j], children[2 * j + 1]
+        near_min, near_max = cosine_split(a, list(node.rows), pivots[j])
+        assert list(left.rows) == near_min and list(right.rows) == near_max
+        assert len(left.rows) and len(right.rows)
+    assert list(children[5].rows) == [pivots[2]]
     for c, child in enumerate(children):
         assert child.mass == pytest.approx(norms2[child.rows].sum())
         rows = a[child.rows]
         signs = np.where(rows @ a[pivots[c // 2]] >= 0, 1.0, -1.0)
-        assert np.allclose(cands[c], (signs[:, None] * rows).mean(axis=0))
+        assert np.allclose(cands[c], (signs[:, None] * (rows - center)).mean(axis=0))
         if 3 in child.rows:
             assert 10 in child.rows
+
+
+def test_split_of_high_dimensional_rows_is_not_one_row():
+    """Random rows in many dimensions are all far from the pivot (|cos| ≈ 1/√n): the
+    split must not peel off the pivot alone (mlpack's rule, the pivot left out of the
+    maximum), or the tree degenerates into a list."""
+    a = random_matrix(400, 200, seed=8)
+    norms2 = row_norms2(a, np)
+    children, _ = split_nodes(a, [Node(np.arange(400), 0.0)], norms2,
+                              np.random.default_rng(0), np, np.zeros(200))
+    assert min(len(children[0].rows), len(children[1].rows)) >= 4
+
+
+def test_length_squared_positions_per_segment():
+    """Draw frequencies ∝ weight inside each segment, a light segment next to heavy
+    ones included (4-sigma binomial bands)."""
+    rng = np.random.default_rng(9)
+    weights = np.concatenate([rng.uniform(1, 5, 6) * 1e12, rng.uniform(1, 5, 5) * 1e-6,
+                              rng.uniform(1, 5, 7)])
+    starts = np.array([0, 6, 11])
+    draws = np.array([3000, 4000, 5000])
+    pos, seg = monte_carlo.length_squared_positions(weights, starts, draws, rng)
+    assert np.array_equal(np.bincount(seg), draws)
+    ends = np.append(starts[1:], len(weights))
+    for j in range(3):
+        mine = pos[seg == j]
+        assert mine.min() >= starts[j] and mine.max() < ends[j]
+        w = weights[starts[j]:ends[j]]
+        p = w / w.sum()
+        hits = np.bincount(mine - starts[j], minlength=len(w))
+        assert np.all(np.abs(hits - draws[j] * p) <= 4 * np.sqrt(draws[j] * p * (1 - p)) + 1)
 
 
 def test_truncation_rank_naive():

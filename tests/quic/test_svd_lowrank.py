@@ -65,6 +65,18 @@ class TestLowRank_CPU:
             assert r.rank == 9
         assert failures == 0
 
+    @pytest.mark.parametrize("low", [-1.0, 0.0])
+    def test_growth_steps_are_few(self, low):
+        """A rank-100 matrix takes O(log rank) growth steps, not one per basis vector:
+        the leaves double per step (≈ log2(100) + 1 = 8), plus at most a few steps near
+        the target. ``low = 0``: entries in [0, 1], rows dominated by their common mean,
+        so each split adds one new direction, not two."""
+        rng = np.random.default_rng(17)
+        a = rng.uniform(low, 1.0, (900, 100)) @ rng.uniform(low, 1.0, (100, 600))
+        r, _ = self.check(a, 1e-10)
+        assert r.rank == 100
+        assert r.growth_steps <= 12
+
     @pytest.mark.parametrize("dtype", DTYPES)
     def test_decaying_spectra_many_seeds(self, dtype):
         """Geometric spectra: error ≤ eps on every seed, rank ≤ 2× the optimal rank, and

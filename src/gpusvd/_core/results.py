@@ -18,7 +18,8 @@ class LowRankSVD(NamedTuple):
     error) as computed by the final pass; ``mc_bound`` the Monte Carlo bound at which the
     basis stopped growing; ``basis_size`` the number of basis vectors found before
     truncation; ``partitions`` the number of row blocks; ``passes`` how often the data
-    were read.
+    were read; ``growth_steps`` the cosine-tree steps (split, orthonormalize, estimate)
+    taken over all partitions.
     """
 
     U: Any
@@ -30,6 +31,7 @@ class LowRankSVD(NamedTuple):
     mc_bound: float
     partitions: int
     passes: int
+    growth_steps: int
 
 
 class TakagiResult(NamedTuple):

@@ -30,9 +30,12 @@ class Tunables:
     # Smallest number of matrix entries for which device="auto" sends NumPy input
     # to a GPU: below it the transfers and launches cost more than they gain.
     auto_gpu_min_entries: int = 256 * 256
-    # QUIC-SVD (paper 001). Cosine-tree nodes split per step: the paper splits one; a step
-    # of many makes the device work GEMMs and bounds host syncs to three per step.
-    quic_split_batch: int = 32
+    # QUIC-SVD (paper 001). Most cosine-tree leaves split per step: the paper splits one; a
+    # step of many makes the device work GEMMs and bounds host syncs to three per step.
+    # Leaves double per step up to this, so a rank-k basis takes ~log2(k) + k/(2·batch)
+    # steps: 256 reaches rank 500 (the 16384² target) in ~10 steps, with candidate
+    # blocks of n × 512 (32 MiB in float32 at n = 16384).
+    quic_split_batch: int = 256
     # Basis vectors per block of the blocked Gram–Schmidt: "approximately 20" (paper 001
     # §2.2, their trade-off between speed and stability).
     quic_gs_block: int = 20

@@ -72,7 +72,7 @@ def quic_svd(source, *, eps, delta, max_rank, bounds, seed, dtype, xp, progress=
     """QUIC-SVD of the rows of ``source`` (split at ``bounds``) on ``xp``.
 
     Returns a dict with ``U``, ``S``, ``Vh`` (arrays of ``xp``), ``error_bound``,
-    ``rank``, ``basis_size``, ``mc_bound`` and ``passes``.
+    ``rank``, ``basis_size``, ``mc_bound``, ``passes`` and ``steps`` (growth steps).
     """
     m, n = source.shape
     t = tunables.get()
@@ -127,4 +127,5 @@ def quic_svd(source, *, eps, delta, max_rank, bounds, seed, dtype, xp, progress=
     mc = sum(trees[i].mc_bound / trees[i].mass * masses[i] for i in trees if trees[i].mass)
     return {"U": u, "S": s / s.dtype.type(scale), "Vh": vh, "error_bound": error,
             "rank": int(s.shape[0]), "basis_size": basis.k,
-            "mc_bound": mc / mass if mass > 0 else 0.0, "passes": passes}
+            "mc_bound": mc / mass if mass > 0 else 0.0, "passes": passes,
+            "steps": sum(tree.steps for tree in trees.values())}

@@ -2,18 +2,22 @@
 
 The loop of the paper, one step at a time:
 
-1. take the leaves of largest estimated error from the priority queue (host, ``heapq``);
+1. take the leaves of largest estimated error (the priority queue, on the host);
 2. split them (``cosine_tree.split_nodes``);
 3. orthonormalize the children's means into the basis (``gram_schmidt.Basis.extend``);
-4. estimate each child's error by Monte Carlo and push it on the queue;
+4. estimate each child's error by Monte Carlo and add it to the leaves;
 5. estimate the whole partition's error; stop once it is under the target.
 
-Steps 4 and 5 share one draw of samples, one gather and two GEMMs. The paper splits one
-node per step; here a step splits up to ``tunables.quic_split_batch`` of them, so the
-device sees GEMMs and a step costs three host synchronizations (the inner products for
-the split, the kept candidates, the residuals of the samples) whatever its size. The
-first steps split 1, 2, 4, … nodes: the tree grows breadth first until the queue is
-larger than a batch.
+Steps 4 and 5 share one draw of samples, one gather and two GEMMs. The paper splits the
+one leaf of largest error per step, so a rank-k basis takes about k steps of a few host
+synchronizations and small launches each. Here a step splits, in order of decreasing
+error, every leaf until those left unsplit hold at most ``UNSPLIT_SHARE`` of the target
+error (at most ``tunables.quic_split_batch`` leaves, and no more than the basis has
+room for). Far from the target that is the whole frontier, so the number of leaves
+doubles per step and a rank-k basis takes about log₂ k + k/(2·batch) steps; near the
+target only the leaves that matter are split, as in the paper. A step costs three host
+synchronizations (the inner products for the split, the kept candidates, the residuals
+of the samples) whatever its size, and its device work is GEMMs.
 
 With several partitions (§2.3) the basis is shared: a partition whose error under the
 current basis is already below its target is skipped after one Monte Carlo estimate.
@@ -21,29 +25,38 @@ A tree is kept after its partition is done, so growth can resume if the final ch
 the driver finds the estimate was too optimistic.
 """
 
-import heapq
-import itertools
-
 import numpy as np
 
 from .._core import tunables
 from . import monte_carlo
-from .cosine_tree import Node, split_nodes
+from .cosine_tree import Node, root_mean, split_nodes
 
-# Steps in a row that add no basis vector before a partition gives up: every candidate
-# was in the span already, so the remaining error is at the rounding level of the
-# working precision (an eps below what it can resolve) and further splits only walk
-# the tree down to single rows.
-STALL_STEPS = 8
+# Candidates in a row that add no basis vector before a partition gives up (8 steps of
+# one split, or a single step of a whole frontier): every one was in the span already,
+# so the remaining error is at the rounding level of the working precision (an eps
+# below what it can resolve, or a Monte Carlo bound inflated above a floor the true
+# error is under) and further splits only walk the tree down to single rows. The
+# driver's exact residual then decides whether growth resumes.
+STALL_CANDIDATES = 16
+# A step splits leaves, largest error first, until the leaves left hold at most this
+# share of the target: the other half of the target is left to the split leaves'
+# children. The leaves' bounds are upper bounds made at their creation (stale once the
+# basis grew), so the rule errs towards splitting more, never fewer.
+UNSPLIT_SHARE = 0.5
 
 
 class PartitionTree:
-    """The cosine tree and priority queue of one partition (all host-side).
+    """The cosine tree's leaves and their errors, for one partition (all host-side).
 
     Parameters
     ----------
     norms2 : ndarray
         ‖r_i‖² of every row of the partition (float64, host).
+
+    Attributes
+    ----------
+    steps : int
+        Growth steps taken so far (each one split, one orthonormalization, one estimate).
     """
 
     def __init__(self, norms2):
@@ -51,20 +64,21 @@ class PartitionTree:
         self.mass = float(norms2.sum())
         self.root_rows = np.flatnonzero(norms2 > 0)
         self.mc_bound = self.mass
-        self._heap = []
-        self._tick = itertools.count()
-        if len(self.root_rows):
-            self._push(Node(self.root_rows, self.mass))
+        self.steps = 0
+        self.center = None
+        self._leaves = [Node(self.root_rows, self.mass)] if len(self.root_rows) else []
 
-    def _push(self, node):
-        heapq.heappush(self._heap, (-node.error, next(self._tick), node))
-
-    def _pop(self, count):
-        nodes = []
-        while self._heap and len(nodes) < count:
-            _, _, node = heapq.heappop(self._heap)
-            nodes.append(node)
-        return nodes
+    def _select(self, target, most):
+        """Pop the leaves to split: by decreasing error until the rest hold at most
+        ``UNSPLIT_SHARE·target``, at least one and at most ``most``."""
+        errors = np.array([leaf.error for leaf in self._leaves])
+        order = np.argsort(-errors, kind="stable")
+        rest = np.cumsum(errors[order][::-1])[::-1]  # rest[c]: errors of order[c:]
+        count = int(np.count_nonzero(rest > UNSPLIT_SHARE * target))
+        count = min(max(count, 1), most)
+        chosen = [self._leaves[j] for j in order[:count]]
+        self._leaves = [self._leaves[j] for j in np.sort(order[count:])]
+        return chosen
 
     def _estimate(self, a, sets, basis, z, rng, xp, global_rule):
         """Monte Carlo bounds of ``sets`` (node rows) and of the whole partition, last."""
@@ -86,24 +100,35 @@ class PartitionTree:
         batch = max(1, tunables.get().quic_split_batch)
         _, bound = self._estimate(a, [], basis, z, rng, xp, global_rule)
         stalled = 0
-        while bound > target and not basis.full and self._heap and stalled < STALL_STEPS:
-            nodes = self._pop(batch)
+        while bound > target and not basis.full and self._leaves \
+                and stalled < STALL_CANDIDATES:
+            if self.center is None:
+                # The root's mean, the first basis vector (§2.1); candidates are centered
+                # on it (cosine_tree, "Centered candidates").
+                self.center = root_mean(a, self.root_rows, xp)
+                basis.extend(self.center[:, None])
+                if basis.full:
+                    break
+            nodes = self._select(target, min(batch, basis.limit - basis.k))
             pairs = [nd for nd in nodes if len(nd.rows) >= 2]
             singles = [nd for nd in nodes if len(nd.rows) == 1]
             children, cands = [], []
             if pairs:
-                children, means = split_nodes(a, pairs, self.norms2, rng, xp)
+                children, means = split_nodes(a, pairs, self.norms2, rng, xp, self.center)
                 cands.append(means)
             if singles:
-                cands.append(a[xp.asarray(np.concatenate([nd.rows for nd in singles]))])
-            added = basis.extend(xp.concatenate(cands).T if len(cands) > 1 else cands[0].T)
-            stalled = 0 if added else stalled + 1
+                rows = np.concatenate([nd.rows for nd in singles])
+                cands.append(a[xp.asarray(rows)] - self.center)
+            cands = xp.concatenate(cands) if len(cands) > 1 else cands[0]
+            added = basis.extend(cands.T)
+            stalled = 0 if added else stalled + cands.shape[0]
             errors, bound = self._estimate(a, [c.rows for c in children], basis, z, rng,
                                            xp, global_rule)
             for child, err in zip(children, errors):
                 child.error = float(err)
                 if err > 0:
-                    self._push(child)
+                    self._leaves.append(child)
+            self.steps += 1
             if on_step is not None:
                 on_step(basis.k, bound / self.mass if self.mass else 0.0)
         self.mc_bound = bound

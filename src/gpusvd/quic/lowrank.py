@@ -148,7 +148,8 @@ def svd_lowrank(a, eps=1e-6, delta=1e-6, *, max_rank=None, partitions=None, seed
 
     Returns
     -------
-    LowRankSVD(U, S, Vh, error_bound, rank, basis_size, mc_bound, partitions, passes)
+    LowRankSVD(U, S, Vh, error_bound, rank, basis_size, mc_bound, partitions, passes,
+               growth_steps)
         ``U`` (M × rank), ``S`` (rank, descending), ``Vh`` (rank × N) in the input's array
         type (NumPy for out-of-core input); ``error_bound`` the squared relative error.
 
@@ -210,4 +211,4 @@ def _svd_lowrank(source, restore, *, eps, delta, max_rank, partitions, seed, dev
         u, vh = xp.ascontiguousarray(vh.T), xp.ascontiguousarray(u.T)
     return LowRankSVD(restore(u), restore(out["S"]), restore(vh), out["error_bound"],
                       out["rank"], out["basis_size"], out["mc_bound"], len(bounds),
-                      out["passes"])
+                      out["passes"], out["steps"])

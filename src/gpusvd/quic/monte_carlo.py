@@ -38,6 +38,28 @@ def sample_count(rows, rule):
     return max(int(minimum), math.ceil(factor * math.log(max(rows, 1))))
 
 
+def length_squared_positions(weights, starts, draws, rng):
+    """Length-squared draws from several segments of ``weights`` at once.
+
+    Segment j is ``weights[starts[j]:starts[j + 1]]`` (the last runs to the end) and must
+    have a positive total; ``draws[j]`` positions are drawn from it with probability ∝
+    weight. Returns ``(positions, segment of each draw)``. Each segment's weights are
+    normalized to sum 1 before the one cumulative sum, so a light segment next to heavy
+    ones loses no resolution to cancellation.
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.append(starts[1:], len(weights))[:len(starts)]
+    seg_of = np.repeat(np.arange(len(starts)), ends - starts)
+    mass = np.bincount(seg_of, weights=weights, minlength=len(starts))
+    cum = np.cumsum(weights / np.where(mass > 0, mass, 1.0)[seg_of])
+    before = np.concatenate([[0.0], cum])[starts]
+    seg = np.repeat(np.arange(len(starts)), draws)
+    span = cum[np.maximum(ends - 1, 0)] - before
+    target = before[seg] + rng.random(len(seg)) * span[seg]
+    k = np.searchsorted(cum, target, side="right")
+    return np.clip(k, starts[seg], ends[seg] - 1), seg
+
+
 class Draw:
     """Length-squared samples from several row sets at once.
 
@@ -46,29 +68,23 @@ class Draw:
     """
 
     def __init__(self, sets, norms2, counts, rng):
-        rows, seg, scale = [], [], []
-        self.exact = np.zeros(len(sets), dtype=bool)
-        self.mass = np.zeros(len(sets))
-        for j, (members, s) in enumerate(zip(sets, counts)):
-            w = norms2[members]
-            mass = float(w.sum())
-            self.mass[j] = mass
-            if len(members) <= s or mass == 0.0:
-                pick = members[w > 0]
-                weight = np.ones(len(pick))
-                self.exact[j] = True
-            else:
-                cum = np.cumsum(w)
-                k = np.searchsorted(cum, rng.random(s) * cum[-1], side="right")
-                k = np.minimum(k, len(members) - 1)
-                pick = members[k]
-                weight = mass / w[k]
-            rows.append(pick)
-            seg.append(np.full(len(pick), j))
-            scale.append(weight)
-        self.rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
-        self.seg = np.concatenate(seg) if seg else np.zeros(0, np.int64)
-        self.scale = np.concatenate(scale) if scale else np.zeros(0)
+        nsets = len(sets)
+        sizes = np.array([len(s) for s in sets], dtype=np.int64)
+        members = np.concatenate(sets).astype(np.int64) if nsets else np.zeros(0, np.int64)
+        set_of = np.repeat(np.arange(nsets), sizes)
+        w = norms2[members]
+        self.mass = np.bincount(set_of, weights=w, minlength=nsets)
+        self.exact = (sizes <= np.asarray(counts, dtype=np.int64)) | (self.mass == 0.0)
+        whole = np.flatnonzero(self.exact[set_of] & (w > 0))
+        sampled = np.flatnonzero(~self.exact)
+        pick = np.flatnonzero(~self.exact[set_of])  # members of the sampled sets, in order
+        starts = np.cumsum(sizes[sampled]) - sizes[sampled]
+        k, seg = length_squared_positions(w[pick], starts,
+                                          np.asarray(counts, dtype=np.int64)[sampled], rng)
+        k = pick[k]
+        self.rows = np.concatenate([members[whole], members[k]])
+        self.seg = np.concatenate([set_of[whole], sampled[seg]])
+        self.scale = np.concatenate([np.ones(len(whole)), self.mass[sampled[seg]] / w[k]])
 
 
 def residual_norms2(a, rows, v, xp):
