@@ -50,6 +50,17 @@ CASES = (
     RotationCase("hyperbolic |coth 2φ| slightly above 1", 1.0, 1.0, 0.999, True, ulps=4000.0),
     RotationCase("hyperbolic |ct2φ| >= √(2/u): cosh = 1", 1.0e12, 1.0, 1.0e-3, True,
                  exact_cs=1.0),
+    # Pivot pairs of the float32 contract cases that failed on the H100 (graded side="both"
+    # 45×33 and rank-7 50×40, see test_inner_host.py); the inner kernels form them in
+    # float64 from float32 columns.
+    RotationCase("graded float32 columns: norms 1e-3 and 1e-10 apart", 5.35002e-07,
+                 3.1443568e-20, 6.376347e-17, False, exact_cs=1.0),
+    RotationCase("float32 columns of entries 1e-21: Gram below float32's normal range",
+                 2.5e-41, 1.0e-41, 1.2e-41, False, only="float64"),
+    RotationCase("rank-deficient noise columns: tiny, nearly equal, nearly parallel",
+                 1.0e-14, 1.0000001e-14, 0.9999e-14, False),
+    RotationCase("graded hyperbolic pair in float32's subnormal range", 3.0e-40, 1.0e-42,
+                 2.0e-41, True, only="float64"),
 )
 
 

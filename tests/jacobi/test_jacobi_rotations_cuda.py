@@ -1,60 +1,21 @@
 """The CUDA rotation formula (kernels/inner_jacobi.cu, jacobi_rotation) on the shared
 table of cases, and against the Numba reference bit for bit on random pivot pairs.
 
-Without a GPU the same source is compiled for the host with g++ (the CUDA keywords and
-the rounding intrinsics stubbed, no contraction) and must already give Numba's bits.
+Without a GPU the same source is compiled for the host with g++ (host_kernel.py: the CUDA
+keywords and the rounding intrinsics stubbed, no contraction) and must already give
+Numba's bits.
 """
 
 import ctypes
-import pathlib
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
 from gpusvd.jacobi.rotations import rotations as numba_rotations
+import host_kernel
 from rotation_cases import cases, check
 
 DTYPES = [np.float32, np.float64]
-KERNEL = (pathlib.Path(__file__).resolve().parents[2]
-          / "src/gpusvd/jacobi/kernels/inner_jacobi.cu")
-
-# Enough of CUDA for the kernel file to compile as host C++; only jacobi_rotation runs.
-HOST_SHIM = """
-#include <cmath>
-using std::sqrt; using std::fabs;
-#define __device__
-#define __global__
-#define __forceinline__ inline
-#define __launch_bounds__(...)
-#define __align__(n)
-#define __restrict__
-#define __shared__
-struct Dim { unsigned x; };
-static Dim threadIdx, blockIdx, blockDim;
-inline float __fmul_rn(float a, float b) { return a * b; }
-inline double __dmul_rn(double a, double b) { return a * b; }
-inline float __fadd_rn(float a, float b) { return a + b; }
-inline double __dadd_rn(double a, double b) { return a + b; }
-inline float __fsub_rn(float a, float b) { return a - b; }
-inline double __dsub_rn(double a, double b) { return a - b; }
-inline void __syncthreads() {}
-inline int __syncthreads_or(int p) { return p; }
-template <typename T> T __ldg(const T *p) { return *p; }
-inline unsigned long long atomicAdd(unsigned long long *a, unsigned long long v)
-{ unsigned long long old = *a; *a += v; return old; }
-#include "KERNEL"
-template <typename R>
-static void table(int n, const R *a, const R *b, const R *c, const bool *h, R *cs, R *tn)
-{ for (int i = 0; i < n; ++i) jacobi_rotation<R>(a[i], b[i], c[i], h[i], cs[i], tn[i]); }
-extern "C" void table_float(int n, const float *a, const float *b, const float *c,
-                            const bool *h, float *cs, float *tn)
-{ table(n, a, b, c, h, cs, tn); }
-extern "C" void table_double(int n, const double *a, const double *b, const double *c,
-                             const bool *h, double *cs, double *tn)
-{ table(n, a, b, c, h, cs, tn); }
-"""
 
 
 def _columns(table, dtype):
@@ -117,15 +78,9 @@ def test_cuda_rotation_rejects_mixed_dtypes():
 @pytest.fixture(scope="module")
 def host_rotation(tmp_path_factory):
     """jacobi_rotation of the .cu file compiled for the host: (app, aqq, apq, hyp) -> (cs, tn)."""
-    if shutil.which("g++") is None:
+    lib = host_kernel.build(tmp_path_factory.mktemp("host_rotation"))
+    if lib is None:
         pytest.skip("g++ is not on PATH")
-    folder = tmp_path_factory.mktemp("host_rotation")
-    (folder / "host.cpp").write_text(HOST_SHIM.replace("KERNEL", str(KERNEL)))
-    library = folder / "librotation.so"
-    subprocess.run(["g++", "-O2", "-std=c++17", "-ffp-contract=off", "-fPIC", "-shared",
-                    str(folder / "host.cpp"), "-o", str(library)], check=True,
-                   capture_output=True, timeout=120)
-    lib = ctypes.CDLL(str(library))
 
     def rotate(app, aqq, apq_abs, hyperbolic):
         args = [np.ascontiguousarray(x) for x in (app, aqq, apq_abs)]

@@ -25,10 +25,17 @@ pivot pair (p, q) of the step, in order:
    then both multiplied by cs unless cs == 1; then the swap, if any.
 
 A sweep is all p-steps; the sweeps stop after the first one in which no pair failed the
-test, or after ``max_sweeps``. Everything is computed in the real type of ``g``, without
-fused multiply-adds; the CUDA twin (``inner_cuda.py``) follows the same steps and
-differs only in the order of the sums of step 1 (a parallel reduction), so the two agree
-to rounding, not to the bit.
+test, or after ``max_sweeps``. Steps 1–6 are computed in float64 for every dtype, without
+fused multiply-adds, and the entries of g and v are rounded to their own dtype once, when
+stored. For single precision data that is needed, not a luxury: graded and
+rank-deficient matrices leave columns of norm 1e-17 with entries of 1e-21, whose float32
+squares and products are subnormal or zero, and float32 dot products and updates of such
+columns miss the relative orthogonality u·√m by orders of magnitude (an emulation of a
+float32 kernel on graded 45×33 input: V orthogonal only to 5·10⁵ n·ε). Products of two
+float32 numbers are exact in float64 and cannot underflow there. The CUDA twin
+(``inner_cuda.py``) follows the same steps and differs only in the order of the sums of
+step 1 (a parallel reduction) and the contraction of the float64 updates into fma, so the
+two agree to rounding, not to the bit.
 """
 
 import numba
@@ -40,7 +47,8 @@ from .rotations import rotation
 
 
 def _gram(x, y):
-    """(h_pp, h_qq, Re h_pq, Im h_pq) of columns x and y (Python code path: for docs)."""
+    """(h_pp, h_qq, Re h_pq, Im h_pq) of columns x and y in float64 (Python code path)."""
+    x, y = x.astype(np.complex128), y.astype(np.complex128)
     h = np.vdot(x, y)
     return np.vdot(x, x).real, np.vdot(y, y).real, h.real, h.imag
 
@@ -49,10 +57,10 @@ def _gram(x, y):
 def _gram_impl(x, y):
     if isinstance(x.dtype, types.Complex):
         def impl(x, y):
-            zero = x[0].real * 0
-            app = aqq = re = im = zero
+            app = aqq = re = im = np.float64(0)
             for i in range(x.shape[0]):
-                xr, xi, yr, yi = x[i].real, x[i].imag, y[i].real, y[i].imag
+                xr, xi = np.float64(x[i].real), np.float64(x[i].imag)
+                yr, yi = np.float64(y[i].real), np.float64(y[i].imag)
                 app += xr * xr + xi * xi
                 aqq += yr * yr + yi * yi
                 re += xr * yr + xi * yi
@@ -60,18 +68,19 @@ def _gram_impl(x, y):
             return app, aqq, re, im
     else:
         def impl(x, y):
-            zero = x[0] * 0
-            app = aqq = re = zero
+            app = aqq = re = np.float64(0)
             for i in range(x.shape[0]):
-                app += x[i] * x[i]
-                aqq += y[i] * y[i]
-                re += x[i] * y[i]
-            return app, aqq, re, zero
+                xi, yi = np.float64(x[i]), np.float64(y[i])
+                app += xi * xi
+                aqq += yi * yi
+                re += xi * yi
+            return app, aqq, re, np.float64(0)
     return impl
 
 
 def _rotate(x, y, cs, cpr, cpi, cqr, cqi):
-    """x' = cs·(x − c_p·y), y' = cs·(y + c_q·x) in place (Python code path: for docs)."""
+    """x' = cs·(x − c_p·y), y' = cs·(y + c_q·x) in place, the float64 coefficients applied
+    in float64 and the results rounded to x's dtype (Python code path: for docs)."""
     cp, cq = complex(cpr, cpi), complex(cqr, cqi)
     x[:], y[:] = cs * (x - cp * y), cs * (y + cq * x)
 
@@ -82,7 +91,8 @@ def _rotate_impl(x, y, cs, cpr, cpi, cqr, cqi):
         def impl(x, y, cs, cpr, cpi, cqr, cqi):
             scale = cs != 1
             for i in range(x.shape[0]):
-                xr, xi, yr, yi = x[i].real, x[i].imag, y[i].real, y[i].imag
+                xr, xi = np.float64(x[i].real), np.float64(x[i].imag)
+                yr, yi = np.float64(y[i].real), np.float64(y[i].imag)
                 ar = xr - (cpr * yr - cpi * yi)
                 ai = xi - (cpr * yi + cpi * yr)
                 br = yr + (cqr * xr - cqi * xi)
@@ -95,8 +105,9 @@ def _rotate_impl(x, y, cs, cpr, cpi, cqr, cqi):
         def impl(x, y, cs, cpr, cpi, cqr, cqi):
             scale = cs != 1
             for i in range(x.shape[0]):
-                a = x[i] - cpr * y[i]
-                b = y[i] + cqr * x[i]
+                xi, yi = np.float64(x[i]), np.float64(y[i])
+                a = xi - cpr * yi
+                b = yi + cqr * xi
                 if scale:
                     a, b = cs * a, cs * b
                 x[i] = a
@@ -112,11 +123,12 @@ def _swap(x, y):
 
 @numba.njit(cache=True)
 def _pair_step(gt, vt, signs, p, q, tol):
-    """Steps 1–6 on columns p, q (rows of the transposed gt, vt). Returns (rotated, proper)."""
+    """Steps 1–6 on columns p, q (rows of the transposed gt, vt) in float64.
+    Returns (rotated, proper)."""
     app, aqq, re, im = _gram(gt[p], gt[q])
-    zero = app * 0
+    zero = np.float64(0)
     apq_abs = np.sqrt(re * re + im * im)
-    rotate = apq_abs > tol * (np.sqrt(app) * np.sqrt(aqq))
+    rotate = apq_abs > np.float64(tol) * (np.sqrt(app) * np.sqrt(aqq))
     hyperbolic = signs[p] != signs[q]
     proper = False
     if rotate:

@@ -32,11 +32,13 @@ Departure from the paper: it evaluates ct2φ² + 𝔱 and |ctφ|² + 𝔱 with o
 multiply-add. Numba on Python 3.11 has no fma, so the trigonometric case computes
 ``x·x + 1`` (no cancellation) and the hyperbolic case ``(x − 1)·(x + 1)``, which is as
 accurate as the fma near x = 1 because x − 1 is then exact (Sterbenz). The GPU twin
-(``kernels/inner_jacobi.cu``) evaluates the same expressions in the same order, in the
-data's real type; contraction into fma there changes results by a rounding, no more.
+(``kernels/inner_jacobi.cu``, ``jacobi_rotation``) evaluates the same expressions in the
+same order, with every product and sum explicitly rounded, so it gives the same bits.
 
-:func:`rotation` is the reference both inner Jacobi kernels call per pivot pair; its
-inputs are of one real type (float32 or float64) and so is every intermediate.
+:func:`rotation` is the reference both inner Jacobi kernels call per pivot pair, in
+float64 for every dtype (their Gram sums of float32 columns are formed in float64: see
+:mod:`.inner`); its inputs are of one real type (float32 or float64) and so is every
+intermediate, and the float32 version is checked on the same table of cases.
 ``tests/jacobi/rotation_cases.py`` is the one table of cases both twins must pass.
 """
 

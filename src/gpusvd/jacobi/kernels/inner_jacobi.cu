@@ -20,13 +20,24 @@
 // orthogonality test (__syncthreads_or, the paper's __syncthreads_count), or after
 // max_sweeps. Proper rotations (cs != 1) are counted per group and summed at the end.
 //
+// Steps 1-6 are computed in double for every element type (the type Work), the entries
+// of g and v rounded to their own type once, when stored. For single precision data this
+// is not a luxury: the columns of graded or rank-deficient matrices reach norms of 1e-17
+// and entries of 1e-21, whose float32 squares and products are subnormal or zero, so float32
+// dot products cannot see the relative orthogonality u*sqrt(m) the test asks for, and
+// float32 updates of such columns err by more than it (the float32 contract failures on the
+// H100: orthogonality of V up to 5e5 n*eps on side="both" graded input, reproduced by an
+// emulation of the float32 kernel on the CPU). Products of two floats are exact in double
+// and cannot underflow there, so the float Gram sums no longer depend on contraction.
+//
 // The CPU twin is gpusvd/jacobi/inner.py and the rotation's reference is
 // gpusvd/jacobi/rotations.py. jacobi_rotation, the orthogonality test, the phase and the
 // sorting test are evaluated with the same operations in the same order, with explicitly
 // rounded products and sums (no contraction into fma), so they give the twin's bits for
 // the same h_pp, h_qq, h_pq. The dot products are summed in a different order (a parallel
 // reduction) and the column updates may be contracted into fma, so whole runs agree to
-// rounding, not to the bit.
+// rounding, not to the bit (with one lane per pair and no contraction, as in the host build
+// of tests/jacobi/test_inner_host.py, to the bit).
 
 // ------------------------------------------------------------------ scalar types
 
@@ -43,6 +54,9 @@ template <> struct Scalar<Complex<double>> {
     typedef double Real;
     static const bool complex = true;
 };
+
+// The type of steps 1-6 (pivot Gram matrix, test, rotation, column updates) for all data.
+typedef double Work;
 
 // Products and sums rounded one by one: nvcc contracts a * b + c into fma unless the
 // product is written with an intrinsic, and the twin (Numba) never contracts.
@@ -113,61 +127,61 @@ __global__ void rotation_table(const R *__restrict__ app, const R *__restrict__ 
 
 // ------------------------------------------------------------------ per-entry arithmetic
 
-// Partial pivot Gram matrix: h_pp += |x|^2, h_qq += |y|^2, h_pq += conj(x) y.
-__device__ __forceinline__ void gram_add(float x, float y, float &app, float &aqq, float &re,
-                                         float &)
+// Partial pivot Gram matrix in Work: h_pp += |x|^2, h_qq += |y|^2, h_pq += conj(x) y.
+template <typename R>
+__device__ __forceinline__ void gram_add(R x, R y, Work &app, Work &aqq, Work &re, Work &)
 {
-    app += x * x;
-    aqq += y * y;
-    re += x * y;
-}
-__device__ __forceinline__ void gram_add(double x, double y, double &app, double &aqq,
-                                         double &re, double &)
-{
-    app += x * x;
-    aqq += y * y;
-    re += x * y;
+    const Work a = x, b = y;
+    app += a * a;
+    aqq += b * b;
+    re += a * b;
 }
 template <typename R>
-__device__ __forceinline__ void gram_add(Complex<R> x, Complex<R> y, R &app, R &aqq, R &re,
-                                         R &im)
+__device__ __forceinline__ void gram_add(Complex<R> x, Complex<R> y, Work &app, Work &aqq,
+                                         Work &re, Work &im)
 {
-    app += x.re * x.re + x.im * x.im;
-    aqq += y.re * y.re + y.im * y.im;
-    re += x.re * y.re + x.im * y.im;
-    im += x.re * y.im - x.im * y.re;
+    const Work xr = x.re, xi = x.im, yr = y.re, yi = y.im;
+    app += xr * xr + xi * xi;
+    aqq += yr * yr + yi * yi;
+    re += xr * yr + xi * yi;
+    im += xr * yi - xi * yr;
 }
 
-// x' = x - c_p y, y' = y + c_q x, both times cs when scale (the twin's _rotate).
+// x' = x - c_p y, y' = y + c_q x, both times cs when scale, in Work and rounded to R once
+// (the twin's _rotate).
 template <typename R>
-__device__ __forceinline__ void rotate_entry(R &x, R &y, R cs, bool scale, R cpr, R, R cqr, R)
+__device__ __forceinline__ void rotate_entry(R &x, R &y, Work cs, bool scale, Work cpr, Work,
+                                             Work cqr, Work)
 {
-    R a = x - cpr * y;
-    R b = y + cqr * x;
+    const Work xw = x, yw = y;
+    Work a = xw - cpr * yw;
+    Work b = yw + cqr * xw;
     if (scale) {
         a = cs * a;
         b = cs * b;
     }
-    x = a;
-    y = b;
+    x = R(a);
+    y = R(b);
 }
 template <typename R>
-__device__ __forceinline__ void rotate_entry(Complex<R> &x, Complex<R> &y, R cs, bool scale,
-                                             R cpr, R cpi, R cqr, R cqi)
+__device__ __forceinline__ void rotate_entry(Complex<R> &x, Complex<R> &y, Work cs, bool scale,
+                                             Work cpr, Work cpi, Work cqr, Work cqi)
 {
-    Complex<R> a, b;
-    a.re = x.re - (cpr * y.re - cpi * y.im);
-    a.im = x.im - (cpr * y.im + cpi * y.re);
-    b.re = y.re + (cqr * x.re - cqi * x.im);
-    b.im = y.im + (cqr * x.im + cqi * x.re);
+    const Work xr = x.re, xi = x.im, yr = y.re, yi = y.im;
+    Work ar = xr - (cpr * yr - cpi * yi);
+    Work ai = xi - (cpr * yi + cpi * yr);
+    Work br = yr + (cqr * xr - cqi * xi);
+    Work bi = yi + (cqr * xi + cqi * xr);
     if (scale) {
-        a.re = cs * a.re;
-        a.im = cs * a.im;
-        b.re = cs * b.re;
-        b.im = cs * b.im;
+        ar = cs * ar;
+        ai = cs * ai;
+        br = cs * br;
+        bi = cs * bi;
     }
-    x = a;
-    y = b;
+    x.re = R(ar);
+    x.im = R(ai);
+    y.re = R(br);
+    y.im = R(bi);
 }
 
 // Sum over the L lanes of a group; every lane gets the same bits.
@@ -189,7 +203,7 @@ __device__ int pair_step(T *gp, T *gq, T *vp, T *vq, int m, int k, bool hyperbol
                          typename Scalar<T>::Real sign_p, typename Scalar<T>::Real tol,
                          int lane, unsigned mask)
 {
-    typedef typename Scalar<T>::Real R;
+    typedef Work R;  // steps 1-6 in Work; tol and sign_p widened exactly
     R app = 0, aqq = 0, re = 0, im = 0;
     for (int i = lane; i < m; i += L) gram_add(gp[i], gq[i], app, aqq, re, im);
     app = group_sum<L>(app, mask);
@@ -198,7 +212,7 @@ __device__ int pair_step(T *gp, T *gq, T *vp, T *vq, int m, int k, bool hyperbol
     if constexpr (Scalar<T>::complex) im = group_sum<L>(im, mask);  // else 0 on every lane
 
     const R apq_abs = sqrt(add_rn(mul_rn(re, re), mul_rn(im, im)));
-    const bool rotate = apq_abs > mul_rn(tol, mul_rn(sqrt(app), sqrt(aqq)));
+    const bool rotate = apq_abs > mul_rn(R(tol), mul_rn(sqrt(app), sqrt(aqq)));
     int result = 0;
     R cs = 1, cpr = 0, cpi = 0, cqr = 0, cqi = 0;
     if (rotate) {
@@ -215,7 +229,7 @@ __device__ int pair_step(T *gp, T *gq, T *vp, T *vq, int m, int k, bool hyperbol
         aqq = add_rn(aqq, mul_rn(tn, apq_abs));
     }
     // Step 5: keep the eigenvalues +-||g||^2 non-increasing; never across the partition.
-    const bool swap = !hyperbolic && mul_rn(sign_p, sub_rn(app, aqq)) < R(0);
+    const bool swap = !hyperbolic && mul_rn(R(sign_p), sub_rn(app, aqq)) < R(0);
     if (!rotate && !swap) return 0;
     const bool scale = cs != R(1);
     T *dp = swap ? gq : gp, *dq = swap ? gp : gq;
