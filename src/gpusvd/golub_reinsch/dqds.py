@@ -46,7 +46,7 @@ import numba
 import numpy as np
 
 from .._core.errors import LinAlgError
-from .bidiagonal_qr import singular_values_2x2
+from .two_by_two import singular_values_2x2
 
 _EPS = float(np.finfo(np.float64).eps)
 # dlasq1's scaling: the largest |entry| is brought to sqrt(eps/underflow) = 2^485, so the
