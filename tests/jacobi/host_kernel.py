@@ -23,7 +23,8 @@ KERNEL = (pathlib.Path(__file__).resolve().parents[2]
 # Bytes of "shared memory" of the host block: g and v of order 128 in complex128.
 _SHARED = 1 << 20
 
-SHIM = """
+# The CUDA keywords and intrinsics for a host build with one thread per block.
+STUBS = """
 #include <cmath>
 using std::sqrt; using std::fabs;
 #define __device__
@@ -48,6 +49,9 @@ template <typename T> T __shfl_xor_sync(unsigned, T v, int, int) { return v; }
 template <typename T> T __ldg(const T *p) { return *p; }
 inline unsigned long long atomicAdd(unsigned long long *a, unsigned long long v)
 { unsigned long long old = *a; *a += v; return old; }
+"""
+
+SHIM = STUBS + """
 #include "KERNEL"
 template <typename R>
 static void table(int n, const R *a, const R *b, const R *c, const bool *h, R *cs, R *tn)
@@ -88,11 +92,17 @@ INNER(inner_complex128, Complex<double>)
 def build(folder, kernel=KERNEL):
     """Compile ``kernel`` (the .cu file) for the host in ``folder``; the ctypes library,
     or None when g++ is not on PATH."""
+    return compile_host(folder, SHIM.replace("KERNEL", str(kernel)), "inner")
+
+
+def compile_host(folder, text, name):
+    """Compile the C++ ``text`` (:data:`STUBS` and a kernel) into ``folder``/lib``name``.so;
+    the ctypes library, or None when g++ is not on PATH."""
     if shutil.which("g++") is None:
         return None
-    source = folder / "host.cpp"
-    source.write_text(SHIM.replace("KERNEL", str(kernel)).replace("SHARED", str(_SHARED)))
-    library = folder / "libinner.so"
+    source = folder / f"{name}.cpp"
+    source.write_text(text.replace("SHARED", str(_SHARED)))
+    library = folder / f"lib{name}.so"
     subprocess.run(["g++", "-O2", "-std=c++17", "-ffp-contract=off", "-fPIC", "-shared",
                     str(source), "-o", str(library)], check=True, capture_output=True,
                    timeout=180)

@@ -263,6 +263,8 @@ def small_jacobi(g, signs, *, xp, strategy, tol, max_sweeps):
     if k == n:
         return gp, vp, np.broadcast_to(signs, (batch, n))
     keep = kept_columns(vp, n, xp)
-    keep_host = np.asarray(keep.get() if hasattr(keep, "get") else keep)
-    return (drop_columns(gp[:, :m], keep, xp), drop_columns(vp[:, :n], keep, xp),
-            signs_pad[keep_host])
+    if (signs == signs[0]).all():  # no host copy of keep: the signs stay as they were
+        kept_signs = np.broadcast_to(signs, (batch, n))
+    else:
+        kept_signs = signs_pad[np.asarray(keep.get() if hasattr(keep, "get") else keep)]
+    return drop_columns(gp[:, :m], keep, xp), drop_columns(vp[:, :n], keep, xp), kept_signs

@@ -21,6 +21,7 @@ from .._core.arrays import place
 from .._core.results import SVDResult
 from .orthogonalize import Options, orthogonalize
 from .precondition import inverse_permutation, precondition
+from .small_qr_cuda import stack_qr
 from .strategies import NAMES
 
 VARIANTS = ("full-block", "block-oriented")
@@ -55,39 +56,39 @@ def scale_to_unit(xp, a):
     return a * factor[:, None, None].astype(a.dtype), e
 
 
-def complete_columns(xp, u, rank, k):
-    """The first ``rank`` columns of ``u`` (m×·) completed to k orthonormal columns."""
-    if rank >= k:
-        return u[:, :k]
-    if rank == 0:
-        return xp.eye(u.shape[0], k, dtype=u.dtype)
-    q, _ = xp.linalg.qr(u[:, :rank], mode="complete")
-    return xp.concatenate([u[:, :rank], q[:, rank:k]], axis=1)
-
-
 def normalized(xp, g, s, k):
-    """U = G·Σ⁻¹ for each matrix, completed to k columns where σ = 0."""
+    """U = G·Σ⁻¹ for each matrix, completed to k columns where σ = 0.
+
+    ``s`` is descending, so the columns to complete are the last ones. The whole stack is
+    completed at once (on the GPU in one launch for small matrices): by the columns of Q
+    of the Householder QR of U, whose reflectors for the zero columns of U are the
+    identity, so that Q's columns there are orthonormal to the columns with σ > 0; those
+    are kept as they are.
+    """
+    batch, m, n = g.shape
     safe = xp.where(s > 0, s, 1)
     u = g / safe[:, None, :].astype(g.dtype)
-    ranks = np.asarray(_host((s > 0).sum(axis=1)))
-    if (ranks >= k).all():
+    if k <= n and not bool((s[:, :k] == 0).any()):  # the one host synchronization
         return u[:, :, :k]
-    return xp.stack([complete_columns(xp, one, int(r), k) for one, r in zip(u, ranks)])
-
-
-def _host(x):
-    return x.get() if hasattr(x, "get") else x
+    q = stack_qr(u, xp, max(k, n))[0][:, :, :k]
+    keep = xp.zeros((batch, k), bool)
+    keep[:, :min(n, k)] = s[:, :k] > 0
+    wide = xp.zeros_like(q)
+    wide[:, :, :min(n, k)] = u[:, :, :k]
+    return xp.where(keep[:, None, :], wide, q)
 
 
 def _solve(xp, x, g, lower):
     """V from X·V = G for each matrix (triangular X after preconditioning)."""
     if lower is None:
         return xp.linalg.solve(x, g)
+    if len(x) == 0:
+        return g.copy()
     if xp is np:
         from scipy.linalg import solve_triangular
     else:
         from cupyx.scipy.linalg import solve_triangular
-    return xp.stack([solve_triangular(one, rhs, lower=lower) for one, rhs in zip(x, g)])
+    return solve_triangular(x, g, lower=lower)  # batched in both (SciPy >= 1.15, CuPy)
 
 
 def svd_stack(a, xp, *, full_matrices, compute_uv, options):

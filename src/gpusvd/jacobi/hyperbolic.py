@@ -22,11 +22,11 @@ import numpy as np
 from .._core import validation
 from .._core.arrays import place
 from .._core.results import HSVDResult
-from .driver import (DEFAULTS, MAX_SWEEPS, check_options, complete_columns, normalized,
-                     scale_to_unit)
+from .driver import DEFAULTS, MAX_SWEEPS, check_options, normalized, scale_to_unit
 from .norms import column_norms
 from .orthogonalize import orthogonalize
 from .precondition import inverse_permutation
+from .small_qr_cuda import stack_qr
 
 
 def _check_signs(signs, n, what):
@@ -49,7 +49,7 @@ def _hsvd_stack(g, signs, xp, options, want_v):
     if m > n:
         rows = xp.argsort(-column_norms(g.swapaxes(-1, -2), xp), axis=-1, kind="stable")
         g = xp.take_along_axis(g, rows[..., None], axis=-2)
-        q, g = xp.linalg.qr(g, mode="reduced")
+        q, g = stack_qr(g, xp, n)
     res = orthogonalize(g, signs[perm].astype(real), xp, want_v=want_v, options=options)
     u = normalized(xp, res.g, res.s, n)
     if q is not None:
@@ -176,7 +176,7 @@ def eigh_factored(g, signs, *, strategy=DEFAULTS.strategy, variant=DEFAULTS.vari
             w = s * s * xp.asarray(j, dtype=real)
         if m > n:
             w = xp.concatenate([w, xp.zeros((len(stack), m - n), real)], axis=1)
-            u = xp.stack([complete_columns(xp, one, n, m) for one in u])
+            u = xp.concatenate([u, stack_qr(u, xp, m)[0][:, :, n:]], axis=2)
         order = xp.argsort(w, axis=1, kind="stable")
         w = xp.take_along_axis(w, order, axis=1)
         u = xp.take_along_axis(u, order[:, None, :], axis=2)

@@ -72,7 +72,9 @@ def orthogonalize(g, signs, xp, *, want_v, options):
     g = xp.take_along_axis(g, order[:, None, :], axis=2)
     if v is not None:
         v = xp.take_along_axis(v, order[:, None, :], axis=2)
-    signs = np.take_along_axis(np.asarray(signs), np.asarray(_host(order)), axis=1)
+    signs = np.asarray(signs)
+    if signs.size and not (signs == signs.flat[0]).all():  # HSVD: signs follow columns
+        signs = np.take_along_axis(signs, np.asarray(_host(order)), axis=1)
     return Orthogonalized(g, s, v, signs)
 
 
