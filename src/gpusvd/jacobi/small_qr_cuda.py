@@ -142,7 +142,7 @@ def small_qr(a, qcols):
 
         import cupy as cp
         q, r = small_qr(cp.asarray([[[3.0, 1.0], [4.0, 2.0]]]), 2)
-        r[0]  # array([[-5. , -2.2], [ 0. , -0.4]])
+        # q[0] @ r[0] equals the input to rounding; |r[0, 0]| = 5
     """
     import cupy
 
