@@ -79,7 +79,6 @@ def _timed(world, fn, repeat):
 
 def _case(world, comms, n, mode, args):
     import cupy as cp
-    import numpy as np
 
     import bench_gr
     import gpusvd

@@ -96,11 +96,6 @@ def family(m: int, n: int) -> str:
     return "square" if m == n else "tall"
 
 
-def short_error(exc: BaseException, limit: int = 400) -> str:
-    s = f"{type(exc).__name__}: {exc}".replace("\n", " ")
-    return s if len(s) <= limit else s[: limit - 3] + "..."
-
-
 def _import_gpusvd():
     try:
         import gpusvd
@@ -122,7 +117,7 @@ def _jax():
         try:
             jax.config.update(name, value)
         except Exception as exc:  # renamed option: the dtype check in build_runner guards
-            print(f"# jax.config.update({name!r}): {short_error(exc)}", flush=True)
+            print(f"# jax.config.update({name!r}): {common.short_error(exc)}", flush=True)
     import jax.numpy as jnp
     return jax, jnp
 
@@ -363,7 +358,7 @@ def main(argv=None) -> int:
                                 "max_call": max(r.get("times_s") or [t]),
                                 "shape": (m0, n0), "prior": path}
         except Exception as exc:
-            print(f"# --prior {path}: {short_error(exc)}", flush=True)
+            print(f"# --prior {path}: {common.short_error(exc)}", flush=True)
 
     def record(rec: dict):
         payload["records"].append(rec)
@@ -397,7 +392,7 @@ def main(argv=None) -> int:
                         common.synchronize()
                         warmed.add((meth, mode, dt))
                     except Exception as exc:
-                        notes[f"{meth}/{mode}/{dt}"] = short_error(exc)
+                        notes[f"{meth}/{mode}/{dt}"] = common.short_error(exc)
                     fn = None
         del w, w64
         common.free_gpu_memory()
@@ -429,7 +424,7 @@ def main(argv=None) -> int:
             inp["s_ref_max"] = float(s_ref[0])
             inp["s_ref_min"] = float(s_ref[-1])
         except Exception as exc:
-            inp["error"] = short_error(exc)
+            inp["error"] = common.short_error(exc)
             payload["inputs"].append(inp)
             print(f"{m}x{n}: input/reference failed: {inp['error']}", flush=True)
             common.free_gpu_memory()
@@ -493,7 +488,7 @@ def main(argv=None) -> int:
                         seen[key] = {"cost": cost(m, n), "median": timing.median,
                                      "max_call": max(timing.times), "shape": (m, n)}
                     except Exception as exc:
-                        rec["error"] = short_error(exc)
+                        rec["error"] = common.short_error(exc)
                     if timing is not None:
                         try:
                             out = extract(timing.result)
@@ -503,7 +498,7 @@ def main(argv=None) -> int:
                             else:
                                 rec.update(common.values_accuracy(out, s_ref, dt))
                         except Exception as exc:
-                            rec["error"] = "accuracy: " + short_error(exc)
+                            rec["error"] = "accuracy: " + common.short_error(exc)
                         timing.result = None
                         out = u = s = vh = None  # noqa: F841
                     fn = extract = timing = None

@@ -47,7 +47,7 @@ if _HERE not in sys.path:
 
 import numpy as np  # noqa: E402
 
-import bench_gr  # noqa: E402  (JAX's environment, make_matrix, peers' runners, short_error)
+import bench_gr  # noqa: E402  (JAX's environment, make_matrix, peers' runners)
 import common  # noqa: E402
 
 PARTS = ("square", "strategies", "variants", "batched", "inner")
@@ -216,7 +216,7 @@ class Run:
                 rec.update(_result_info(timing.result))
                 rec.update(accuracy(timing.result))
             except Exception as exc:  # recorded, the run goes on
-                rec["error"] = bench_gr.short_error(exc)
+                rec["error"] = common.short_error(exc)
             common.free_gpu_memory()
         self.payload["records"].append(rec)
         self.save()

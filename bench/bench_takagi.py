@@ -59,11 +59,6 @@ DTYPES = ("complex128", "complex64")
 SCHEMA = "gpusvd-bench-takagi/1"
 
 
-def short_error(exc: BaseException, limit: int = 400) -> str:
-    s = f"{type(exc).__name__}: {exc}".replace("\n", " ")
-    return s if len(s) <= limit else s[: limit - 3] + "..."
-
-
 def _takagi():
     try:
         from gpusvd.takagi import takagi
@@ -246,7 +241,7 @@ def main(argv=None) -> int:
                         last[(meth, dt)] = (n, timing.median)
                         rec.update(accuracy(a, *timing.result, s_ref, dt))
                     except Exception as exc:
-                        rec["error"] = short_error(exc)
+                        rec["error"] = common.short_error(exc)
                     timing = None
                     common.free_gpu_memory()
                 payload["records"].append(rec)

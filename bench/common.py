@@ -37,6 +37,12 @@ import numpy as np
 
 # --------------------------------------------------------------------------- timing
 
+def short_error(exc: BaseException, limit: int = 400) -> str:
+    """One line for a JSON record or a log: the exception's type and message, cut."""
+    s = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
 def synchronize() -> None:
     """Wait for all work queued on the current CUDA device by CuPy and PyTorch.
 

@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 
 from gpusvd._core import tunables
-from gpusvd.jacobi import hsvd, jacobi_svd
+from gpusvd.jacobi import hsvd
 from gpusvd.jacobi.padding import kept_columns, pad_columns
 from gpusvd.jacobi.strategies import NAMES, padded_order, pivot_strategy
 from gpusvd.testing import random_matrix
 from gpusvd.testing.metrics import orthogonality, relative_sv_error, svd_residual
+from jacobi_backends import OnCPU, OnGPU
 
 ORDERS = range(1, 71)
 # Complex wide matrices up to this order: the pointwise path of the default b = 16 and the
@@ -44,20 +45,7 @@ def test_kept_columns_finds_the_padding_after_swaps():
     assert kept_columns(v, 3, np).tolist() == [[1, 3, 5]]
 
 
-class TestEveryOrder:
-    device = "cpu"
-
-    def put(self, a):
-        return a
-
-    def get(self, x):
-        assert isinstance(x, np.ndarray)
-        return x
-
-    def svd(self, a, **kw):
-        out = jacobi_svd(self.put(a), device=self.device, **kw)
-        return tuple(map(self.get, out)) if isinstance(out, tuple) else self.get(out)
-
+class TestEveryOrder(OnCPU):
     def check(self, a, **kw):
         u, s, vh = self.svd(a, full_matrices=False, **kw)
         m, n = a.shape
@@ -104,14 +92,5 @@ class TestEveryOrder:
 
 
 @pytest.mark.gpu
-class TestEveryOrderGPU(TestEveryOrder):
-    device = "gpu"
-
-    def put(self, a):
-        import cupy
-        return cupy.asarray(a)
-
-    def get(self, x):
-        import cupy
-        assert isinstance(x, cupy.ndarray)
-        return x.get()
+class TestEveryOrderGPU(OnGPU, TestEveryOrder):
+    """Every test of :class:`TestEveryOrder` with CuPy input."""

@@ -6,6 +6,7 @@ import scipy.linalg
 
 from gpusvd.jacobi import eigh_factored, hsvd
 from gpusvd.testing import haar_orthogonal, random_matrix
+from jacobi_backends import OnCPU, OnGPU
 from naive_jacobi import eigenvalues
 from test_jacobi_svd import spectrum
 
@@ -23,16 +24,7 @@ def j_orthogonal(signs, rng, rotations=60):
     return w
 
 
-class TestHSVD:
-    device = "cpu"
-
-    def put(self, a):
-        return a
-
-    def get(self, x):
-        assert isinstance(x, np.ndarray)
-        return x
-
+class TestHSVD(OnCPU):
     def run(self, fn, g, signs, **kw):
         return tuple(map(self.get, fn(self.put(g), signs, device=self.device, **kw)))
 
@@ -113,14 +105,5 @@ class TestHSVD:
 
 
 @pytest.mark.gpu
-class TestHSVDGPU(TestHSVD):
-    device = "gpu"
-
-    def put(self, a):
-        import cupy
-        return cupy.asarray(a)
-
-    def get(self, x):
-        import cupy
-        assert isinstance(x, cupy.ndarray)
-        return x.get()
+class TestHSVDGPU(OnGPU, TestHSVD):
+    """Every test of :class:`TestHSVD` with CuPy input."""

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from gpusvd._core import tunables
-from gpusvd.jacobi import jacobi_svd
 from gpusvd.jacobi.driver import svd as svd_one
 from gpusvd.testing import (graded, haar_orthogonal, low_rank, random_matrix,
                             with_condition)
 from gpusvd.testing.metrics import orthogonality, relative_sv_error, svd_residual
+from jacobi_backends import OnCPU, OnGPU
 from naive_jacobi import singular_values
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
@@ -28,20 +28,7 @@ def spectrum(kind, n, rng):
     return {1: lam1, 2: 1 + lam1, 3: lam34 * rng.choice([-1, 1], n), 4: lam34}[kind]
 
 
-class TestJacobiSVD:
-    device = "cpu"
-
-    def put(self, a):
-        return a
-
-    def get(self, x):
-        assert isinstance(x, np.ndarray)
-        return x
-
-    def svd(self, a, **kw):
-        out = jacobi_svd(self.put(a), device=self.device, **kw)
-        return tuple(map(self.get, out)) if isinstance(out, tuple) else self.get(out)
-
+class TestJacobiSVD(OnCPU):
     @pytest.mark.parametrize("side, bound", [("left", 1e-13), ("right", 1e-13),
                                              ("both", 1e-11)])
     @pytest.mark.parametrize("shape", [(9, 7), (7, 7), (40, 36)])
@@ -175,14 +162,5 @@ def test_one_matrix_entry_for_dispatch():
 
 
 @pytest.mark.gpu
-class TestJacobiSVDGPU(TestJacobiSVD):
-    device = "gpu"
-
-    def put(self, a):
-        import cupy
-        return cupy.asarray(a)
-
-    def get(self, x):
-        import cupy
-        assert isinstance(x, cupy.ndarray)
-        return x.get()
+class TestJacobiSVDGPU(OnGPU, TestJacobiSVD):
+    """Every test of :class:`TestJacobiSVD` with CuPy input."""

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 
 from . import tunables
-from .backend import cupy_or_none, is_cupy_array
+from .backend import cupy_or_none, is_cupy_array, to_host
 
 _DLPACK_CUDA = 2  # DLDeviceType kDLCUDA
 
@@ -102,7 +102,7 @@ def place(a, device="auto"):
         big = arr.size >= tunables.get().auto_gpu_min_entries
         kind = "gpu" if home == "gpu" or (cp is not None and big) else "cpu"
     if kind == "cpu":
-        return _to_host(arr), Placement(np, None, restore)
+        return to_host(arr), Placement(np, None, restore)
     if cp is None:
         raise ValueError("device='gpu' was asked for but no GPU is usable (CuPy missing, "
                          "no CUDA driver or no device)")
@@ -116,16 +116,12 @@ def place(a, device="auto"):
     return arr, Placement(cp, index, restore)
 
 
-def _to_host(arr):
-    return arr.get() if is_cupy_array(arr) else np.asarray(arr)
-
-
 def _identity(r):
     return r
 
 
 def _to_numpy(r):
-    return _to_host(r)
+    return to_host(r)
 
 
 def _to_cupy_on(device_id):
@@ -141,6 +137,6 @@ def _via(back, home, like):
         if home == "gpu":
             r = _to_cupy_on(like.device.id)(r)
         else:
-            r = np.ascontiguousarray(_to_host(r))
+            r = np.ascontiguousarray(to_host(r))
         return back(r)
     return restore

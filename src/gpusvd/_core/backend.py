@@ -31,3 +31,8 @@ def array_namespace(a):
         import cupy
         return cupy
     return np
+
+
+def to_host(a):
+    """``a`` as a NumPy array: a CuPy array is copied to the host (which synchronizes)."""
+    return a.get() if is_cupy_array(a) else np.asarray(a)

@@ -34,17 +34,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from gpusvd._core import tunables
-from gpusvd._core.backend import array_namespace
+from gpusvd._core.backend import array_namespace, to_host
 
 # Widest T built by the column recurrence rather than by halves in _wy_factors.
 # NumPy, 32 blocks of 128: 7.5 ms by the recurrence alone, 3.9–4.2 ms with a
 # leaf of 8 to 32 (16 best), 8.6 ms halving down to single columns.
 _WY_RECURSION_LEAF = 16
-
-
-def _to_host(x):
-    """A NumPy copy of a NumPy or CuPy array (the latter synchronizes)."""
-    return x.get() if hasattr(x, "get") else np.asarray(x)
 
 
 def _householder(x):
@@ -186,8 +181,8 @@ def _apply_blocked(c, tau, count, block_size, panel, shift):
         s[b, :v.shape[1], :v.shape[1]] = v.T @ v
         vs.append(v)
     taus = np.zeros(len(starts) * nb, dtype=c.dtype)
-    taus[:count] = _to_host(tau[:count])
-    t = xp.asarray(_wy_factors(_to_host(s), taus.reshape(len(starts), nb)))
+    taus[:count] = to_host(tau[:count])
+    t = xp.asarray(_wy_factors(to_host(s), taus.reshape(len(starts), nb)))
     for b in reversed(range(len(vs))):
         v, r, kb = vs[b], starts[b] + shift, vs[b].shape[1]
         c[r:] -= v @ (t[b, :kb, :kb] @ (v.T @ c[r:]))
@@ -278,7 +273,7 @@ def _reduce_tail(a, d, e, tauq, taup):
     if xp is np:
         _reduce_unblocked(a, d, e, tauq, taup)
         return
-    host = [np.array(_to_host(v)) for v in (a, d, e, tauq, taup)]
+    host = [np.array(to_host(v)) for v in (a, d, e, tauq, taup)]
     _reduce_unblocked(*host)
     for device_view, values in zip((a, d, e, tauq, taup), host):
         device_view[...] = xp.asarray(values)

@@ -20,6 +20,8 @@ A wide matrix is decomposed through its transpose.
 import numpy as np
 
 from .._core import profile, tunables
+from .._core.backend import to_host
+from .._core.scaling import safe_scale
 from .bidiagonal_qr import BidiagonalQR
 from .bidiagonalize import apply_p, apply_q, bidiagonalize
 from .dqds import bidiagonal_singular_values
@@ -29,24 +31,6 @@ from .rotations import apply_rotations
 # dgesvd's crossover (LAPACK ILAENV ispec 6: MNTHR = 1.6·min(m, n)): from m >= 1.6·n on, a
 # QR decomposition first makes the bidiagonalization n×n instead of m×n.
 _QR_FIRST_RATIO = 1.6
-
-
-def _safe_scale(anrm, dtype):
-    """The power of two that brings max|A| = ``anrm`` into [smlnum, bignum].
-
-    dgesvd's range and its upper target. Below the range dgesvd scales up to smlnum only;
-    then a singular value ulp·smlnum has a square below the smallest normal number, which
-    the GPU's reductions flush to zero (float32 Householder norms lost their precision
-    on the H100, orthogonality 700–3000 n·ε). Scaling up by a power of two is exact, so
-    here a tiny matrix is brought to max|A| ≈ 1.
-    """
-    finfo = np.finfo(dtype)
-    smlnum = np.sqrt(float(finfo.tiny)) / float(finfo.eps)
-    bignum = 1.0 / smlnum
-    if anrm == 0.0 or smlnum <= anrm <= bignum:
-        return 1.0
-    target = 1.0 if anrm < smlnum else bignum
-    return float(2.0 ** np.round(np.log2(target / anrm)))
 
 
 def _rotate_cpu(n, dtype, qr):
@@ -82,7 +66,7 @@ def _svd_tall(a, xp, dtype, full_matrices, compute_uv):
     """SVD of an m×n matrix with m >= n >= 1, all of whose entries are finite."""
     m, n = a.shape
     anrm = float(xp.abs(a).max())
-    scale = _safe_scale(anrm, dtype)
+    scale = safe_scale(anrm, dtype)
     work = a * dtype.type(scale) if scale != 1.0 else a
     if m >= _QR_FIRST_RATIO * n:
         return _svd_qr_first(work, scale, xp, dtype, full_matrices, compute_uv)
@@ -120,8 +104,8 @@ def _svd_bidiagonal(work, scale, xp, dtype, full_matrices, compute_uv):
     m, n = work.shape
     with profile.phase("bidiagonalize", xp):
         bd = bidiagonalize(work, block_size=tunables.get().bidiag_block_size)
-        d = np.asarray(_host(bd.d), np.float64)
-        e = np.asarray(_host(bd.e), np.float64)
+        d = np.asarray(to_host(bd.d), np.float64)
+        e = np.asarray(to_host(bd.e), np.float64)
     with profile.phase("bidiagonal_qr", xp):
         if not compute_uv:
             # dqds, as LAPACK does for values only: ~2.4x faster than the QR, as accurate
@@ -149,10 +133,6 @@ def _svd_bidiagonal(work, scale, xp, dtype, full_matrices, compute_uv):
         u = apply_q(bd, c)
         v = apply_p(bd, y)
     return xp.ascontiguousarray(u), s, xp.ascontiguousarray(v.T)
-
-
-def _host(v):
-    return v.get() if hasattr(v, "get") else v
 
 
 def _svd_empty(m, n, xp, dtype, full_matrices):

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._core.backend import to_host
 from .blocked import block_width, blocked_jacobi, small_jacobi
 from .norms import column_norms
 
@@ -74,9 +75,6 @@ def orthogonalize(g, signs, xp, *, want_v, options):
         v = xp.take_along_axis(v, order[:, None, :], axis=2)
     signs = np.asarray(signs)
     if signs.size and not (signs == signs.flat[0]).all():  # HSVD: signs follow columns
-        signs = np.take_along_axis(signs, np.asarray(_host(order)), axis=1)
+        signs = np.take_along_axis(signs, to_host(order), axis=1)
     return Orthogonalized(g, s, v, signs)
 
-
-def _host(x):
-    return x.get() if hasattr(x, "get") else x

@@ -19,7 +19,7 @@ A single partition is the in-core algorithm: its block stays where it is and the
 re-read nothing. Several partitions stream through ``pipeline.make_feeder``.
 
 Input whose largest entry is outside [smlnum, bignum] is scaled by a power of two, as
-LAPACK's drivers do (``golub_reinsch.driver._safe_scale``): growth scales each partition
+LAPACK's drivers do (``_core.scaling.safe_scale``): growth scales each partition
 by its own factor (everything it computes is relative to the partition), projection all
 of them by the global one; S is scaled back.
 """
@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from .._core import profile, tunables
-from ..golub_reinsch.driver import _safe_scale
+from .._core.scaling import safe_scale
 from . import monte_carlo
 from .cosine_tree import row_norms2
 from .extraction import extract, project
@@ -91,7 +91,7 @@ def quic_svd(source, *, eps, delta, max_rank, bounds, seed, dtype, xp, progress=
             with profile.phase("quic_grow", xp):
                 for done, (i, block) in enumerate(feeder.blocks(todo)):
                     largest[i] = _largest_entry(block, xp, "svd_lowrank")
-                    block = _scaled(block, _safe_scale(largest[i], dtype))
+                    block = _scaled(block, safe_scale(largest[i], dtype))
                     if i not in trees:
                         trees[i] = PartitionTree(row_norms2(block, xp))
                     tree = trees[i]
@@ -102,7 +102,7 @@ def quic_svd(source, *, eps, delta, max_rank, bounds, seed, dtype, xp, progress=
             bar.close()
             passes += 1
 
-            scale = _safe_scale(max(largest), dtype)
+            scale = safe_scale(max(largest), dtype)
             p = xp.empty((m, basis.k), dtype=dtype)
             residuals, masses = np.zeros(len(bounds)), np.zeros(len(bounds))
             bar = _bar(progress, f"QUIC-SVD project (round {round_ + 1})", len(bounds))

@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from .._core import tunables
+from .._core.backend import to_host
 
 # A candidate loses "most of its norm" when its remainder falls below this fraction of
 # its length: then one projection may leave components along V̂ of order u·‖x‖/‖x'‖, and
@@ -99,7 +100,7 @@ class Basis:
         x = self.project_out(x)
         q, r = xp.linalg.qr(x)
         kept = xp.abs(xp.diagonal(r))
-        host = _to_host(xp.stack([norms0, kept]).astype(xp.float64))
+        host = to_host(xp.stack([norms0, kept]).astype(xp.float64))
         norms0, kept = host[0], host[1]
         u = float(np.finfo(self.dtype).eps)
         drop_level = DROP_FACTOR * u * math.sqrt(self.k + c)
@@ -121,6 +122,3 @@ class Basis:
         self.k += added
         return added
 
-
-def _to_host(a):
-    return a.get() if hasattr(a, "get") else np.asarray(a)
