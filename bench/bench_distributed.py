@@ -1,31 +1,36 @@
 #!/usr/bin/env python3
-"""Multi-GPU blocked Jacobi SVD (paper 003, §5): 2 GPUs against 1, with communication time.
+"""Multi-GPU blocked Jacobi SVD (paper 003, §5): 1, 2, 4 … GPUs, with communication time.
 
-Run on the device kind ``nvidia-h200-x2`` from the repository root::
+Run on a device kind of several GPUs from the repository root, one rank per GPU::
 
     mpiexec -n 2 env PYTHONPATH=src python bench/bench_distributed.py \\
         --out "$OUT/distributed_h200x2.json" --sizes 4096 8192 16384 --modes full values
+    mpiexec -n 4 env PYTHONPATH=src python bench/bench_distributed.py --gpus 1 2 4 \\
+        --variants block-oriented full-block --sizes 8192 16384 24576 --out "$OUT/x4.json"
 
-For each size n (float64, Gaussian n×n, entries exact in float32: ``bench_gr.make_matrix``)
-and mode (``full``: economy U, S, Vh; ``values``: S only), timed between a barrier and
-device synchronizations on every rank:
+For each size n (float64, Gaussian n×n, entries exact in float32: ``bench_gr.make_matrix``),
+mode (``full``: economy U, S, Vh; ``values``: S only) and variant, timed between a barrier
+and device synchronizations on every rank:
 
-==============  ===========================================================================
-one_gpu         ``gpusvd.distributed.jacobi_svd`` on root alone (``MPI.COMM_SELF``): the same
-                code on 1 GPU (one pair: the whole matrix is shortened, then the single-GPU
-                Jacobi); the other rank waits
-single_driver   ``gpusvd.jacobi_svd`` on root (the single-process driver, its default
-                full-block variant): the best 1-GPU time gpusvd has
-two_gpus        ``gpusvd.distributed.jacobi_svd`` on both ranks (NCCL between the GPUs)
-==============  ===========================================================================
+===============  ==========================================================================
+single_driver    ``gpusvd.jacobi_svd`` on root (the single-process driver, its default
+                 full-block variant): the best 1-GPU time gpusvd has; once per n and mode
+gpus_<g>         ``gpusvd.distributed.jacobi_svd`` on the first g ranks (a sub-communicator;
+                 the others wait), for each g of ``--gpus``; g = 1 is the same code on
+                 one GPU (one pair: the whole matrix shortened, then the single-GPU Jacobi)
+===============  ==========================================================================
 
 ``comm_seconds`` is the wall time root spent in the exchanges of block-columns (and the
 scatter and gather), measured between device synchronizations (phases (4)–(6) of §5);
-``speedup`` is the faster 1-GPU time over the 2-GPU time (the target at n = 16384 is
-1.7; the paper's 4 GPUs were 2.7× faster than 1). Accuracy (root, float64 on the GPU,
-``bench/common.py``): residual, orthogonality, and sv_error against cuSOLVER gesvd values
-up to ``--reference-max``, above it against the 1-GPU run. The JSON is rewritten after
-every case. Importable, and ``--help`` works, without a GPU or MPI.
+``speedup`` of gpus_<g> is the best 1-GPU time (single_driver or gpus_1) over its time
+(targets at n = 16384: 1.7 for 2 GPUs, 3 for 4; the paper's 4 GPUs were 2.7× faster than
+1). A run predicted (n³ from the previous size) to pass ``--max-call`` seconds is skipped
+and recorded so. Accuracy (root, float64 on the GPU, ``bench/common.py``): residual,
+orthogonality, and sv_error against cuSOLVER gesvd values up to ``--reference-max``, above
+it against the single driver's. The JSON is rewritten after every case; ``--plot`` draws
+time against GPUs (the paper's Fig. 9). ``GPUSVD_NCCL=0`` runs the exchanges through host
+buffers (several ranks may then share one GPU: a smoke test of the multi-rank GPU path).
+Importable, and ``--help`` works, without a GPU or MPI.
 """
 
 from __future__ import annotations
@@ -41,8 +46,8 @@ if _HERE not in sys.path:
 
 import common  # noqa: E402
 
-SCHEMA = "gpusvd-bench-distributed/1"
-RUNS = ("one_gpu", "single_driver", "two_gpus")
+SCHEMA = "gpusvd-bench-distributed/2"
+VARIANTS = ("block-oriented", "full-block")
 # Size of the warm-up decomposition: compiles every kernel and sets up NCCL and cuBLAS.
 WARMUP_N = 1024
 
@@ -52,13 +57,18 @@ def _parser():
     p.add_argument("--out", default="bench/results/distributed.json")
     p.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192, 16384])
     p.add_argument("--modes", nargs="+", default=["full", "values"], choices=["full", "values"])
-    p.add_argument("--runs", nargs="+", default=list(RUNS), choices=RUNS)
+    p.add_argument("--gpus", type=int, nargs="+", default=None,
+                   help="GPU counts to run (default: 1 and the number of ranks)")
+    p.add_argument("--variants", nargs="+", default=["block-oriented"], choices=VARIANTS)
+    p.add_argument("--no-single-driver", action="store_true",
+                   help="skip gpusvd.jacobi_svd (the single-process driver)")
     p.add_argument("--repeat", type=int, default=1, help="timed calls per run (median)")
-    p.add_argument("--variant", default="block-oriented",
-                   choices=["block-oriented", "full-block"])
+    p.add_argument("--max-call", type=float, default=240.0,
+                   help="skip a run predicted (n^3 from the previous size) to take longer")
     p.add_argument("--reference-max", type=int, default=8192,
                    help="largest n whose singular values are checked against gesvd")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--plot", default=None, help="PNG of time against GPUs (root)")
     return p
 
 
@@ -77,7 +87,19 @@ def _timed(world, fn, repeat):
     return sorted(times)[len(times) // 2], times, out
 
 
-def _case(world, comms, n, mode, args):
+def _runs(args, comms):
+    """(name, variant, g) of every run of a case, in order."""
+    runs = [] if args.no_single_driver else [("single_driver", None, 1)]
+    for variant in args.variants:
+        for g in args.gpus:
+            runs.append((f"gpus_{g}" if len(args.variants) == 1 else f"gpus_{g}_{variant}",
+                         variant, g))
+    return runs
+
+
+def _case(world, comms, n, mode, args, previous):
+    """One size and mode: every run, root's record (None elsewhere). ``previous`` maps
+    a run's name to (n, seconds) of its last size, to skip runs predicted too long."""
     import cupy as cp
 
     import bench_gr
@@ -88,50 +110,98 @@ def _case(world, comms, n, mode, args):
     full = mode == "full"
     a = bench_gr.make_matrix(n, n, args.seed, "gaussian") if root else None
     kw = dict(compute_uv=full, full_matrices=False)
-    calls = {
-        "one_gpu": lambda: distributed.jacobi_svd(a, comm=comms["self"],
-                                                  variant=args.variant, **kw) if root else None,
-        "single_driver": lambda: gpusvd.jacobi_svd(a, **kw) if root else None,
-        "two_gpus": lambda: distributed.jacobi_svd(a, comm=comms["world"],
-                                                   variant=args.variant, **kw),
-    }
-    rec = {"n": n, "mode": mode, "dtype": "float64", "variant": args.variant, "runs": {}}
-    s_one = None
-    for name in args.runs:
-        before = comms["world"].comm_seconds
-        seconds, times, out = _timed(world, calls[name], args.repeat)
-        run = {"seconds": seconds, "times": times}
-        if name == "two_gpus":
-            run["comm_seconds"] = (comms["world"].comm_seconds - before) / len(times)
+    rec = {"n": n, "mode": mode, "dtype": "float64", "runs": {}}
+    s_ref = None
+    for name, variant, g in _runs(args, comms):
+        last = previous.get((name, mode))
+        predicted = None if last is None else last[1] * (n / last[0]) ** 3
+        skip = world.bcast(predicted is not None and predicted > args.max_call, root=0)
+        if skip:
+            rec["runs"][name] = {"skipped": f"predicted {predicted:.0f} s > --max-call"}
+            continue
+        if name == "single_driver":
+            def call(a=a):
+                return gpusvd.jacobi_svd(a, **kw) if root else None
+            comm = None
+        else:
+            comm = comms[g]
+
+            def call(a=a, comm=comm, variant=variant):
+                if comm is None:      # a rank outside this run's GPUs waits at the barrier
+                    return None
+                return distributed.jacobi_svd(a, comm=comm, variant=variant, **kw)
+        before = comm.comm_seconds if comm is not None else 0.0
+        seconds, times, out = _timed(world, call, args.repeat)
+        run = {"seconds": seconds, "times": times, "gpus": g, "variant": variant}
+        if comm is not None and root:
+            run["comm_seconds"] = (comm.comm_seconds - before) / len(times)
         if root:
+            previous[(name, mode)] = (n, seconds)
             s = out.S if full else out
-            if name != "two_gpus":
-                s_one = s
-            run["accuracy"] = _accuracy(a, out, s, full, n, args, s_one)
+            if s_ref is None and n > args.reference_max:
+                s_ref = s
+            run["accuracy"] = _accuracy(a, out, s, full, n, args, s_ref)
         rec["runs"][name] = run
         del out
         common.free_gpu_memory()
     if root:
-        one = [rec["runs"][r]["seconds"] for r in ("one_gpu", "single_driver")
-               if r in rec["runs"]]
-        if one and "two_gpus" in rec["runs"]:
-            rec["speedup"] = min(one) / rec["runs"]["two_gpus"]["seconds"]
+        ones = [r["seconds"] for r in rec["runs"].values() if r.get("gpus") == 1]
+        if ones:
+            best = min(ones)
+            for r in rec["runs"].values():
+                if "seconds" in r:
+                    r["speedup"] = best / r["seconds"]
     del a
     cp.get_default_memory_pool().free_all_blocks()
     return rec if root else None
 
 
-def _accuracy(a, out, s, full, n, args, s_one):
+def _accuracy(a, out, s, full, n, args, s_ref):
     import cupy as cp
 
     if n <= args.reference_max:
         ref, against = cp.linalg.svd(a, compute_uv=False), "gesvd"
     else:
-        ref, against = (s_one if s_one is not None else s), "one_gpu"
+        ref, against = s_ref, "first run of this case"
     acc = (common.svd_accuracy(a, out.U, s, out.Vh, ref, "float64") if full
            else common.values_accuracy(s, ref, "float64"))
     acc["sv_reference"] = against
     return acc
+
+
+def _plot(payload, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    modes = sorted({c["mode"] for c in payload["cases"]})
+    fig, axes = plt.subplots(1, len(modes), figsize=(6 * len(modes), 4.5), squeeze=False)
+    for ax, mode in zip(axes[0], modes):
+        for case in (c for c in payload["cases"] if c["mode"] == mode):
+            series = {}
+            for name, run in case["runs"].items():
+                if "seconds" in run and name != "single_driver":
+                    series.setdefault(run["variant"], []).append((run["gpus"], run["seconds"]))
+            for variant, pts in series.items():
+                pts.sort()
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
+                        linestyle="-" if variant == "block-oriented" else "--",
+                        label=f"n={case['n']} {variant}")
+            single = case["runs"].get("single_driver", {}).get("seconds")
+            if single:
+                ax.plot([1], [single], marker="*", markersize=11, linestyle="none",
+                        color="k", label=f"n={case['n']} single driver" if
+                        case is payload["cases"][0] else None)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("GPUs")
+        ax.set_ylabel("seconds")
+        ax.set_title(f"distributed Jacobi SVD, float64, {mode} "
+                     f"({payload['device'].get('name', '?')})")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
 
 
 def main(argv=None):
@@ -141,25 +211,34 @@ def main(argv=None):
     from gpusvd.distributed.comm import Comm
 
     world = MPI.COMM_WORLD
-    # The 1-GPU runs are root's alone, on its GPU (rank 0 within COMM_SELF too).
-    comms = {"world": Comm(world, "gpu"),
-             "self": Comm(MPI.COMM_SELF, "gpu") if world.rank == 0 else None}
-    payload = {"schema": SCHEMA, "ranks": world.size, "transport": comms["world"].transport,
-               "device": common.device_info(comms["world"].device_id), "cases": []}
-    with comms["world"].device_context():
+    args.gpus = sorted(set(args.gpus or [1, world.size]))
+    if max(args.gpus) > world.size:
+        raise SystemExit(f"--gpus {args.gpus} needs at least {max(args.gpus)} ranks")
+    comms = {}
+    for g in args.gpus:     # the first g ranks; the others get no communicator
+        sub = world.Split(0 if world.rank < g else MPI.UNDEFINED, world.rank)
+        comms[g] = Comm(sub, "gpu") if sub != MPI.COMM_NULL else None
+    mine = comms[max(args.gpus)]
+    payload = {"schema": SCHEMA, "ranks": world.size, "gpus": args.gpus,
+               "transport": mine.transport, "device": common.device_info(mine.device_id),
+               "cases": []}
+    previous = {}
+    with mine.device_context():
         warm = argparse.Namespace(**{**vars(args), "repeat": 1})
         for mode in args.modes:
-            _case(world, comms, WARMUP_N, mode, warm)
+            _case(world, comms, WARMUP_N, mode, warm, {})
         for n in args.sizes:
             for mode in args.modes:
-                rec = _case(world, comms, n, mode, args)
+                rec = _case(world, comms, n, mode, args, previous)
                 if world.rank == 0:
                     payload["cases"].append(rec)
                     common.write_json(args.out, payload)
                     print(f"n={n} {mode}: " + ", ".join(
-                        f"{k} {v['seconds']:.2f} s" for k, v in rec["runs"].items())
-                        + f", comm {rec['runs'].get('two_gpus', {}).get('comm_seconds', 0):.2f}"
-                        f" s, speedup {rec.get('speedup', float('nan')):.2f}", flush=True)
+                        f"{k} {v['seconds']:.2f} s (comm {v.get('comm_seconds', 0):.2f}, "
+                        f"x{v.get('speedup', float('nan')):.2f})" if "seconds" in v else
+                        f"{k} skipped" for k, v in rec["runs"].items()), flush=True)
+                    if args.plot:
+                        _plot(payload, args.plot)
     return 0
 
 

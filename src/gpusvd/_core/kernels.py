@@ -37,6 +37,9 @@ REGISTRY = {
         f"inner_jacobi<{ctype}, {lanes}>"
         for ctype in ("float", "double", "Complex<float>", "Complex<double>")
         for lanes in (4, 8, 16, 32)) + ("rotation_table<float>", "rotation_table<double>")),
+    "jacobi/kernels/gram_cholesky.cu": KernelFile(tuple(
+        f"gram_cholesky<{ctype}>"
+        for ctype in ("float", "double", "Complex<float>", "Complex<double>"))),
     "jacobi/kernels/small_qr.cu": KernelFile(tuple(
         f"small_qr<{ctype}>"
         for ctype in ("float", "double", "Complex<float>", "Complex<double>"))),

@@ -56,11 +56,17 @@ def _choose_device(world, device):
 
 
 def _nccl_or_none(world, device_id):
-    """A CuPy NCCL communicator over ``world`` when every rank can make one, else None."""
+    """A CuPy NCCL communicator over ``world`` when every rank can make one, else None.
+
+    ``GPUSVD_NCCL=0`` in the environment turns NCCL off (GPU arrays then move through
+    host buffers and MPI): for MPI builds without NCCL, or several ranks on one GPU,
+    which NCCL refuses.
+    """
     MPI = _mpi()
     try:
         from cupy.cuda import nccl
-        usable = int(device_id is not None and nccl.available)
+        usable = int(device_id is not None and nccl.available
+                     and os.environ.get("GPUSVD_NCCL", "1") != "0")
     except ImportError:
         usable = 0
     if not world.allreduce(usable, op=MPI.MIN):

@@ -5,8 +5,9 @@ of width b (6); a block sweep runs the p-steps of a block p-strategy, and in eac
 *all* its block pairs at once, as batched array operations:
 
 1. factorize: shorten each pair [G_p G_q] to a 2b×2b factor R_pq, by default by the
-   Cholesky factor of the Gram matrix H_pq = [G_p G_q]ᴴ[G_p G_q] (7) (one batched GEMM),
-   or by R of the QR factorization (8) (``shorten="qr"``, for badly scaled input);
+   Cholesky factor of the Gram matrix H_pq = [G_p G_q]ᴴ[G_p G_q] (7) (one batched GEMM,
+   then on the GPU one kernel, ``gram_cholesky_cuda``), or by R of the QR factorization
+   (8) (``shorten="qr"``, for badly scaled input);
 2. orthogonalize: the inner pointwise Jacobi (:mod:`.inner` on NumPy, ``inner_cuda`` on
    CuPy) on all R_pq in one call: to convergence (full-block variant, at most
    ``jacobi_inner_sweeps``) or one sweep (block-oriented variant);
@@ -75,8 +76,7 @@ def _cholesky_factor(xp, x, shift):
     keeps numerically singular pairs factorable, and needs no test of the factorization
     (which on the GPU would cost a second factorization or a host synchronization).
     """
-    wide = x.astype(_GRAM_TYPE.get(x.dtype, x.dtype), copy=False)
-    h = xp.matmul(wide.conj(), wide.transpose(0, 2, 1))
+    h = _gram(xp, x)
     k = h.shape[-1]
     d = xp.sqrt(xp.diagonal(h, axis1=1, axis2=2).real)
     ds = xp.where(d > 0, d, 1).astype(h.dtype)
@@ -89,6 +89,24 @@ def _cholesky_factor(xp, x, shift):
         low = xp.linalg.cholesky(hs)
     r = low.conj().transpose(0, 2, 1) * d[:, None, :].astype(h.dtype)
     return xp.ascontiguousarray(r.astype(x.dtype, copy=False))
+
+
+def _gram(xp, x):
+    """H = x̄·xᵀ (batch, k, k) of the rows x (batch, k, m), in the Gram type."""
+    wide = x.astype(_GRAM_TYPE.get(x.dtype, x.dtype), copy=False)
+    return xp.matmul(wide.conj(), wide.transpose(0, 2, 1))
+
+
+def _shorten(xp, x, shorten, shift, eye):
+    """R_pq of each pair (the rows ``x`` of its block-columns) and the identity the inner
+    Jacobi starts its V from (a copy of ``eye``). On the GPU the Cholesky path is one
+    kernel after the Gram GEMM (``gram_cholesky_cuda``), with no host synchronization."""
+    if shorten == "qr":
+        return _qr_factor(xp, x), eye.copy()
+    if xp is np:
+        return _cholesky_factor(xp, x, shift), eye.copy()
+    from .gram_cholesky_cuda import gram_cholesky
+    return gram_cholesky(_gram(xp, x), shift, x.dtype, kv=eye.shape[-1])
 
 
 def _host_cholesky(hs, shift):
@@ -181,10 +199,9 @@ def blocked_jacobi(gt, vt, signs, *, xp, strategy, variant, shorten, tol, max_sw
         proper = xp.zeros((), np.int64)
         for cols, groups in steps:
             x = gt[cols]
-            r = _qr_factor(xp, x) if shorten == "qr" else _cholesky_factor(xp, x, shift)
+            r, vloc = _shorten(xp, x, shorten, shift, eye)
             if k_inner > k:
                 r, _ = pad_columns(r, k_inner, xp)
-            vloc = eye.copy()
             for members, pattern in groups.groups:
                 if members is None:
                     rotations, _ = inner(r, vloc, pattern, inner_pairs, inner_sweeps, tol)
