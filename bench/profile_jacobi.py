@@ -63,7 +63,8 @@ def main(argv=None):
     shift = k * n * float(np.finfo(np.float64).eps) / 2
     table = pivot_strategy(strategy, blocks)
     cols_host = (table[..., None] * width + np.arange(width)).reshape(len(table), -1, k)
-    cols_dev = [cp.asarray(c) for c in cols_host]
+    cols_dev = [(cp.asarray(c), cp.asarray(t.reshape(-1).astype(np.int32)))
+                for c, t in zip(cols_host, table)]
     say(f"b={width} blocks={blocks} p-steps/sweep={len(table)} pairs/step={cols_host.shape[1]}"
         f" k_inner={k_inner} strategy={strategy}")
     gt = cp.ascontiguousarray(a.T)
@@ -72,9 +73,10 @@ def main(argv=None):
     eye = cp.repeat(cp.eye(k_inner, dtype=a.dtype)[None], cols_host.shape[1], axis=0)
     inner = blocked.inner_for(cp)
 
-    def step(cols, clock):
+    def step(pair, clock):
+        cols, blks = pair
         clock("start")
-        x = gt[cols]
+        x = blocked._gather(cp, gt, cols, blks, width)
         clock("gather G")
         wide = x
         h = cp.matmul(wide.conj(), wide.transpose(0, 2, 1))
@@ -85,9 +87,10 @@ def main(argv=None):
         clock("inner (1 sweep)")
         total = rot.sum()
         vloc_t = vloc.transpose(0, 2, 1)
-        gt[cols] = cp.matmul(vloc_t, x)
+        blocked._scatter(cp, gt, cols, blks, width, cp.matmul(vloc_t, x))
         clock("postmultiply G + scatter")
-        vt[cols] = cp.matmul(vloc_t, vt[cols])
+        blocked._scatter(cp, vt, cols, blks, width,
+                         cp.matmul(vloc_t, blocked._gather(cp, vt, cols, blks, width)))
         clock("gather+postmultiply+scatter V")
         return total, h
 

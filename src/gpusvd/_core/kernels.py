@@ -37,6 +37,8 @@ REGISTRY = {
         f"inner_jacobi<{ctype}, {lanes}>"
         for ctype in ("float", "double", "Complex<float>", "Complex<double>")
         for lanes in (4, 8, 16, 32)) + ("rotation_table<float>", "rotation_table<double>")),
+    "jacobi/kernels/block_copy.cu": KernelFile(
+        ("copy_blocks<ulonglong2>", "copy_blocks<unsigned int>")),
     "jacobi/kernels/gram_cholesky.cu": KernelFile(tuple(
         f"gram_cholesky<{ctype}>"
         for ctype in ("float", "double", "Complex<float>", "Complex<double>"))),

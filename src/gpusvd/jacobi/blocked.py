@@ -192,13 +192,14 @@ def blocked_jacobi(gt, vt, signs, *, xp, strategy, variant, shorten, tol, max_sw
     inner_sweeps = tunables.get().jacobi_inner_sweeps if variant == "full-block" else 1
     table = pivot_strategy(strategy, blocks)
     cols_host = (table[..., None] * width + np.arange(width)).reshape(len(table), -1, k)
-    steps = [(xp.asarray(c), _SignGroups(signs_pad, c, k_inner, xp)) for c in cols_host]
+    steps = [(xp.asarray(c), xp.asarray(t.reshape(-1).astype(np.int32)),
+              _SignGroups(signs_pad, c, k_inner, xp)) for c, t in zip(cols_host, table)]
     eye = xp.repeat(xp.eye(k_inner, dtype=dtype)[None], cols_host.shape[1], axis=0)
 
     for sweep in range(1, max_sweeps + 1):
         proper = xp.zeros((), np.int64)
-        for cols, groups in steps:
-            x = gt[cols]
+        for cols, blks, groups in steps:
+            x = _gather(xp, gt, cols, blks, width)
             r, vloc = _shorten(xp, x, shorten, shift, eye)
             if k_inner > k:
                 r, _ = pad_columns(r, k_inner, xp)
@@ -213,9 +214,10 @@ def blocked_jacobi(gt, vt, signs, *, xp, strategy, variant, shorten, tol, max_sw
             if k_inner > k:
                 vloc = drop_columns(vloc[:, :k], kept_columns(vloc, k, xp), xp)
             vloc_t = vloc.transpose(0, 2, 1)
-            gt[cols] = xp.matmul(vloc_t, x)
+            _scatter(xp, gt, cols, blks, width, xp.matmul(vloc_t, x))
             if vt is not None:
-                vt[cols] = xp.matmul(vloc_t, vt[cols])
+                _scatter(xp, vt, cols, blks, width,
+                         xp.matmul(vloc_t, _gather(xp, vt, cols, blks, width)))
         last = int(proper)  # the one host synchronization per block sweep (§4.5)
         if last == 0:
             break
@@ -228,6 +230,24 @@ def blocked_jacobi(gt, vt, signs, *, xp, strategy, variant, shorten, tol, max_sw
         if vt is not None:
             vt_in[...] = vt
     return gt_in, vt_in, signs, sweep
+
+
+def _gather(xp, a, cols, blks, width):
+    """The rows ``cols`` (pairs, k) of ``a``, i.e. its block-columns ``blks``, as
+    (pairs, k, row): NumPy fancy indexing, or one copy kernel on the GPU."""
+    if xp is np:
+        return a[cols]
+    from .block_copy_cuda import gather_blocks
+    return gather_blocks(a, blks, width).reshape(cols.shape + a.shape[1:])
+
+
+def _scatter(xp, a, cols, blks, width, values):
+    """``a[cols] = values`` (the inverse of :func:`_gather`)."""
+    if xp is np:
+        a[cols] = values
+        return
+    from .block_copy_cuda import scatter_blocks
+    scatter_blocks(a, blks, width, values.reshape(-1, a.shape[1]))
 
 
 def block_width(xp):
