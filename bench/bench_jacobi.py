@@ -208,7 +208,8 @@ class Run:
                 rec["skipped"] = f"predicted {pred:.3g} s per call, {self.left():.0f} s left"
         if not rec.get("skipped"):
             try:
-                timing = common.time_gpu(build(), repeat=self.args.repeat,
+                timing = common.time_gpu(build(), warmup=self.args.warmup,
+                                         repeat=self.args.repeat,
                                          max_seconds=self.args.case_seconds)
                 rec.update(median_s=timing.median, times_s=timing.times,
                            warmup_s=timing.warmup_times)
@@ -351,6 +352,9 @@ def main(argv=None) -> int:
     p.add_argument("--case-seconds", type=float, default=20.0,
                    help="stop repeating a case after this many seconds (>= 1 timed call)")
     p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=1,
+                   help="untimed calls before the timed ones (0 for the largest sizes; "
+                        "a smaller size first then compiles the kernels)")
     p.add_argument("--seed", type=int, default=20261122)
     args = p.parse_args(argv)
 
