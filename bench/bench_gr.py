@@ -190,8 +190,8 @@ def build_runner(method: str, mode: str, a):
         try:
             x = jax.dlpack.from_dlpack(a, copy=True)
         except Exception:
-            import cupy as cp
-            x = jnp.asarray(cp.asnumpy(a))
+            import cupy
+            x = jnp.asarray(cupy.asnumpy(a))
             x = jax.device_put(x, jax.devices("gpu")[0])
         x = jax.block_until_ready(x)
         plat = {d.platform for d in x.devices()}
