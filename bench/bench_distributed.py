@@ -87,7 +87,7 @@ def _timed(world, fn, repeat):
     return sorted(times)[len(times) // 2], times, out
 
 
-def _runs(args, comms):
+def _runs(args):
     """(name, variant, g) of every run of a case, in order."""
     runs = [] if args.no_single_driver else [("single_driver", None, 1)]
     for variant in args.variants:
@@ -112,7 +112,7 @@ def _case(world, comms, n, mode, args, previous):
     kw = dict(compute_uv=full, full_matrices=False)
     rec = {"n": n, "mode": mode, "dtype": "float64", "runs": {}}
     s_ref = None
-    for name, variant, g in _runs(args, comms):
+    for name, variant, g in _runs(args):
         last = previous.get((name, mode))
         predicted = None if last is None else last[1] * (n / last[0]) ** 3
         skip = world.bcast(predicted is not None and predicted > args.max_call, root=0)

@@ -1,7 +1,7 @@
 """The Cholesky shortening kernel (kernels/gram_cholesky.cu, gram_cholesky_cuda.py).
 
 Without a GPU the kernel's source runs on the CPU (host_gram_cholesky.py, one thread per
-block) against its twin, the host path ``blocked._cholesky_factor`` (NumPy's Cholesky): R
+block) against its twin on the same H, ``blocked._factor_gram`` (NumPy's Cholesky): R
 upper triangular, RᴴR = H to the rounding of H, and R equal to the twin's to rounding, for
 every dtype, on random, graded, rank-deficient pairs and pairs with zero columns; pairs
 that are not positive definite after the shift are refactored with a larger one (as the
@@ -57,7 +57,7 @@ def test_host_kernel_matches_the_host_path(host_gc, dtype, kind, m, k):
     h = blocked._gram(np, x)
     h0 = h.copy()
     r, v = host_gc(h, shift, dtype, kv=k + 2)
-    twin = blocked._cholesky_factor(np, x, shift)
+    twin = blocked._factor_gram(np, h, shift, dtype)
     np.testing.assert_array_equal(h, h0)
     assert r.dtype == dtype and r.shape == (3, k, k)
     assert np.all(np.tril(r, -1) == 0)
@@ -88,11 +88,10 @@ def test_not_positive_definite_is_refactored_with_a_larger_shift(host_gc, dtype)
     h[0, 1, 1] *= 1 - 1e-12           # make the trailing pivot negative after rounding
     r = host_gc(h, 1e-14, dtype)
     assert np.all(np.isfinite(r.view(np.float64)))
-    twin_low = blocked._host_cholesky(
-        (h / np.sqrt(np.outer(np.diagonal(h[0]).real, np.diagonal(h[0]).real)))
-        * (1 - np.eye(4)) + (1 + 1e-14) * np.eye(4), 1e-14)
-    assert np.all(np.isfinite(twin_low.view(np.float64)))
+    twin = blocked._factor_gram(np, h, 1e-14, dtype)     # the host path's retries
+    assert np.all(np.isfinite(twin.view(np.float64)))
     assert abs(r[0, 0, 0]) == pytest.approx(np.linalg.norm(c), rel=1e-12)
+    np.testing.assert_allclose(r[0, 0], twin[0, 0], rtol=0, atol=1e-12 * np.linalg.norm(c))
 
 
 def test_zero_pair_gives_zero_r(host_gc):

@@ -39,7 +39,7 @@ def gather_blocks(a, index, width):
     """
     import cupy
 
-    rows, length = a.shape
+    length = a.shape[1]
     out = cupy.empty((index.size * width, length), a.dtype)
     _launch(a, out, index, width * length * a.itemsize, 0)
     return out

@@ -76,7 +76,14 @@ def _cholesky_factor(xp, x, shift):
     keeps numerically singular pairs factorable, and needs no test of the factorization
     (which on the GPU would cost a second factorization or a host synchronization).
     """
-    h = _gram(xp, x)
+    return _factor_gram(xp, _gram(xp, x), shift, x.dtype)
+
+
+def _factor_gram(xp, h, shift, dtype):
+    """R (batch, k, k) of ``dtype`` from the Gram matrices h (see :func:`_cholesky_factor`).
+
+    The twin of ``kernels/gram_cholesky.cu``, which takes the same h on the GPU.
+    """
     k = h.shape[-1]
     d = xp.sqrt(xp.diagonal(h, axis1=1, axis2=2).real)
     ds = xp.where(d > 0, d, 1).astype(h.dtype)
@@ -88,7 +95,7 @@ def _cholesky_factor(xp, x, shift):
     else:
         low = xp.linalg.cholesky(hs)
     r = low.conj().transpose(0, 2, 1) * d[:, None, :].astype(h.dtype)
-    return xp.ascontiguousarray(r.astype(x.dtype, copy=False))
+    return xp.ascontiguousarray(r.astype(dtype, copy=False))
 
 
 def _gram(xp, x):

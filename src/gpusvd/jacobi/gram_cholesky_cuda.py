@@ -2,7 +2,7 @@
 
 ``kernels/gram_cholesky.cu`` takes the Gram matrices H of a p-step's block pairs (formed
 by one batched GEMM) and returns R = Lᴴ·diag(d) with L·Lᴴ = H scaled to unit diagonal plus
-a shift, exactly the steps of :func:`gpusvd.jacobi.blocked._cholesky_factor` on the host
+a shift, exactly the steps of :func:`gpusvd.jacobi.blocked._factor_gram` on the host
 (its CPU twin), and sets the inner Jacobi's V to the identity. It replaces ten CuPy
 launches and cuSOLVER's potrfBatched, whose info check synchronized the host once per
 p-step. A pair that is not positive definite after the shift is refactored with a larger
@@ -16,13 +16,10 @@ from typing import NamedTuple
 import numpy as np
 
 from .._core import kernels
-from .inner_cuda import _max_shared
+from .inner_cuda import _CTYPE, _DEFAULT_SHARED, _max_shared
 
 _KERNEL_FILE = "jacobi/kernels/gram_cholesky.cu"
-_CTYPE = {np.dtype(np.float32): "float", np.dtype(np.float64): "double",
-          np.dtype(np.complex64): "Complex<float>", np.dtype(np.complex128): "Complex<double>"}
 _MAX_THREADS = 256           # GRAM_CHOLESKY_MAX_THREADS, the kernel's __launch_bounds__
-_DEFAULT_SHARED = 48 * 1024  # above this a kernel must opt in to more dynamic shared memory
 
 
 class LaunchConfig(NamedTuple):

@@ -17,16 +17,13 @@ from typing import NamedTuple
 import numpy as np
 
 from .._core import kernels
-from .inner_cuda import _max_shared
+# The kernels' element types are inner_cuda's (each file has its own Complex<R> struct).
+from .inner_cuda import _CTYPE, _DEFAULT_SHARED, _max_shared
 
 _KERNEL_FILE = "jacobi/kernels/small_qr.cu"
-# The kernel's element types (its own Complex<R> struct: NVRTC here has no CuPy headers).
-_CTYPE = {np.dtype(np.float32): "float", np.dtype(np.float64): "double",
-          np.dtype(np.complex64): "Complex<float>", np.dtype(np.complex128): "Complex<double>"}
 _WARP = 32
 _MAX_THREADS = 256        # SMALL_QR_MAX_THREADS, the kernel's __launch_bounds__
 _COLUMNS_PER_WARP = 8     # warps = about n / 8: each warp updates about 8 columns a step
-_DEFAULT_SHARED = 48 * 1024  # above this a kernel must opt in to more dynamic shared memory
 # Rows beyond which one block per matrix is left to cuSOLVER: a taller matrix keeps one SM
 # busy with a long sequential column loop, while a single geqrf of it is already efficient.
 MAX_ROWS = 256

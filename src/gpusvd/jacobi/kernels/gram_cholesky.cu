@@ -3,7 +3,7 @@
 //
 // Input: the Gram matrices H (batch x k x k, row-major, Hermitian) in double (complex
 // double for complex data), as the batched GEMM of gpusvd/jacobi/blocked.py forms them.
-// Per block, as blocked._cholesky_factor does on the host:
+// Per block, as blocked._factor_gram (its twin) does on the host:
 //   1. d_j = sqrt(Re H_jj); H is scaled to unit diagonal, Hs_ij = H_ij / (d_i d_j) (a zero
 //      column, d_j = 0, is scaled by 1), and its diagonal set to 1 + shift;
 //   2. Hs = L Lᴴ by a right-looking Cholesky factorization of its lower triangle, held in
