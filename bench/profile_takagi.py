@@ -4,7 +4,9 @@
 
 ``--update`` picks the blocked step's update (tunable ``takagi_update``: "strided", batched
 GEMMs on block offsets, or "gather"); ``--no-overlap`` keeps U's GEMMs of the strided
-update on the current stream (tunable ``takagi_update_overlap``).
+update on the current stream (tunable ``takagi_update_overlap``). ``--threads T ...``
+times the inner solve's threads per block (tunable ``takagi_solve_threads``), each the
+median of ``--repeat`` runs; the profile uses the first.
 
 Two runs of the same matrix (bench_takagi's generator): one timed plainly (the number to
 compare with the bench), one under cProfile with ``gpusvd._core.profile`` recording. The
@@ -55,6 +57,9 @@ def main():
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--update", choices=["strided", "gather"], default="strided")
     p.add_argument("--no-overlap", action="store_true")
+    p.add_argument("--threads", type=int, nargs="+",
+                   default=[tunables.get().takagi_solve_threads])
+    p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args()
     with tunables.override(takagi_update=args.update, takagi_update_overlap=not args.no_overlap):
         _profile(args)
@@ -65,13 +70,19 @@ def _profile(args):
     a = cupy.asarray(make_matrix(args.n, seed=args.n).astype(dtype))
     _timed(a[:256, :256])  # warm-up: kernels compiled, cuBLAS handles, memory pool
     _timed(a[:64, :64])
-    elapsed, s, u = _timed(a)
     eps = float(np.finfo(dtype).eps)
-    residual = float(cupy.linalg.norm(a - (u * s) @ u.T) / cupy.linalg.norm(a)) / (args.n * eps)
-    print(f"takagi n={args.n} {dtype} update={args.update} overlap={not args.no_overlap}: "
-          f"{elapsed:.3f} s, residual {residual:.2f} n·eps")
+    for threads in args.threads:
+        with tunables.override(takagi_solve_threads=threads):
+            runs = [_timed(a) for _ in range(args.repeat)]
+        elapsed = float(np.median([r[0] for r in runs]))
+        _, s, u = runs[-1]
+        residual = float(cupy.linalg.norm(a - (u * s) @ u.T) / cupy.linalg.norm(a)) / (args.n * eps)
+        print(f"takagi n={args.n} {dtype} update={args.update} overlap={not args.no_overlap} "
+              f"threads={threads}: {elapsed:.3f} s (median of {args.repeat}), "
+              f"residual {residual:.2f} n·eps")
     prof = cProfile.Profile()
-    with profile.recording() as phases:
+    with tunables.override(takagi_solve_threads=args.threads[0]), \
+            profile.recording() as phases:
         prof.enable()
         recorded, _, _ = _timed(a)
         prof.disable()

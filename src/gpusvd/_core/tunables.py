@@ -72,6 +72,12 @@ class Tunables:
     # or 3 inner sweeps all took the same outer sweeps (9–10 at 256, 11 at 512), so more
     # inner work buys nothing: one.
     takagi_inner_sweeps: int = 1
+    # Threads per thread block of the CUDA inner solve (takagi_solve_block_pairs): one
+    # warp forms each step's rotations while the others update G; the tile's 2×2 updates
+    # (b² of them, 1024 at b = 32) share all warps. Measured on the H100 (S4, 2026-11-22, bench/profile_takagi.py --threads,
+    # n = 2048): complex128 0.482 s with 256, 0.498 s with 512 (1024 does not launch:
+    # registers); complex64 0.252 / 0.251 / 0.274 s with 256 / 512 / 1024. So 256.
+    takagi_solve_threads: int = 256
     # Blocked Jacobi SVD (paper 003): columns per block-column b; each block pair is
     # shortened to a 2b×2b factor for the inner Jacobi. The paper's b = 16 (2b = 32, one
     # warp per column) fitted a Kepler's 16 kB of shared memory; kept on the CPU, where the

@@ -8,7 +8,7 @@ launch of the inner solve.
 
 import numpy as np
 
-from .._core import kernels
+from .._core import kernels, tunables
 
 _FILE = "takagi/kernels/takagi_steps.cu"
 _THREADS = 256  # threads per block of every launch: 8 warps, enough to hide latency
@@ -55,17 +55,26 @@ def jacobi_sweep(a, u, ordering):
 
 
 def shared_bytes(block, dtype):
-    """Dynamic shared memory of the inner solve: tile and unitary (2b × (2b + 1)) and the
-    step's b rotations of four entries."""
+    """Dynamic shared memory of the inner solve: tile and unitary (2b × (2b + 1)), two
+    steps' b rotations of four entries and two steps' pair tables (2 × 2b int32)."""
     width = 2 * block
-    return (2 * width * (width + 1) + 4 * block) * np.dtype(dtype).itemsize
+    return (2 * width * (width + 1) + 8 * block) * np.dtype(dtype).itemsize + 4 * 2 * width
 
 
-def solve_block_pairs(a, block_pairs, block, sweeps, out=None):
+def solve_block_pairs(a, block_pairs, block, sweeps, out=None, threads=None):
     """GPU twin of :func:`gpusvd.takagi.steps.solve_block_pairs` (CuPy arrays; the
     ordering of the 2b indices is computed by the kernel). ``out``: a C-contiguous
-    (count, 2b, 2b) array of a's dtype to write into (allocated if not given)."""
+    (count, 2b, 2b) array of a's dtype to write into (allocated if not given).
+    ``threads`` per thread block, a multiple of 32 from 64 to 1024 (default: the tunable
+    ``takagi_solve_threads``), lowered to the kernel's limit for its registers where that
+    is smaller (complex128 does not launch with 1024)."""
     import cupy
+
+    if threads is None:
+        threads = tunables.get().takagi_solve_threads
+    if threads % 32 or not 64 <= threads <= 1024:
+        raise ValueError(f"takagi_solve_threads must be a multiple of 32 in [64, 1024], "
+                         f"got {threads}")
 
     count, width = block_pairs.shape[0], 2 * block
     if out is None:
@@ -73,10 +82,11 @@ def solve_block_pairs(a, block_pairs, block, sweeps, out=None):
     if count == 0:
         return out
     kernel = _kernel("takagi_solve_block_pairs", a.dtype)
+    threads = min(threads, kernel.max_threads_per_block // 32 * 32)
     shared = shared_bytes(block, a.dtype)
     if kernel.max_dynamic_shared_size_bytes < shared:
         kernel.max_dynamic_shared_size_bytes = shared  # opt in above the default 48 KB
-    kernel((count,), (_THREADS,),
+    kernel((count,), (threads,),
            (a, np.int32(a.shape[0]), block_pairs, np.int32(block), np.int32(sweeps), out),
            shared_mem=shared)
     return out

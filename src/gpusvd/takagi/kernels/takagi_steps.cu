@@ -15,7 +15,8 @@
 //                        thread block per pair of b-index blocks (I, J); the 2b x 2b
 //                        submatrix and its accumulated unitary live in shared memory while
 //                        `sweeps` sweeps of the steps above run on it (the chess-tournament
-//                        pairs of a step computed by Alg. 1 on the fly).
+//                        pairs of a step computed by Alg. 1 on the fly), two barriers per
+//                        step (see the kernel).
 //
 // Complex numbers are a two-member struct (no CuPy or CUDA headers: nvcc in CI compiles
 // this file alone); arrays are C-contiguous (row-major) n x n.
@@ -114,17 +115,17 @@ __device__ void takagi_rotation(Complex<T> a, Complex<T> b, Complex<T> c, Comple
 // (x, y) <- (x1 - (mu x1 + s y1), y1 + (conj(s) x1 - mu y1)) with x1 = x + w1 x,
 // y1 = y + w2 y: one entry pair updated by a step, as identity plus small corrections
 // (rotation.py, rotate). Rows and columns of A: (conj(w1), conj(w2), mu, sn); U:
-// (w1, w2, mu, conj(sn)).
+// (w1, w2, mu, conj(sn)). mu is real (g[2] holds it with a zero imaginary part): a real
+// product is what the complex one computes when mu.im = 0, at half the operations.
 template <typename T>
 __device__ __forceinline__ void rotate(Complex<T> &x, Complex<T> &y, Complex<T> w1, Complex<T> w2,
-                                       Complex<T> mu, Complex<T> s)
+                                       T mu, Complex<T> s)
 {
     const Complex<T> x1 = x + w1 * x, y1 = y + w2 * y;
-    const Complex<T> dx = mu * x1 + s * y1;
-    const Complex<T> mu_y = mu * y1;
+    const Complex<T> sy = s * y1;
     const Complex<T> dy = conj(s) * x1;
-    x = make(x1.re - dx.re, x1.im - dx.im);
-    y = y1 + make(dy.re - mu_y.re, dy.im - mu_y.im);
+    x = make(x1.re - (mu * x1.re + sy.re), x1.im - (mu * x1.im + sy.im));
+    y = y1 + make(dy.re - mu * y1.re, dy.im - mu * y1.im);
 }
 
 template <typename T>
@@ -149,7 +150,7 @@ __global__ void takagi_rotate_rows(Complex<T> *a, int n, const int *__restrict__
     const int i = pairs[2 * p], j = pairs[2 * p + 1];
     if (col >= n || i >= n || j >= n) return;
     const Complex<T> *v = g + 4 * p;
-    rotate(a[(size_t)i * n + col], a[(size_t)j * n + col], conj(v[0]), conj(v[1]), v[2], v[3]);
+    rotate(a[(size_t)i * n + col], a[(size_t)j * n + col], conj(v[0]), conj(v[1]), v[2].re, v[3]);
 }
 
 template <typename T>
@@ -162,8 +163,8 @@ __global__ void takagi_rotate_columns(Complex<T> *a, Complex<T> *u, int n,
     if (row >= n || i >= n || j >= n) return;
     const Complex<T> *v = g + 4 * p;
     const size_t r = (size_t)row * n;
-    rotate(a[r + i], a[r + j], conj(v[0]), conj(v[1]), v[2], v[3]);
-    rotate(u[r + i], u[r + j], v[0], v[1], v[2], conj(v[3]));
+    rotate(a[r + i], a[r + j], conj(v[0]), conj(v[1]), v[2].re, v[3]);
+    rotate(u[r + i], u[r + j], v[0], v[1], v[2].re, conj(v[3]));
 }
 
 // Pair t of step s of the chess tournament of `players` (even) indices (Alg. 1 as the
@@ -172,6 +173,35 @@ __device__ __forceinline__ void chess_pair(int t, int s, int players, int &i, in
 {
     i = (t + s) % (players - 1);
     j = t == 0 ? players - 1 : (players - 1 - t + s) % (players - 1);
+}
+
+// The inner solve, one thread block per block pair. Per step of the 2b-index tournament:
+//
+//   phase 1 (all threads)  the 2x2 sub-blocks A[{i_p, j_p}, {i_q, j_q}] for every two
+//                          pairs p, q of the step: V_p^H X conj(V_q), the row update by p
+//                          then the column update by q, the same operations per entry as
+//                          rows-then-columns over the whole tile (which is the CPU twin's
+//                          order), so one pass and one barrier instead of two;
+//   phase 2                warp 0 forms the next step's pairs and rotations from the
+//                          updated tile while the other warps update G with this step's
+//                          rotations (G is not read by the rotations), so the rotations'
+//                          long dependent chains of divisions and square roots hide
+//                          behind G's update.
+//
+// The pairs are computed once per step into shared tables (no integer division by the
+// tournament's order per entry); rotations and tables are double-buffered between steps.
+// Needs blockDim.x >= 64 (warp 0 and at least one warp for G).
+template <typename T>
+__device__ __forceinline__ void step_rotations(const Complex<T> *tile, int ld, int width, int block,
+                                               int s, int *pi, int *pj, Complex<T> *rot)
+{
+    for (int t = threadIdx.x; t < block; t += 32) {
+        int i, j;
+        chess_pair(t, s, width, i, j);
+        pi[t] = i;
+        pj[t] = j;
+        takagi_rotation(tile[i * ld + i], tile[i * ld + j], tile[j * ld + j], rot + 4 * t);
+    }
 }
 
 template <typename T>
@@ -184,44 +214,72 @@ __global__ void takagi_solve_block_pairs(const Complex<T> *__restrict__ a, int n
     const int ld = width + 1;  // padded rows: a column walk does not hit one bank
     Complex<T> *tile = reinterpret_cast<Complex<T> *>(shared_raw);
     Complex<T> *g = tile + width * ld;
-    Complex<T> *rot = g + width * ld;  // block x 4
+    Complex<T> *rot = g + width * ld;                        // 2 x block x 4
+    int *index = reinterpret_cast<int *>(rot + 8 * block);   // 2 x (pi, pj) x block
     const int p = blockIdx.x;
     const int bi = block_pairs[2 * p], bj = block_pairs[2 * p + 1];
 
     for (int e = threadIdx.x; e < width * width; e += blockDim.x) {
-        const int r = e / width, c = e % width;
+        const int r = e / width, c = e - r * width;
         const int gr = r < block ? bi * block + r : bj * block + r - block;
         const int gc = c < block ? bi * block + c : bj * block + c - block;
         tile[r * ld + c] = a[(size_t)gr * n + gc];
         g[r * ld + c] = make(T(r == c ? 1 : 0), T(0));
     }
     __syncthreads();
-    for (int sweep = 0; sweep < sweeps; ++sweep) {
-        for (int s = 0; s < width - 1; ++s) {
-            for (int t = threadIdx.x; t < block; t += blockDim.x) {
-                int i, j;
-                chess_pair(t, s, width, i, j);
-                takagi_rotation(tile[i * ld + i], tile[i * ld + j], tile[j * ld + j], rot + 4 * t);
+    const int steps = sweeps * (width - 1);
+    if (steps > 0 && threadIdx.x < 32)
+        step_rotations(tile, ld, width, block, 0, index, index + block, rot);
+    __syncthreads();
+    for (int k = 0; k < steps; ++k) {
+        const int cur = k & 1;
+        const int *pi = index + 2 * block * cur, *pj = pi + block;
+        const Complex<T> *r = rot + 4 * block * cur;
+        // Sub-block (bp, bq) at e = bp * block + bq: a warp shares bp (u is a broadcast
+        // read) and each thread keeps its bq's coefficients v while bq stays the same
+        // (always, when blockDim.x is a multiple of b), so the coefficient reads per
+        // sub-block drop from 8 entries to 4 broadcast ones.
+        int last_q = -1;
+        Complex<T> v0, v1, v3;
+        T v2 = T(0);
+        for (int e = threadIdx.x; e < block * block; e += blockDim.x) {
+            const int bp = e / block, bq = e - bp * block;
+            if (bq != last_q) {
+                const Complex<T> *v = r + 4 * bq;
+                v0 = conj(v[0]);
+                v1 = conj(v[1]);
+                v2 = v[2].re;
+                v3 = v[3];
+                last_q = bq;
             }
-            __syncthreads();
-            for (int e = threadIdx.x; e < block * width; e += blockDim.x) {
-                const int t = e / width, col = e % width;
-                int i, j;
-                chess_pair(t, s, width, i, j);
-                const Complex<T> *v = rot + 4 * t;
-                rotate(tile[i * ld + col], tile[j * ld + col], conj(v[0]), conj(v[1]), v[2], v[3]);
-            }
-            __syncthreads();
-            for (int e = threadIdx.x; e < block * width; e += blockDim.x) {
-                const int t = e / width, row = e % width;
-                int i, j;
-                chess_pair(t, s, width, i, j);
-                const Complex<T> *v = rot + 4 * t;
-                rotate(tile[row * ld + i], tile[row * ld + j], conj(v[0]), conj(v[1]), v[2], v[3]);
-                rotate(g[row * ld + i], g[row * ld + j], v[0], v[1], v[2], conj(v[3]));
-            }
-            __syncthreads();
+            const int ip = pi[bp], jp = pj[bp], iq = pi[bq], jq = pj[bq];
+            const Complex<T> *u = r + 4 * bp;
+            Complex<T> x00 = tile[ip * ld + iq], x01 = tile[ip * ld + jq];
+            Complex<T> x10 = tile[jp * ld + iq], x11 = tile[jp * ld + jq];
+            const Complex<T> u0 = conj(u[0]), u1 = conj(u[1]);
+            rotate(x00, x10, u0, u1, u[2].re, u[3]);
+            rotate(x01, x11, u0, u1, u[2].re, u[3]);
+            rotate(x00, x01, v0, v1, v2, v3);
+            rotate(x10, x11, v0, v1, v2, v3);
+            tile[ip * ld + iq] = x00;
+            tile[ip * ld + jq] = x01;
+            tile[jp * ld + iq] = x10;
+            tile[jp * ld + jq] = x11;
         }
+        __syncthreads();
+        if (threadIdx.x < 32) {
+            if (k + 1 < steps)
+                step_rotations(tile, ld, width, block, (k + 1) % (width - 1),
+                               index + 2 * block * (1 - cur), index + 2 * block * (1 - cur) + block,
+                               rot + 4 * block * (1 - cur));
+        } else {
+            for (int e = threadIdx.x - 32; e < block * width; e += blockDim.x - 32) {
+                const int bq = e / width, row = e - bq * width;
+                const Complex<T> *v = r + 4 * bq;
+                rotate(g[row * ld + pi[bq]], g[row * ld + pj[bq]], v[0], v[1], v[2].re, conj(v[3]));
+            }
+        }
+        __syncthreads();
     }
     Complex<T> *dst = out + (size_t)p * width * width;
     for (int e = threadIdx.x; e < width * width; e += blockDim.x)

@@ -1,0 +1,97 @@
+"""kernels/takagi_steps.cu compiled for the host with g++, each CUDA thread a host thread.
+
+The inner solve ``takagi_solve_block_pairs`` gives its warps different work (warp 0 forms
+the next step's rotations while the others update G), so it cannot run as one thread per
+block as the Jacobi kernels' host builds do. Here every CUDA thread of a block is a
+``std::thread`` with its own ``threadIdx``, ``__syncthreads`` is a ``std::barrier`` of
+the block, and blocks run one after another. Nothing is contracted into fma
+(``-ffp-contract=off``), so the arithmetic is the Numba twin's operation for operation.
+"""
+
+import ctypes
+import pathlib
+import shutil
+import subprocess
+
+import numpy as np
+
+KERNEL = (pathlib.Path(__file__).resolve().parents[2]
+          / "src/gpusvd/takagi/kernels/takagi_steps.cu")
+_SHARED = 1 << 20  # bytes of the host block's shared memory
+
+SHIM = f"""
+#include <barrier>
+#include <cmath>
+#include <thread>
+#include <vector>
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __align__(n)
+#define __restrict__
+#define __shared__
+struct Dim {{ unsigned x, y; }};
+static thread_local Dim threadIdx;
+static Dim blockIdx, blockDim;
+static std::barrier<> *block_barrier;
+alignas(16) unsigned char shared_raw[{_SHARED}];
+inline void __syncthreads() {{ block_barrier->arrive_and_wait(); }}
+#include "{KERNEL}"
+template <typename T>
+static void solve(const Complex<T> *a, int n, const int *pairs, int count, int block,
+                  int sweeps, int threads, Complex<T> *out)
+{{
+    blockDim.x = threads;
+    for (int b = 0; b < count; ++b) {{
+        blockIdx.x = b;
+        std::barrier<> barrier(threads);
+        block_barrier = &barrier;
+        std::vector<std::thread> team;
+        for (int t = 0; t < threads; ++t)
+            team.emplace_back([=] {{
+                threadIdx.x = t;
+                takagi_solve_block_pairs<T>(a, n, pairs, block, sweeps, out);
+            }});
+        for (auto &thread : team) thread.join();
+    }}
+}}
+#define SOLVE(NAME, T)                                                                  \\
+    extern "C" void NAME(const Complex<T> *a, int n, const int *pairs, int count,       \\
+                         int block, int sweeps, int threads, Complex<T> *out)           \\
+    {{ solve<T>(a, n, pairs, count, block, sweeps, threads, out); }}
+SOLVE(solve_complex64, float)
+SOLVE(solve_complex128, double)
+"""
+
+
+def build(folder):
+    """The host build's ``solve_block_pairs(a, block_pairs, block, sweeps, threads)`` on
+    NumPy arrays (the contract of gpusvd.takagi.steps_cuda.solve_block_pairs), or None
+    when g++ is not on PATH."""
+    if shutil.which("g++") is None:
+        return None
+    source = folder / "takagi_steps.cpp"
+    source.write_text(SHIM)
+    library = folder / "libtakagi_steps.so"
+    subprocess.run(["g++", "-O2", "-std=c++20", "-ffp-contract=off", "-fPIC", "-shared",
+                    "-pthread", str(source), "-o", str(library)], check=True,
+                   capture_output=True, timeout=180)
+    lib = ctypes.CDLL(str(library))
+
+    def solve_block_pairs(a, block_pairs, block, sweeps, threads):
+        from gpusvd.takagi.steps_cuda import shared_bytes
+
+        if shared_bytes(block, a.dtype) > _SHARED:
+            raise ValueError("tile too large for the host build's shared memory")
+        a = np.ascontiguousarray(a)
+        pairs = np.ascontiguousarray(block_pairs, np.int32)
+        width = 2 * block
+        out = np.empty((len(pairs), width, width), a.dtype)
+        getattr(lib, f"solve_{a.dtype.name}")(
+            a.ctypes.data_as(ctypes.c_void_p), ctypes.c_int(a.shape[0]),
+            pairs.ctypes.data_as(ctypes.c_void_p), ctypes.c_int(len(pairs)),
+            ctypes.c_int(block), ctypes.c_int(sweeps), ctypes.c_int(threads),
+            out.ctypes.data_as(ctypes.c_void_p))
+        return out
+
+    return solve_block_pairs
