@@ -5,12 +5,15 @@ import numpy as np
 import pytest
 from naive_quic import cosine_split, length_squared_pick
 
+from gpusvd import svd_lowrank, testing
 from gpusvd._core import tunables
-from gpusvd.quic import monte_carlo
+from gpusvd.quic import extraction, gram_schmidt, monte_carlo
 from gpusvd.quic.cosine_tree import Node, row_norms2, split_nodes
-from gpusvd.quic.extraction import extract, project, truncation_rank
+from gpusvd.quic.extraction import extract, project, small_svd, truncation_rank
 from gpusvd.quic.gram_schmidt import Basis
 from gpusvd.testing import orthogonality, random_matrix
+
+EXTRACT_SVD = sorted(extraction.SMALL_SVD)
 
 
 def test_z_score():
@@ -87,6 +90,73 @@ def test_blocked_gram_schmidt_orthonormal_and_drops_dependent(dtype):
     assert np.linalg.norm(proj) <= 100 * np.finfo(dtype).eps * np.linalg.norm(seen)
 
 
+def _counting_qr(monkeypatch):
+    calls = []
+    qr = np.linalg.qr
+
+    def counted(x, *args, **kw):
+        calls.append(x.shape)
+        return qr(x, *args, **kw)
+
+    monkeypatch.setattr(np.linalg, "qr", counted)
+    return calls
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gram_schmidt_trailing_drops_take_one_qr(dtype, monkeypatch):
+    """Candidates in the span (of the basis, or of the candidates before them) placed
+    last: one QR of the block, and its first columns are the new vectors."""
+    rng = np.random.default_rng(10)
+    n = 120
+    basis = Basis(n, dtype, np, limit=n)
+    basis.extend(rng.standard_normal((n, 15)).astype(dtype))
+    fresh = rng.standard_normal((n, 6))
+    x = np.column_stack([fresh, basis.v @ rng.standard_normal((15, 2)),
+                         fresh[:, :2] @ rng.standard_normal((2, 2))]).astype(dtype)
+    calls = _counting_qr(monkeypatch)
+    assert basis.extend(x) == 6
+    assert len(calls) == 1
+    v = basis.v
+    assert orthogonality(v) < 2
+    proj = fresh - v @ (v.T @ fresh)
+    assert np.linalg.norm(proj) <= 100 * np.finfo(dtype).eps * np.linalg.norm(fresh)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gram_schmidt_nearly_dependent_block(dtype, monkeypatch):
+    """A candidate mostly in the span of V̂ and of another candidate of its block
+    (|r_jj| ≈ 1e-2 of its projected length) is kept, and V̂ stays orthonormal: without
+    the extra projection and Newton–Schulz steps its components along V̂ would be
+    u·‖x'‖/|r_jj| (float64: ‖V̂ᵀV̂ − I‖ about 1e9 k·ε)."""
+    def grow(seed):
+        rng = np.random.default_rng(seed)
+        n = 300
+        basis = Basis(n, dtype, np, limit=n)
+        basis.extend(rng.standard_normal((n, 20)).astype(dtype))
+        y = basis.v @ rng.standard_normal((20, 3)) + 1e-2 * rng.standard_normal((n, 3))
+        near = y[:, 0] + y[:, 1] + 1000 * np.finfo(dtype).eps * rng.standard_normal(n)
+        assert basis.extend(np.column_stack([y, near]).astype(dtype)) == 4
+        return orthogonality(basis.v)
+
+    for seed in range(3):
+        assert grow(seed) < 2
+    if dtype == np.float64:
+        monkeypatch.setattr(gram_schmidt, "REORTHOGONALIZE_BELOW", 0.0)
+        assert grow(0) > 1e6
+
+
+def test_growth_takes_one_qr_per_step(monkeypatch):
+    """Rows with a common positive part: one child of every split is dependent on its
+    sibling, and with the siblings last every Gram–Schmidt call is one QR (plus one QR
+    of the extraction)."""
+    rng = np.random.default_rng(17)
+    a = rng.uniform(0.0, 1.0, (900, 100)) @ rng.uniform(0.0, 1.0, (100, 600))
+    calls = _counting_qr(monkeypatch)
+    r = svd_lowrank(a, eps=1e-10, seed=0, device="cpu")
+    assert r.rank == 100 and r.passes == 2
+    assert len(calls) == (r.growth_steps + 1) + 1
+
+
 def test_split_children_partition_node_and_means_are_aligned():
     a = random_matrix(60, 9, seed=4)
     a[10] = -a[3]  # an anti-parallel pair: |cos| puts them in the same child
@@ -155,13 +225,67 @@ def test_truncation_rank_naive():
         assert r == want and err == pytest.approx(tails[r] / mass)
 
 
-def test_extract_pythagoras():
+@pytest.mark.parametrize("how", EXTRACT_SVD)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_extract_pythagoras(how, dtype):
     """error = residual + tail, against the directly computed error of the result."""
-    a = random_matrix(50, 20, seed=6)
-    v = np.linalg.qr(random_matrix(20, 12, seed=7))[0]
+    a = random_matrix(50, 20, seed=6).astype(dtype)
+    v = np.linalg.qr(random_matrix(20, 12, seed=7))[0].astype(dtype)
     p, res, mass = project(a, v, np)
-    assert res == pytest.approx(np.sum((a - a @ v @ v.T) ** 2), rel=1e-12)
-    u, s, vh, err = extract(p, v, res, mass, 0.9, None, np)
-    direct = np.sum((a - (u * s) @ vh) ** 2) / mass
-    assert err == pytest.approx(direct, rel=1e-10)
+    a64, v64 = a.astype(np.float64), v.astype(np.float64)
+    rel = 1e-12 if dtype == np.float64 else 1e-5
+    assert res == pytest.approx(np.sum((a64 - a64 @ v64 @ v64.T) ** 2), rel=rel)
+    with tunables.override(quic_extract_svd=how):
+        u, s, vh, err = extract(p, v, res, mass, 0.9, None, np)
+    assert u.dtype == s.dtype == vh.dtype == dtype
+    direct = np.sum((a64 - (u.astype(np.float64) * s) @ vh.astype(np.float64)) ** 2) / mass
+    assert err == pytest.approx(direct, rel=1e-10 if dtype == np.float64 else 1e-5)
     assert orthogonality(u) < 30 and orthogonality(vh, rows=True) < 30
+
+
+def _triangular(k, smallest, dtype, seed):
+    """R of a QR of a 3k × k matrix, singular values geometric from 1 to ``smallest``."""
+    a = testing.with_singular_values(np.geomspace(1.0, smallest, k), 3 * k, k, seed=seed)
+    return np.linalg.qr(a)[1].astype(dtype)
+
+
+@pytest.mark.parametrize("how", EXTRACT_SVD)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_small_svd_tails_and_factors(how, dtype):
+    """Every choice: the tail sums Σ_{j≥r} σ_j² the truncation uses within
+    8·(u·σ₁·Σ_{j≥r} σ_j + k·u₆₄·σ₁²) (extraction's docstring; a float32 Gram would be
+    off by u₃₂·σ₁² and fail at the small tails), and U_R, Σ, Wᵀ of a truncation."""
+    k, r = 60, 40
+    rf = _triangular(k, 1e-6, dtype, seed=1)
+    ref = np.linalg.svd(rf.astype(np.float64), compute_uv=False)
+    s, factors = small_svd(rf, np, how)
+    assert s.dtype == np.float64 and np.all(s[:-1] >= s[1:])
+    tail = np.cumsum(s[::-1] ** 2)[::-1]
+    tail_ref = np.cumsum(ref[::-1] ** 2)[::-1]
+    scale = (np.finfo(dtype).eps * ref[0] * np.cumsum(ref[::-1])[::-1]
+             + k * np.finfo(np.float64).eps * ref[0] ** 2)
+    assert np.all(np.abs(tail - tail_ref) <= 8 * scale)
+    u_r, s_r, wt = factors(r)
+    assert u_r.shape == (k, r) and s_r.shape == (r,) and wt.shape == (r, k)
+    assert u_r.dtype == s_r.dtype == wt.dtype == dtype
+    assert orthogonality(u_r) < 3 and orthogonality(wt, rows=True) < 3
+    approx = (u_r.astype(np.float64) * s_r) @ wt.astype(np.float64)
+    assert np.sum((rf - approx) ** 2) == pytest.approx(tail_ref[r], rel=1e-3)
+
+
+def test_gram_u_orthonormal_past_the_divide_threshold(monkeypatch):
+    """σ_k/σ₁ = 1e-7 in float32: R·W·Σ⁻¹ is far from orthonormal (checked by dividing
+    always), the QR that "gram" takes instead is not."""
+    k = 60
+    rf = _triangular(k, 1e-7, np.float32, seed=1)
+    u_r, s_r, wt = small_svd(rf, np, "gram")[1](k)
+    assert orthogonality(u_r) < 3
+    assert np.linalg.norm(rf - (u_r * s_r) @ wt) <= 3 * k * np.finfo(np.float32).eps \
+        * np.linalg.norm(rf)
+    monkeypatch.setattr(extraction, "GRAM_DIVIDE_ABOVE", 0.0)
+    assert orthogonality(small_svd(rf, np, "gram")[1](k)[0]) > 30
+
+
+def test_small_svd_unknown_choice():
+    with pytest.raises(ValueError, match="quic_extract_svd"):
+        small_svd(np.eye(3), np, "lapack")

@@ -39,6 +39,11 @@ class Tunables:
     # Basis vectors per block of the blocked Gram–Schmidt: "approximately 20" (paper 001
     # §2.2, their trade-off between speed and stability).
     quic_gs_block: int = 20
+    # The same on the GPU; 0: the whole basis in one block. Gram–Schmidt projects twice
+    # (quic/gram_schmidt.py), so the block size no longer matters for stability, and one
+    # block is two GEMMs of n × k × c instead of k/20 memory-bound pairs and their
+    # launches. A prediction from that count, to be measured on the H100.
+    quic_gs_block_gpu: int = 0
     # Monte Carlo sample counts, O(log m) as in Holmes et al. 2008: max(min, factor·ln rows)
     # for a node, and (larger: it decides when to stop) for a whole partition.
     quic_node_samples: tuple = (8, 2.0)
@@ -50,6 +55,13 @@ class Tunables:
     # partitions=None: two partition buffers, P = A·V̂ and temporaries must fit.
     quic_device_memory_fraction: float = 0.6
     quic_host_memory_fraction: float = 0.25
+    # How extraction takes the SVD of the k × k factor R (quic/extraction.py): "host64"
+    # (LAPACK float64 on the host, 61 ms at k = 505 on the H100's host), "host" (LAPACK in
+    # the working precision), "device" (xp.linalg.svd: cuSOLVER gesvd) or "gram" (float64
+    # eigh of RᵀR on the device; float64 input falls back to "host64"). "gram" is a
+    # prediction (syevd of order 505 should take a few ms; gesvd is slow at small n), to
+    # be measured with bench/profile_quic.py --extract-svd.
+    quic_extract_svd: str = "gram"
     # Threads copying a partition into pinned memory (one memcpy thread reaches about a
     # fifth of the 54 GB/s pinned PCIe bandwidth, DESIGN.md) and the chunk each copies.
     quic_reader_threads: int = 8

@@ -20,11 +20,41 @@ The second term is exact from the small SVD; the first, the residual, is compute
 directly — ‖A_i − P_i·V̂ᵀ‖²_F block by block in the same pass that forms P, not as
 ‖A‖²_F − ‖P‖²_F, which cancels in float32 — so the error of every rank r is known, and
 the returned rank is the smallest whose error is ≤ eps·‖A‖²_F.
+
+The small SVD (``tunables.quic_extract_svd``). The truncation needs the tail sums
+Σ_{j>r} σ_j² to a small fraction of eps·‖A‖²_F; a backward-stable SVD of R in a precision
+with unit roundoff u has |σ̂_j − σ_j| ≲ u·σ₁, so the tail is off by about
+2u·σ₁·Σ_{j>r} σ_j ≤ 2u·√(k·eps)·‖A‖²_F — in float32 (u = 6e-8), k = 500, eps = 1e-8, at
+most 3 % of eps, and of the order of the rounding of the residual itself, whose rows
+A_i − P_i·V̂ᵀ are formed in the working precision. The choices:
+
+- ``"host64"``: LAPACK's gesdd of R in float64 on the host.
+- ``"host"``: the same in the working precision (float32 gesdd took 35 ms against 58 ms
+  in float64 at k = 505 on one core of the CPU machine).
+- ``"device"``: ``xp.linalg.svd`` in the working precision (cuSOLVER gesvd on the GPU).
+- ``"gram"``: on the device, the eigendecomposition G = RᵀR = W·Λ·Wᵀ in float64 (cuSOLVER
+  syevd), Σ = Λ^½, U_R = R·W·Σ⁻¹. For a float32 R the float64 Gram holds the squares the
+  truncation needs to float64 rounding, |λ̂_j − σ_j²| ≲ u₆₄·σ₁², better than a float32 SVD
+  does; the squaring costs accuracy only in the singular values below √u₆₄·σ₁ = 1.5e-8·σ₁,
+  under float32's own resolution. R·W·Σ⁻¹ has orthogonality ≈ u₆₄·σ₁²/(σ_i·σ_j), below
+  float32's u while σ_r² ≥ ``GRAM_DIVIDE_ABOVE``·(u₆₄/u)·σ₁²; past that U_R is the Q of a
+  float64 QR of R·W_r. For float64 input the squaring would lose the singular values
+  below 1.5e-8·σ₁, so ``"gram"`` falls back to ``"host64"`` there.
 """
 
 import numpy as np
+import scipy.linalg
 
+from .._core import tunables
+from .._core.backend import to_host
 from .cosine_tree import CHUNK_ENTRIES
+
+# U_R = R·W·Σ⁻¹ of the "gram" extraction is used as it is while its orthogonality
+# ≈ c·u₆₄·σ₁²/σ_r² stays under the working precision's u; c, the eigensolver's backward
+# error in units of u₆₄·‖G‖, is taken as this margin (a small multiple in practice; the
+# worst-case bound grows with k). Float32, k = 60, dividing: orthogonality 0.13 k·ε at
+# σ_k/σ₁ = 1e-5 (far past this threshold, 3.4e-4), 350 k·ε at 1e-7.
+GRAM_DIVIDE_ABOVE = 64.0
 
 
 def project(block, v, xp):
@@ -42,7 +72,8 @@ def project(block, v, xp):
         rest = rows - p[r0:r0 + step] @ v.T if v.shape[1] else rows
         res += (rest * rest).sum(dtype=xp.float64)
         mass += (rows * rows).sum(dtype=xp.float64)
-    return p, float(res), float(mass)
+    res, mass = to_host(xp.stack([res, mass])).tolist()  # one synchronization
+    return p, res, mass
 
 
 def truncation_rank(s, residual, mass, eps, max_rank):
@@ -62,6 +93,68 @@ def truncation_rank(s, residual, mass, eps, max_rank):
     return r, float(error)
 
 
+def _cast(factors, dtype, xp):
+    return tuple(xp.asarray(f).astype(dtype, copy=False) for f in factors)
+
+
+def _svd_on_host(r, dtype, xp, work):
+    u_r, s, wt = scipy.linalg.svd(to_host(r).astype(work), lapack_driver="gesdd",
+                                  overwrite_a=True, check_finite=False)
+    return (s.astype(np.float64),
+            lambda rank: _cast((u_r[:, :rank], s[:rank], wt[:rank]), dtype, xp))
+
+
+def _svd_host64(r, dtype, xp):
+    return _svd_on_host(r, dtype, xp, np.float64)
+
+
+def _svd_host(r, dtype, xp):
+    return _svd_on_host(r, dtype, xp, dtype)
+
+
+def _svd_device(r, dtype, xp):
+    u_r, s, wt = xp.linalg.svd(r)
+    return (to_host(s).astype(np.float64),
+            lambda rank: (u_r[:, :rank], s[:rank], wt[:rank]))
+
+
+def _svd_gram(r, dtype, xp):
+    if dtype == np.float64:
+        return _svd_host64(r, dtype, xp)
+    r64 = r.astype(xp.float64)
+    lam, w = xp.linalg.eigh(r64.T @ r64)
+    w = w[:, ::-1]
+    s = np.sqrt(np.maximum(to_host(lam)[::-1], 0.0))
+    divide_above = GRAM_DIVIDE_ABOVE * np.finfo(np.float64).eps / np.finfo(dtype).eps
+
+    def factors(rank):
+        w_r = w[:, :rank]
+        c = r64 @ w_r  # U_R·Σ_r
+        if rank == 0 or (s[rank - 1] > 0 and s[rank - 1] ** 2 >= divide_above * s[0] ** 2):
+            u_r = c / xp.asarray(s[:rank])
+        else:
+            q, rr = xp.linalg.qr(c)
+            u_r = q * xp.where(xp.diagonal(rr) >= 0, 1.0, -1.0)
+        return _cast((u_r, s[:rank], w_r.T), dtype, xp)
+
+    return s, factors
+
+
+SMALL_SVD = {"host64": _svd_host64, "host": _svd_host, "device": _svd_device,
+             "gram": _svd_gram}
+
+
+def small_svd(r, xp, how=None):
+    """σ (descending, host float64) of the k × k factor ``r``, and ``factors(rank)``: the
+    leading ``rank`` terms (U_R, Σ, Wᵀ) on ``xp`` in r's dtype, computed as ``how`` says
+    (``tunables.quic_extract_svd`` by default; see the module docstring)."""
+    how = tunables.get().quic_extract_svd if how is None else how
+    if how not in SMALL_SVD:
+        raise ValueError(f"quic_extract_svd must be one of {sorted(SMALL_SVD)}, "
+                         f"got {how!r}")
+    return SMALL_SVD[how](r, np.dtype(r.dtype), xp)
+
+
 def extract(p, v, residual, mass, eps, max_rank, xp):
     """U (m × r), S (r), Vh (r × n) of A·V̂V̂ᵀ truncated to the smallest rank meeting eps.
 
@@ -75,9 +168,7 @@ def extract(p, v, residual, mass, eps, max_rank, xp):
         return (xp.zeros((m, 0), dtype), xp.zeros(0, dtype), xp.zeros((0, v.shape[0]), dtype),
                 error)
     q, r_factor = xp.linalg.qr(p)
-    r_host = r_factor.get() if hasattr(r_factor, "get") else np.asarray(r_factor)
-    u_r, s, wt = np.linalg.svd(r_host.astype(np.float64))
+    s, factors = small_svd(r_factor, xp)
     rank, error = truncation_rank(s, residual, mass, eps, max_rank)
-    u = q @ xp.asarray(u_r[:, :rank].astype(dtype))
-    vh = xp.asarray(wt[:rank].astype(dtype)) @ v.T
-    return u, xp.asarray(s[:rank].astype(dtype)), xp.ascontiguousarray(vh), error
+    u_r, s_r, wt = factors(rank)
+    return q @ u_r, s_r, xp.ascontiguousarray(wt @ v.T), error

@@ -3,19 +3,37 @@
 The basis is stored as the first ``k`` columns of an n × capacity array in Fortran
 order, so that ``V̂`` and each of its blocks are contiguous GEMM operands. A set X of new
 candidate vectors (the node means of one step of the cosine tree) is orthogonalized
-against the basis one block of about 20 vectors at a time: classical Gram–Schmidt within
-a block (one pair of GEMMs, ``X -= V_j (V_jᵀ X)``), modified Gram–Schmidt across blocks
-(each block sees X already cleaned of the blocks before it), as the paper proposes.
+against the basis one block of ``quic_gs_block`` vectors at a time: classical
+Gram–Schmidt within a block (one pair of GEMMs, ``X -= V_j (V_jᵀ X)``), modified
+Gram–Schmidt across blocks (each block sees X already cleaned of the blocks before it),
+as the paper proposes. On the GPU the block is ``quic_gs_block_gpu`` (the whole basis by
+default): with the second pass below the block size no longer matters for stability,
+and one block is two large GEMMs instead of k/20 launches of memory-bound ones.
 
-Departures from the paper, each for a reason:
+``Basis.extend`` then does, per call:
 
-- The paper adds one vector at a time. The driver splits several nodes per step, so X is
-  a block of candidates and its own orthonormalization is a Householder QR (stable, one
-  library call) instead of a loop over its columns.
-- A candidate that loses most of its norm (its remainder is below ``1/√2`` of its
-  length: the criterion of Daniel, Gragg, Kaufman & Stewart, Math. Comp. 30 (1976)) is
-  orthogonalized a second time — "twice is enough" — and one whose remainder is at the
-  rounding level of the projection is dropped as already represented by the basis.
+1. X is projected out twice up front — "twice is enough" (Kahan, Parlett 1980 §6-9;
+   Giraud, Langou & Rozložník 2005 for classical Gram–Schmidt): after the first pass
+   X' keeps components along V̂ of order u·‖X‖, which are large relative to X' when the
+   candidate was mostly in span(V̂) (the common case: a child's mean differs from the
+   basis by a small fraction of its length); the second pass leaves components of order
+   u·‖X'‖.
+2. One Householder QR, X'' = Q·R (stable, one library call: the paper adds one vector
+   at a time, the driver a block of them).
+3. Drops, from R's diagonal against the candidates' original norms (one host
+   synchronization): a candidate whose |r_jj| is at the rounding level of the
+   projection is already represented by the basis.
+4. The kept columns of Q. When the kept candidates are the first ones (the common case:
+   ``growth`` puts the sibling likely to be dependent last), these are Q's first columns.
+   Otherwise not ``Q[:, keep]``: a kept column after a dropped one leans on the
+   arbitrary direction Householder gave the dropped one, which has components along V̂.
+   X''_keep = Q·R[:, keep] exactly, so a QR of the small c × kept factor,
+   R[:, keep] = Q_s·R_s, gives X''_keep = (Q·Q_s)·R_s and Q·Q_s is what is wanted.
+5. A kept q_j has components along V̂ of order u·‖X'_j‖/|r_jj|. Where |r_jj| fell below
+   ``1/√2`` of ‖X'_j‖ (Daniel, Gragg, Kaufman & Stewart, Math. Comp. 30 (1976)) — the
+   candidate was nearly dependent on the others of its block — the kept Q is projected
+   out once more and made orthonormal again by Newton–Schulz steps, which cost two
+   GEMMs each and no factorization.
 """
 
 import math
@@ -27,12 +45,29 @@ from .._core.backend import to_host
 
 # A candidate loses "most of its norm" when its remainder falls below this fraction of
 # its length: then one projection may leave components along V̂ of order u·‖x‖/‖x'‖, and
-# a second one is done (Daniel, Gragg, Kaufman & Stewart 1976, Parlett 1980 §6-9).
+# a second one is needed (Daniel, Gragg, Kaufman & Stewart 1976, Parlett 1980 §6-9).
 REORTHOGONALIZE_BELOW = 1.0 / math.sqrt(2.0)
 # A remainder below DROP_FACTOR·u·sqrt(k + c)·‖x‖ is what one projection against k + c
 # orthonormal vectors leaves of a vector already in their span (rounding grows like the
 # square root of the number of terms); such a candidate adds nothing and is dropped.
 DROP_FACTOR = 16.0
+# Newton–Schulz steps Y ← Y·(3I − YᵀY)/2 after the extra projection of step 5. A kept
+# column has |r_jj| > DROP_FACTOR·u·‖x‖, so its components along V̂ are at most
+# u/(DROP_FACTOR·u) = 1/16 and the projected Y has singular values 1 − e with e ≤ 1/512;
+# each step maps e to about 1.5·e² (1/512 → 6e-6 → 5e-11): two reach any working
+# precision down to float64's 1.1e-16 within a factor of a few.
+NEWTON_SCHULZ_STEPS = 2
+
+
+def _column_norms(x, xp):
+    return xp.sqrt((x * x).sum(axis=0))
+
+
+def _newton_schulz(y, steps):
+    """Y·(YᵀY)^(−1/2) by ``steps`` Newton–Schulz iterations, for Y close to orthonormal."""
+    for _ in range(steps):
+        y = 1.5 * y - 0.5 * (y @ (y.T @ y))
+    return y
 
 
 class Basis:
@@ -76,9 +111,15 @@ class Basis:
         grown[:, :self.k] = self._v[:, :self.k]
         self._v = grown
 
+    def _block(self):
+        t = tunables.get()
+        if self.xp.__name__ == "cupy":
+            return t.quic_gs_block_gpu if t.quic_gs_block_gpu > 0 else max(self.k, 1)
+        return max(1, t.quic_gs_block)
+
     def project_out(self, x):
         """X − V̂V̂ᵀX by blocks: classical within a block, modified across blocks."""
-        block = max(1, tunables.get().quic_gs_block)
+        block = self._block()
         for j0 in range(0, self.k, block):
             vb = self._v[:, j0:min(j0 + block, self.k)]
             x = x - vb @ (vb.T @ x)
@@ -87,8 +128,8 @@ class Basis:
     def extend(self, x):
         """Orthonormalize the columns of ``x`` (n × c) against V̂ and append them.
 
-        Candidates already in the span of V̂ (to rounding) are dropped. Returns the number
-        of vectors added.
+        Candidates already in the span of V̂ and of the candidates before them (to
+        rounding) are dropped. Returns the number of vectors added.
         """
         xp = self.xp
         x = x[:, :self.n]  # a QR of more than n columns has at most n of them
@@ -96,29 +137,28 @@ class Basis:
         if c == 0 or self.full:
             return 0
         x = x.astype(self.dtype, copy=False)
-        norms0 = xp.sqrt((x * x).sum(axis=0))
+        norms0 = _column_norms(x, xp)
+        x = self.project_out(x)
+        norms1 = _column_norms(x, xp)
         x = self.project_out(x)
         q, r = xp.linalg.qr(x)
         kept = xp.abs(xp.diagonal(r))
-        host = to_host(xp.stack([norms0, kept]).astype(xp.float64))
-        norms0, kept = host[0], host[1]
+        norms0, norms1, kept = to_host(xp.stack([norms0, norms1, kept]).astype(xp.float64))
         u = float(np.finfo(self.dtype).eps)
         drop_level = DROP_FACTOR * u * math.sqrt(self.k + c)
         keep = (norms0 > 0) & (kept > drop_level * norms0)
         keep &= np.cumsum(keep) <= self.limit - self.k
-        if not keep.any():
+        added = int(np.count_nonzero(keep))
+        if added == 0:
             return 0
-        if keep.all():
-            q_keep = q
+        if keep[:added].all():
+            q_keep = q[:, :added]
         else:
-            # Not q[:, keep]: a column after a dropped one may lean on the arbitrary
-            # direction QR gave the dropped one. The kept columns' diagonal only grows.
-            q_keep, _ = xp.linalg.qr(x[:, xp.asarray(np.flatnonzero(keep))])
-        if (kept[keep] < REORTHOGONALIZE_BELOW * norms0[keep]).any():
-            q_keep, _ = xp.linalg.qr(self.project_out(q_keep))
-        added = q_keep.shape[1]
+            q_small, _ = xp.linalg.qr(r[:, xp.asarray(np.flatnonzero(keep))])
+            q_keep = q @ q_small
+        if (kept[keep] < REORTHOGONALIZE_BELOW * norms1[keep]).any():
+            q_keep = _newton_schulz(self.project_out(q_keep), NEWTON_SCHULZ_STEPS)
         self._reserve(added)
         self._v[:, self.k:self.k + added] = q_keep
         self.k += added
         return added
-

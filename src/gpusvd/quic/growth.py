@@ -17,7 +17,18 @@ room for). Far from the target that is the whole frontier, so the number of leav
 doubles per step and a rank-k basis takes about log₂ k + k/(2·batch) steps; near the
 target only the leaves that matter are split, as in the paper. A step costs three host
 synchronizations (the inner products for the split, the kept candidates, the residuals
-of the samples) whatever its size, and its device work is GEMMs.
+of the samples) whatever its size, and its device work is GEMMs. The samples of step 4
+are drawn on the host before step 3, while the device still forms the candidates.
+
+Siblings. The candidates of a node's two children, weighted by their row counts, add up
+to Σ sign(r_i·p)·(r_i − c) over the node's rows, p the new pivot; that is the node's own
+candidate (already offered to the basis) times its row count wherever each row's sign
+against p is the one it had against the pivot of the node's parent (at the root: the
+sum is zero where all signs are +) — always for rows with a dominant common part, such
+as entries all positive. Then the second child adds nothing the first and the basis do
+not have, and Gram–Schmidt drops it. Candidates go to Gram–Schmidt one child of every pair
+first and the siblings after, so that such drops are the last columns of its QR
+(``gram_schmidt``, step 4).
 
 With several partitions (§2.3) the basis is shared: a partition whose error under the
 current basis is already below its target is skipped after one Monte Carlo estimate.
@@ -80,13 +91,16 @@ class PartitionTree:
         self._leaves = [self._leaves[j] for j in np.sort(order[count:])]
         return chosen
 
-    def _estimate(self, a, sets, basis, z, rng, xp, global_rule):
-        """Monte Carlo bounds of ``sets`` (node rows) and of the whole partition, last."""
+    def _draw(self, sets, rng, global_rule):
+        """Monte Carlo samples of ``sets`` (node rows) and of the whole partition, last."""
         node_rule = tunables.get().quic_node_samples
         counts = [monte_carlo.sample_count(len(s), node_rule) for s in sets]
         sets = [*sets, self.root_rows]
         counts.append(monte_carlo.sample_count(len(self.root_rows), global_rule))
-        draw = monte_carlo.Draw(sets, self.norms2, counts, rng)
+        return monte_carlo.Draw(sets, self.norms2, counts, rng)
+
+    def _bounds(self, a, draw, basis, z, xp):
+        """Bounds of the sets of ``draw`` under the current basis; the partition's last."""
         res2 = monte_carlo.residual_norms2(a, draw.rows, basis.v, xp)
         bounds = monte_carlo.upper_bounds(draw, res2, z)
         return bounds[:-1], float(bounds[-1])
@@ -98,7 +112,7 @@ class PartitionTree:
         on ‖A_i − A_i V̂V̂ᵀ‖²_F reached (also kept as ``mc_bound``).
         """
         batch = max(1, tunables.get().quic_split_batch)
-        _, bound = self._estimate(a, [], basis, z, rng, xp, global_rule)
+        _, bound = self._bounds(a, self._draw([], rng, global_rule), basis, z, xp)
         stalled = 0
         while bound > target and not basis.full and self._leaves \
                 and stalled < STALL_CANDIDATES:
@@ -115,15 +129,17 @@ class PartitionTree:
             children, cands = [], []
             if pairs:
                 children, means = split_nodes(a, pairs, self.norms2, rng, xp, self.center)
-                cands.append(means)
+                # One child of each pair first, the siblings after ("Siblings" above).
+                cands += [means[0::2], means[1::2]]
             if singles:
                 rows = np.concatenate([nd.rows for nd in singles])
                 cands.append(a[xp.asarray(rows)] - self.center)
             cands = xp.concatenate(cands) if len(cands) > 1 else cands[0]
+            # Drawn here, on the host, while the device forms the candidates.
+            draw = self._draw([c.rows for c in children], rng, global_rule)
             added = basis.extend(cands.T)
             stalled = 0 if added else stalled + cands.shape[0]
-            errors, bound = self._estimate(a, [c.rows for c in children], basis, z, rng,
-                                           xp, global_rule)
+            errors, bound = self._bounds(a, draw, basis, z, xp)
             for child, err in zip(children, errors):
                 child.error = float(err)
                 if err > 0:
