@@ -171,14 +171,40 @@ def in_core(args, payload, save, deadline):
                 cp.get_default_memory_pool().free_all_blocks()
 
 
+def _tunable_specs(specs):
+    """``["quic_stream_depth=2,quic_reader_threads=16", ""]`` -> list of override dicts."""
+    out = []
+    for spec in specs:
+        pairs = [item.split("=", 1) for item in spec.split(",") if item]
+        out.append({k: type_of(k)(v) for k, v in pairs} if pairs else {})
+    return out
+
+
+def type_of(name):
+    _import_gpusvd()
+    from gpusvd._core import tunables
+    return type(getattr(tunables.get(), name))
+
+
 def _streamed(source, args, nbytes, label, payload, save, bandwidth):
-    """Decompose an out-of-core ``source``; record throughput against ``bandwidth``."""
+    """Decompose an out-of-core ``source`` once per ``--ooc-tunables`` setting; record
+    throughput against ``bandwidth``."""
+    _import_gpusvd()
+    from gpusvd._core import tunables
+    for override in _tunable_specs(args.ooc_tunables):
+        with tunables.override(**override):
+            _streamed_once(source, args, nbytes,
+                           " ".join([label] + [f"{k}={v}" for k, v in override.items()]),
+                           payload, save, bandwidth)
+
+
+def _streamed_once(source, args, nbytes, label, payload, save, bandwidth):
     gpusvd = _import_gpusvd()
     from gpusvd._core import profile
     t0 = time.perf_counter()
     with profile.recording() as phases:
         r = gpusvd.svd_lowrank(source, args.eps, args.delta, seed=0, device="gpu",
-                               progress=True)
+                               progress=args.progress)
     wall = time.perf_counter() - t0
     streamed = phases.get("quic_grow", 0.0) + phases.get("quic_project", 0.0)
     achieved = r.passes * nbytes / streamed / 1e9 if streamed else float("nan")
@@ -248,6 +274,10 @@ def main(argv=None) -> int:
                    help="out of core from disk: a .npy memmap (written if absent)")
     p.add_argument("--ooc-gb", type=float, default=32.0, help="size of --ooc-disk, GB")
     p.add_argument("--ooc-rank", type=int, default=500)
+    p.add_argument("--ooc-tunables", nargs="+", default=[""], metavar="K=V[,K=V]",
+                   help="run each out-of-core case once per setting of gpusvd tunables, "
+                        "e.g. quic_stream_depth=2 quic_stream_depth=8,quic_reader_threads=16")
+    p.add_argument("--progress", action="store_true", help="progress bars (out of core)")
     default_out = os.path.join(os.environ["OUT"], "quic.json") if os.environ.get("OUT") \
         else os.path.join(_HERE, "results", "quic.json")
     p.add_argument("--out", default=default_out, help="JSON output path")

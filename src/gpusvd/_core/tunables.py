@@ -66,6 +66,12 @@ class Tunables:
     # fifth of the 54 GB/s pinned PCIe bandwidth, DESIGN.md) and the chunk each copies.
     quic_reader_threads: int = 8
     quic_read_chunk_bytes: int = 64 << 20
+    # Most partitions a streamed pass keeps on the device (quic/pipeline.py PinnedFeeder):
+    # the loader runs up to this many − 1 partitions ahead of the computation, so that
+    # the copy engine keeps working while one partition's tree grows (1.4 s of a 3.7 s
+    # pass at 150000 × 140000 float32, S4 on the H100, with 2). A prediction from that
+    # profile, to be measured with bench/bench_quic.py --ooc-tunables.
+    quic_stream_depth: int = 8
     # Lanes per pivot pair of the CUDA inner Jacobi kernel (jacobi/kernels/inner_jacobi.cu):
     # 4, 8, 16 or 32, or 0 for about 4 rows of g per lane. Fewer lanes mean fewer warps
     # computing the same rotation (less issue pressure) but longer loops per p-step; the

@@ -4,15 +4,19 @@
 array on the GPU, or host blocks on the CPU (a memmap view, or one block read from an
 h5py/zarr/Dask source; host memory holds one partition at a time).
 
-``PinnedFeeder`` streams a host source to the GPU. Two pinned staging buffers and two
-device buffers alternate: while the caller computes on partition i (on the current
-stream), a loader thread reads partition i + 1 into the other pinned buffer — in chunks,
-by a pool of threads, since one memcpy thread reaches only a fraction of the PCIe
-bandwidth — and issues each chunk's host→device copy on a separate non-blocking stream as
-soon as the chunk is read, so the disk or memory read, the PCIe copy and the compute all
-overlap. Events order the reuse of buffers: a pinned buffer is refilled only after its
-previous copy finished, a device buffer is overwritten only after the compute that used
-it (an event recorded when the caller asks for the next block).
+``PinnedFeeder`` streams a host source to the GPU. Two pinned staging buffers alternate
+and ``depth`` device buffers form a ring: a loader thread reads partition after partition
+into a pinned buffer — in chunks, by a pool of threads, since one memcpy thread reaches
+only a fraction of the PCIe bandwidth — and issues each chunk's host→device copy on a
+separate non-blocking stream as soon as the chunk is read, so the disk or memory read,
+the PCIe copy and the compute all overlap. The loader runs up to ``depth`` − 1
+partitions ahead of the caller: a long compute on one partition (the first partition's
+tree growth takes over a second at 150000 × 140000) no longer leaves the copy engine idle
+after one partition is staged. Events order the reuse of buffers: a pinned buffer is
+refilled only after its previous copy finished, a device buffer is overwritten only
+after the compute that used it (an event recorded when the caller asks for the next
+block). The ring and the load count persist across passes, so a new pass respects the
+last pass's events.
 """
 
 import time
@@ -42,9 +46,10 @@ class ResidentFeeder:
 
 
 class PinnedFeeder:
-    """Double-buffered host→device streaming of ``source``'s partitions (CuPy ``xp``)."""
+    """Double-buffered host→device streaming of ``source``'s partitions (CuPy ``xp``),
+    up to ``depth`` partitions on the device (None: as many as the tunables allow)."""
 
-    def __init__(self, source, bounds, dtype, xp):
+    def __init__(self, source, bounds, dtype, xp, depth=None):
         import cupyx
 
         self.source = source
@@ -53,11 +58,15 @@ class PinnedFeeder:
         t = tunables.get()
         n = source.shape[1]
         rows = max(r1 - r0 for r0, r1 in bounds)
+        if depth is None:
+            depth = stream_depth(rows * n * dtype.itemsize, len(bounds), xp)
+        self.depth = depth
         self._pinned = [cupyx.empty_pinned((rows, n), dtype) for _ in range(2)]
-        self._device_buffers = [xp.empty((rows, n), dtype) for _ in range(2)]
+        self._device_buffers = [xp.empty((rows, n), dtype) for _ in range(depth)]
         self._stream = xp.cuda.Stream(non_blocking=True)
-        self._copied = [None, None]
-        self._released = [None, None]
+        self._copied = [None, None]            # per pinned buffer: its last copy done
+        self._released = [None] * depth        # per device buffer: its last use done
+        self._loads = 0                        # loads issued, over all passes
         self._readers = ThreadPoolExecutor(max(1, t.quic_reader_threads))
         self._loader = ThreadPoolExecutor(1)
         self._chunk_rows = max(1, t.quic_read_chunk_bytes // (n * dtype.itemsize))
@@ -65,14 +74,15 @@ class PinnedFeeder:
         self.bytes_copied = 0
         self.seconds_waiting = 0.0
 
-    def _load(self, slot, r0, r1):
-        """Read rows r0:r1 into pinned buffer ``slot`` and copy them to the device."""
+    def _load(self, pin, dev_slot, r0, r1):
+        """Read rows r0:r1 through pinned buffer ``pin`` into device buffer ``dev_slot``;
+        returns the copy's event. Runs on the loader thread, one load at a time."""
         with self._device:
-            if self._copied[slot] is not None:
-                self._copied[slot].synchronize()
-            if self._released[slot] is not None:
-                self._stream.wait_event(self._released[slot])
-            host, dev = self._pinned[slot], self._device_buffers[slot]
+            if self._copied[pin] is not None:
+                self._copied[pin].synchronize()
+            if self._released[dev_slot] is not None:
+                self._stream.wait_event(self._released[dev_slot])
+            host, dev = self._pinned[pin], self._device_buffers[dev_slot]
             spans = [(c0 - r0, min(c0 + self._chunk_rows, r1) - r0)
                      for c0 in range(r0, r1, self._chunk_rows)]
             reads = [self._readers.submit(self.source.read_into, r0 + a, r0 + b, host[a:b])
@@ -80,27 +90,32 @@ class PinnedFeeder:
             for (a, b), read in zip(spans, reads):
                 read.result()
                 dev[a:b].set(host[a:b], stream=self._stream)
-            self._copied[slot] = self._stream.record()
+            self._copied[pin] = self._stream.record()
+            return self._copied[pin]
+
+    def _submit(self, i):
+        """Queue the load of partition i; returns (device slot, future of its event)."""
+        pin, dev_slot = self._loads % 2, self._loads % self.depth
+        self._loads += 1
+        return dev_slot, self._loader.submit(self._load, pin, dev_slot, *self.bounds[i])
 
     def blocks(self, which):
         which = list(which)
-        if not which:
-            return
         stream = self.xp.cuda.get_current_stream()
-        pending = self._loader.submit(self._load, 0, *self.bounds[which[0]])
+        ahead = [self._submit(i) for i in which[:self.depth - 1]]
         for t, i in enumerate(which):
-            slot = t % 2
             r0, r1 = self.bounds[i]
+            if t + self.depth - 1 < len(which):
+                # the ring's free slot: its last user is the block before this one
+                ahead.append(self._submit(which[t + self.depth - 1]))
+            dev_slot, pending = ahead.pop(0)
             t0 = time.perf_counter()
-            pending.result()
+            copied = pending.result()
             self.seconds_waiting += time.perf_counter() - t0
-            if t + 1 < len(which):
-                pending = self._loader.submit(self._load, (t + 1) % 2,
-                                              *self.bounds[which[t + 1]])
-            stream.wait_event(self._copied[slot])
-            self.bytes_copied += (r1 - r0) * self._pinned[slot][0].nbytes
-            yield i, self._device_buffers[slot][:r1 - r0]
-            self._released[slot] = stream.record()
+            stream.wait_event(copied)
+            self.bytes_copied += (r1 - r0) * self._pinned[0][0].nbytes
+            yield i, self._device_buffers[dev_slot][:r1 - r0]
+            self._released[dev_slot] = stream.record()
 
     def close(self):
         self._loader.shutdown(wait=True)
@@ -108,6 +123,17 @@ class PinnedFeeder:
         self._stream.synchronize()
         self._pinned = self._device_buffers = None
         self.xp.get_default_pinned_memory_pool().free_all_blocks()
+
+
+def stream_depth(partition_bytes, partitions, xp):
+    """Device buffers of a :class:`PinnedFeeder`: as many partitions as fit the tunable
+    share of free device memory less one for the computation's temporaries, at least 2,
+    at most ``quic_stream_depth`` and the number of partitions."""
+    t = tunables.get()
+    free, _ = xp.cuda.runtime.memGetInfo()
+    free += xp.get_default_memory_pool().free_bytes()
+    fits = int(t.quic_device_memory_fraction * free // max(partition_bytes, 1)) - 1
+    return max(2, min(fits, t.quic_stream_depth, partitions))
 
 
 def make_feeder(source, bounds, dtype, xp):
