@@ -64,13 +64,15 @@ class Tunables:
     quic_extract_svd: str = "gram"
     # Threads copying a partition into pinned memory (one memcpy thread reaches about a
     # fifth of the 54 GB/s pinned PCIe bandwidth, DESIGN.md) and the chunk each copies.
-    quic_reader_threads: int = 8
-    quic_read_chunk_bytes: int = 64 << 20
+    # Measured on the H100's host (S4, bench_quic.py --ooc-host 150000x140000, depth 8):
+    # 8 threads of 64 MB 31.3 GB/s, 16 of 64 MB 37.2, 16 of 256 MB 38.4 (70% of pinned).
+    quic_reader_threads: int = 16
+    quic_read_chunk_bytes: int = 256 << 20
     # Most partitions a streamed pass keeps on the device (quic/pipeline.py PinnedFeeder):
     # the loader runs up to this many − 1 partitions ahead of the computation, so that
     # the copy engine keeps working while one partition's tree grows (1.4 s of a 3.7 s
-    # pass at 150000 × 140000 float32, S4 on the H100, with 2). A prediction from that
-    # profile, to be measured with bench/bench_quic.py --ooc-tunables.
+    # pass at 150000 × 140000 float32 on the H100 with 2). Measured there (S4,
+    # bench_quic.py --ooc-tunables): 2 buffers 15.2 GB/s, 8 buffers 31.3 GB/s.
     quic_stream_depth: int = 8
     # Lanes per pivot pair of the CUDA inner Jacobi kernel (jacobi/kernels/inner_jacobi.cu):
     # 4, 8, 16 or 32, or 0 for about 4 rows of g per lane. Fewer lanes mean fewer warps
