@@ -143,7 +143,9 @@ def eigh_factored(g, signs, *, strategy=DEFAULTS.strategy, variant=DEFAULTS.vari
     Parameters
     ----------
     g : (..., M, N) array_like, M >= N
+        The factor G: real or complex matrix or stack (float32/64, complex64/128).
     signs : (N,) array_like of +1 and -1
+        J = diag(signs), one sign per column of ``g``.
     strategy, variant, shorten, tol, max_sweeps, check_finite, device
         As in :func:`gpusvd.jacobi.jacobi_svd`.
 
@@ -151,6 +153,13 @@ def eigh_factored(g, signs, *, strategy=DEFAULTS.strategy, variant=DEFAULTS.vari
     -------
     w : (..., M) ascending eigenvalues (M − N of them zero: rank H <= N)
     v : (..., M, M) orthonormal eigenvectors, column i for ``w[..., i]``
+
+    Raises
+    ------
+    ValueError
+        Bad input, signs not ±1 or of the wrong length, M < N, unknown option.
+    gpusvd.LinAlgError
+        No convergence within ``max_sweeps``.
 
     Examples
     --------
