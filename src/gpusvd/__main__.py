@@ -1,3 +1,6 @@
+"""``python -m gpusvd``: the ``gpusvd`` command (:mod:`gpusvd.cli`)."""
+
 from .cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":
+    raise SystemExit(main())

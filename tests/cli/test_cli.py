@@ -1,0 +1,291 @@
+"""The ``gpusvd`` command: each subcommand on small files, its outputs reloaded and checked
+against the decomposition's properties (in units of n·ε), ``--check``, ``info``, ``demo``,
+the routing to ``gpusvd.distributed``, and every error as one line and a non-zero exit."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import gpusvd
+from gpusvd import cli, testing
+from gpusvd._core.backend import cupy_or_none
+
+try:
+    import h5py
+except ImportError:  # the .h5 tests skip; CI installs h5py with the test extras
+    h5py = None
+needs_h5py = pytest.mark.skipif(h5py is None, reason="needs h5py")
+
+TOL = 20  # residuals and orthogonality, in units of n·ε
+
+
+def run(capsys, *argv):
+    """(exit status, stdout, stderr) of ``gpusvd ARGV`` run in this process."""
+    try:
+        rc = cli.main([str(a) for a in argv])
+    except SystemExit as exc:  # argparse's own exit (bad command line, --help)
+        rc = exc.code
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("inputs")
+    a = testing.with_condition(30, 20, 1e4, seed=1)
+    paths = {"a": a, "dir": folder}
+    for name, value in {"a.npy": a, "stack.npy": testing.random_matrix(3, 6, seed=2)[None]
+                        .repeat(2, 0), "signs.npy": np.r_[np.ones(15), -np.ones(5)],
+                        "vector.npy": np.ones(4),
+                        "c.npy": testing.complex_symmetric(12, seed=3)}.items():
+        np.save(folder / name, value)
+        paths[name] = folder / name
+    np.savez(folder / "a.npz", first=a, second=a[:8, :5])
+    paths["a.npz"] = folder / "a.npz"
+    if h5py is not None:
+        with h5py.File(folder / "a.h5", "w") as f:
+            f["group/data"] = a
+            f["other"] = np.ones(3)
+        with h5py.File(folder / "one.hdf5", "w") as f:
+            f["only"] = a
+    paths["a.h5"], paths["one.hdf5"] = folder / "a.h5", folder / "one.hdf5"
+    for name, content in {"a.txt": b"1 2\n3 4\n", "empty.npy": b"", "bad.npz": b"PK junk",
+                          "bad.h5": b"junk"}.items():
+        (folder / name).write_bytes(content)
+        paths[name] = folder / name
+    return paths
+
+
+def check_lines(out):
+    """{name: value} of the lines ``--check`` printed."""
+    lines = out[out.index("check"):].splitlines()[1:]
+    return {line[:16].strip(): float(line[16:].split()[0]) for line in lines
+            if line.startswith("  ")}
+
+
+@pytest.mark.parametrize("extra, ku, kv", [((), 20, 20), (("--full-matrices",), 30, 20),
+                                           (("--method", "jacobi"), 20, 20)])
+def test_svd_writes_u_s_vh(files, tmp_path, capsys, extra, ku, kv):
+    out = tmp_path / "usv.npz"
+    rc, text, err = run(capsys, "svd", files["a.npy"], "-o", out, "--device", "cpu", *extra)
+    assert rc == 0 and err == "" and "wrote" in text
+    with np.load(out) as z:
+        assert sorted(z.files) == ["S", "U", "Vh"]
+        u, s, vh = z["U"], z["S"], z["Vh"]
+    assert u.shape == (30, ku) and s.shape == (20,) and vh.shape == (kv, 20)
+    assert testing.svd_residual(files["a"], u, s, vh) < TOL
+    assert testing.orthogonality(u) < TOL and testing.orthogonality(vh, rows=True) < TOL
+
+
+def test_svd_check_prints_residual_and_orthogonality(files, capsys):
+    rc, text, _ = run(capsys, "svd", files["a.npy"], "--check")
+    values = check_lines(text)
+    assert rc == 0 and set(values) == {"residual", "orthogonal U", "orthogonal V"}
+    assert all(0 <= v < TOL for v in values.values())
+
+
+def test_svd_of_a_stack_checks_every_matrix(files, tmp_path, capsys):
+    out = tmp_path / "stack.npz"
+    rc, text, _ = run(capsys, "svd", files["stack.npy"], "--check", "-o", out)
+    assert rc == 0 and "largest over the stack" in text
+    with np.load(out) as z:
+        assert z["U"].shape == (2, 3, 3) and z["S"].shape == (2, 3) and z["Vh"].shape == (2, 3, 6)
+
+
+@pytest.mark.parametrize("source", ["first", "key"])
+def test_svdvals_from_npz(files, tmp_path, capsys, source):
+    out = tmp_path / "s.npz"
+    key = () if source == "first" else ("--key", "second")
+    rc, text, _ = run(capsys, "svdvals", files["a.npz"], *key, "-o", out, "--check")
+    ref = files["a"] if source == "first" else files["a"][:8, :5]
+    with np.load(out) as z:
+        assert z.files == ["S"]
+        assert testing.sv_error(z["S"], np.linalg.svd(ref, compute_uv=False)) < TOL
+    assert rc == 0 and 0 <= check_lines(text)["sv error"] < TOL
+
+
+@needs_h5py
+@pytest.mark.parametrize("where", [("{h5}:/group/data",), ("{h5}", "--dataset", "/group/data"),
+                                   ("{one}",)])
+def test_jacobi_reads_hdf5_datasets(files, tmp_path, capsys, where):
+    spec = [w.replace("{h5}", str(files["a.h5"])).replace("{one}", str(files["one.hdf5"]))
+            for w in where]
+    out = tmp_path / "j.npz"
+    rc, _, _ = run(capsys, "jacobi", *spec, "-o", out, "--strategy", "brent-luk",
+                   "--variant", "block-oriented", "--tol", "1e-15", "--max-sweeps", "40",
+                   "--shorten", "qr")
+    assert rc == 0
+    with np.load(out) as z:
+        assert testing.svd_residual(files["a"], z["U"], z["S"], z["Vh"]) < TOL
+
+
+def test_jacobi_values_only(files, tmp_path, capsys):
+    out = tmp_path / "s.npz"
+    rc, text, _ = run(capsys, "jacobi", files["a.npy"], "--values-only", "--check", "-o", out,
+                      "--no-precondition")
+    assert rc == 0 and "sv error" in text
+    with np.load(out) as z:
+        np.testing.assert_allclose(z["S"], np.linalg.svd(files["a"], compute_uv=False),
+                                   rtol=1e-12)
+
+
+@pytest.mark.parametrize("signs", ["15", "signs.npy"])
+def test_hsvd(files, tmp_path, capsys, signs):
+    out = tmp_path / "h.npz"
+    arg = files["signs.npy"] if signs.endswith(".npy") else signs
+    rc, text, _ = run(capsys, "hsvd", files["a.npy"], "--signs", arg, "-o", out, "--check")
+    assert rc == 0
+    with np.load(out) as z:
+        assert sorted(z.files) == ["J", "S", "U", "V"]
+        u, s, v, j = z["U"], z["S"], z["V"], z["J"]
+    g, sig = files["a"], np.r_[np.ones(15), -np.ones(5)]
+    eps = np.finfo(np.float64).eps
+    scale = np.linalg.norm(v, 2) ** 2
+    assert np.linalg.norm(g @ v - u * s) < TOL * 20 * eps * np.linalg.norm(g) * scale
+    assert np.linalg.norm(v.T * sig @ v - np.diag(j)) < TOL * 20 * eps * scale
+    values = check_lines(text)
+    assert set(values) == {"residual", "orthogonal U", "J-unitary V"}
+    assert all(0 <= x < TOL for x in values.values())
+
+
+def test_takagi(files, tmp_path, capsys):
+    out = tmp_path / "t.npz"
+    rc, text, _ = run(capsys, "takagi", files["c.npy"], "-o", out, "--check", "--tol", "1e-15")
+    assert rc == 0
+    with np.load(out) as z:
+        assert z.files == ["S", "U"]
+        s, u = z["S"], z["U"]
+    assert testing.svd_residual(np.load(files["c.npy"]), u, s, u.T) < TOL
+    assert testing.orthogonality(u) < TOL
+    assert all(0 <= x < TOL for x in check_lines(text).values())
+
+
+def test_lowrank_writes_bound_and_rank(files, tmp_path, capsys):
+    a = testing.low_rank(40, 30, 4, seed=4)
+    np.save(tmp_path / "low.npy", a)
+    out = tmp_path / "lr.npz"
+    rc, text, _ = run(capsys, "lowrank", tmp_path / "low.npy", "--eps", "1e-10", "--seed", "0",
+                      "--max-rank", "10", "-o", out, "--check", "--no-progress")
+    assert rc == 0 and "rank 4" in text
+    with np.load(out) as z:
+        assert sorted(z.files) == ["S", "U", "Vh", "error_bound", "rank"]
+        assert z["rank"].shape == () and int(z["rank"]) == 4 and z["error_bound"] <= 1e-10
+        error = np.linalg.norm(a - (z["U"] * z["S"]) @ z["Vh"]) ** 2 / np.linalg.norm(a) ** 2
+    assert error <= 1e-10
+    assert check_lines(text)["error"] <= 1e-10
+
+
+@pytest.mark.parametrize("name", ["a.npy", pytest.param("a.h5", marks=needs_h5py)])
+def test_lowrank_reads_out_of_core(files, capsys, monkeypatch, name):
+    seen = []
+    real = gpusvd.svd_lowrank
+
+    def spy(a, **kw):
+        seen.append(type(a))
+        return real(a, **kw)
+
+    monkeypatch.setattr(gpusvd, "svd_lowrank", spy)
+    spec = f"{files[name]}:/group/data" if name == "a.h5" else files[name]
+    rc, _, err = run(capsys, "lowrank", spec, "--eps", "0.01", "--progress", "--seed", "1")
+    assert rc == 0 and issubclass(seen[0], np.memmap if name == "a.npy" else h5py.Dataset)
+    assert "QUIC-SVD" in err  # the progress bar
+
+
+def test_info(capsys):
+    rc, text, _ = run(capsys, "info")
+    assert rc == 0 and f"gpusvd {gpusvd.__version__}" in text and "numpy" in text
+    assert "host:" in text and "Numba cache" in text and "CUDA kernel cache" in text
+    if cupy_or_none() is None:
+        assert "no GPU" in text
+    rc, text, _ = run(capsys, "info", "--json")
+    facts = json.loads(text)
+    assert rc == 0 and facts["versions"]["numpy"] == np.__version__
+    assert facts["host_memory"]["total_bytes"] > 0 and facts["kernels"]["cuda_files"] > 0
+
+
+@pytest.mark.parametrize("argv", [["demo"], []])
+def test_demo_is_the_default(capsys, argv):
+    rc, text, _ = run(capsys, *argv, "--m", 12, "--n", 8, "--repeat", 1, "--device", "cpu")
+    assert rc == 0 and "12x8 float64 on CPU" in text and "residual" in text
+
+
+def test_distributed_is_routed(monkeypatch):
+    import gpusvd.distributed.__main__ as distributed_main
+
+    seen = []
+    monkeypatch.setattr(distributed_main, "main", lambda argv: seen.append(argv) or 0)
+    assert cli.main(["distributed", "--n", "40", "--values-only"]) == 0
+    assert seen == [["--n", "40", "--values-only"]]
+
+
+ERRORS = [
+    (["svd", "{dir}/missing.npy"], 1, "missing.npy: no such file"),
+    (["svd", "{vector.npy}"], 1, "2-D array"),
+    (["svd", "{a.txt}"], 1, "unknown format '.txt'"),
+    (["svd", "{empty.npy}"], 1, "empty.npy: cannot be read"),
+    (["svd", "{bad.npz}"], 1, "bad.npz: cannot be read"),
+    pytest.param(["svd", "{bad.h5}"], 1, "bad.h5: cannot be read", marks=needs_h5py),
+    (["svd", "{a.npz}", "--key", "nope"], 1, "has no array 'nope'; it holds first, second"),
+    (["svd", "{a.npy}", "--key", "x"], 1, "--key names an array of a .npz file"),
+    pytest.param(["svd", "{a.h5}"], 1, "holds 2 datasets (/group/data, /other)",
+                 marks=needs_h5py),
+    pytest.param(["svd", "{a.h5}:/nope"], 1, "has no dataset '/nope'", marks=needs_h5py),
+    pytest.param(["svd", "{a.h5}:/group"], 1, "has no dataset '/group'", marks=needs_h5py),
+    pytest.param(["svd", "{a.h5}", "--dataset", "/x", "--key", "k"], 1,
+                 "--key names an array of a .npz file", marks=needs_h5py),
+    (["svd", "{a.npy}", "--dataset", "/x"], 1, "a dataset path applies to .h5/.hdf5 files"),
+    (["takagi", "{a.npy}"], 1, "square"),
+    (["hsvd", "{a.npy}", "--signs", "30"], 1, "more +1 signs than the 20 columns"),
+    (["hsvd", "{a.npy}", "--signs", "{vector.npy}"], 1, "signs"),
+    (["lowrank", "{a.npy}", "--eps", "2"], 1, "eps"),
+    (["jacobi", "{a.npy}", "--max-sweeps", "0"], 1, "max_sweeps"),
+    (["takagi", "{c.npy}", "--max-sweeps", "1"], 1, "did not converge"),
+    (["svd", "{a.npy}", "-o", "{dir}/nowhere/x.npz"], 1, "no such directory"),
+    (["svd", "{a.npy}", "-o", "{dir}/x.txt"], 1, "the output is a .npz file"),
+    (["svd", "{a.npy}", "--method", "qr"], 2, "invalid choice: 'qr'"),
+    (["svd", "{a.npy}", "--device", "tpu"], 2, "expected auto, cpu, gpu or a GPU index"),
+    (["svd"], 2, "required: input"),
+    (["frobnicate"], 2, "invalid choice: 'frobnicate'"),
+    (["bench", "svd", "--sizes", "0"], 1, "--sizes must be positive"),
+]
+if cupy_or_none() is None:
+    ERRORS.append((["svd", "{a.npy}", "--device", "gpu"], 1, "no GPU is usable"))
+
+
+@pytest.mark.parametrize("argv, status, message", ERRORS, ids=lambda x: str(x)[:40])
+def test_errors_are_one_line(files, capsys, argv, status, message):
+    for name, path in files.items():
+        argv = [a.replace("{" + name + "}", str(path)) for a in argv]
+    rc, out, err = run(capsys, *argv)
+    assert rc == status
+    assert err.startswith("gpusvd: error: ") and err.count("\n") == 1, err
+    assert message in err and "Traceback" not in err
+
+
+@needs_h5py
+def test_hdf5_without_h5py(files, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "h5py", None)  # import h5py now fails
+    rc, _, err = run(capsys, "svd", files["a.h5"])
+    assert rc == 1 and err == "gpusvd: error: reading .h5 files needs h5py (pip install h5py)\n"
+
+
+def test_debug_reraises(files, capsys):
+    with pytest.raises(ValueError, match="square"):
+        cli.main(["takagi", str(files["a.npy"]), "--debug"])
+
+
+def test_python_dash_m(files, tmp_path):
+    out = tmp_path / "s.npz"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(gpusvd.__file__)), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-m", "gpusvd", "svdvals", str(files["a.npy"]),
+                           "-o", str(out)], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("svdvals: 30x20 float64")
+    with np.load(out) as z:
+        np.testing.assert_allclose(z["S"], np.linalg.svd(files["a"], compute_uv=False),
+                                   rtol=1e-12)

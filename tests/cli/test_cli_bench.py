@@ -1,0 +1,48 @@
+"""``gpusvd bench``: the JSON of every algorithm at tiny sizes, and the plot (or its absence)."""
+
+import json
+import sys
+
+import pytest
+
+from gpusvd import _bench, cli
+
+
+@pytest.mark.parametrize("algorithm", _bench.ALGORITHMS)
+def test_bench_writes_json(tmp_path, capsys, algorithm):
+    out = tmp_path / f"{algorithm}.json"
+    rc = cli.main(["bench", algorithm, "--sizes", "8", "12", "--repeat", "2", "--device", "cpu",
+                   "-o", str(out), "--no-plot"])
+    text = capsys.readouterr().out
+    assert rc == 0 and f"wrote {out}" in text and not (tmp_path / f"{algorithm}.png").exists()
+    result = json.loads(out.read_text())
+    assert result["algorithm"] == algorithm and result["sizes"] == [8, 12]
+    assert "versions" in result["machine"]
+    methods = {r["method"] for r in result["records"]}
+    assert "gpusvd" in methods and len(methods) >= 2
+    for r in result["records"]:
+        assert "failed" not in r, r
+        assert r["seconds"] > 0 and len(r["times"]) == 2
+        for key in _bench.METRICS[algorithm]:
+            assert r[key] is not None
+        if algorithm == "lowrank":
+            assert r["error"] < 1e-8
+        else:
+            assert r[_bench.METRICS[algorithm][0]] < 50
+
+
+def test_bench_plot(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "svd.json"
+    assert cli.main(["bench", "svd", "--sizes", "8", "16", "--repeat", "1", "-o", str(out)]) == 0
+    png = tmp_path / "svd.png"
+    assert f"wrote {png}" in capsys.readouterr().out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_says_when_matplotlib_is_missing(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now fails
+    out = tmp_path / "svdvals.json"
+    assert cli.main(["bench", "svdvals", "--sizes", "8", "--repeat", "1", "-o", str(out)]) == 0
+    assert "no plot: matplotlib is not installed" in capsys.readouterr().out
+    assert out.exists() and not (tmp_path / "svdvals.png").exists()
