@@ -7,10 +7,15 @@ Run on a device kind of several GPUs from the repository root, one rank per GPU:
         --out "$OUT/distributed_h200x2.json" --sizes 4096 8192 16384 --modes full values
     mpiexec -n 4 env PYTHONPATH=src python bench/bench_distributed.py --gpus 1 2 4 \\
         --variants block-oriented full-block --sizes 8192 16384 24576 --out "$OUT/x4.json"
+    mpiexec -n 2 env PYTHONPATH=src python bench/bench_distributed.py --gpus 2 \\
+        --settings paper default pairs2 --sizes 8192 --out "$OUT/settings.json"
 
 For each size n (float64, Gaussian n×n, entries exact in float32: ``bench_gr.make_matrix``),
-mode (``full``: economy U, S, Vh; ``values``: S only) and variant, timed between a barrier
-and device synchronizations on every rank:
+mode (``full``: economy U, S, Vh; ``values``: S only), variant and setting of the outer
+level's options (:data:`SETTINGS`: ``default``, the defaults; ``paper``, every outer step
+in full as paper 003 does, the default before 2026-11-23; ``pairs2``/``pairs4``, 2 or 4
+pivot block-pairs per rank; ``sweeps2``, 2 block sweeps per shortened pair), timed
+between a barrier and device synchronizations on every rank:
 
 ===============  ==========================================================================
 single_driver    ``gpusvd.jacobi_svd`` on root (the single-process driver, its default
@@ -22,6 +27,8 @@ gpus_<g>         ``gpusvd.distributed.jacobi_svd`` on the first g ranks (a sub-c
 
 ``comm_seconds`` is the wall time root spent in the exchanges of block-columns (and the
 scatter and gather), measured between device synchronizations (phases (4)–(6) of §5);
+``outer`` is root's count of the outer iteration (:class:`gpusvd.distributed.outer.OuterInfo`:
+outer sweeps, pairs per rank, pairs processed and of them ended by the orthogonality test);
 ``speedup`` of gpus_<g> is the best 1-GPU time (single_driver or gpus_1) over its time
 (targets at n = 16384: 1.7 for 2 GPUs, 3 for 4; the paper's 4 GPUs were 2.7× faster than
 1). A run predicted (n³ from the previous size) to pass ``--max-call`` seconds is skipped
@@ -46,8 +53,12 @@ if _HERE not in sys.path:
 
 import common  # noqa: E402
 
-SCHEMA = "gpusvd-bench-distributed/2"
+SCHEMA = "gpusvd-bench-distributed/3"
 VARIANTS = ("block-oriented", "full-block")
+# Options of the outer level (gpusvd.distributed.jacobi_svd) compared by --settings.
+SETTINGS = {"default": {}, "paper": {"skip_orthogonal": False},
+            "pairs2": {"pairs_per_rank": 2}, "pairs4": {"pairs_per_rank": 4},
+            "sweeps2": {"pair_sweeps": 2}}
 # Size of the warm-up decomposition: compiles every kernel and sets up NCCL and cuBLAS.
 WARMUP_N = 1024
 
@@ -60,6 +71,8 @@ def _parser():
     p.add_argument("--gpus", type=int, nargs="+", default=None,
                    help="GPU counts to run (default: 1 and the number of ranks)")
     p.add_argument("--variants", nargs="+", default=["block-oriented"], choices=VARIANTS)
+    p.add_argument("--settings", nargs="+", default=["default"], choices=list(SETTINGS),
+                   help="options of the outer level to compare (default: default)")
     p.add_argument("--no-single-driver", action="store_true",
                    help="skip gpusvd.jacobi_svd (the single-process driver)")
     p.add_argument("--repeat", type=int, default=1, help="timed calls per run (median)")
@@ -88,12 +101,15 @@ def _timed(world, fn, repeat):
 
 
 def _runs(args):
-    """(name, variant, g) of every run of a case, in order."""
-    runs = [] if args.no_single_driver else [("single_driver", None, 1)]
+    """(name, variant, setting, g) of every run of a case, in order."""
+    runs = [] if args.no_single_driver else [("single_driver", None, None, 1)]
     for variant in args.variants:
-        for g in args.gpus:
-            runs.append((f"gpus_{g}" if len(args.variants) == 1 else f"gpus_{g}_{variant}",
-                         variant, g))
+        for setting in args.settings:
+            for g in args.gpus:
+                name = f"gpus_{g}"
+                name += f"_{variant}" if len(args.variants) > 1 else ""
+                name += f"_{setting}" if len(args.settings) > 1 else ""
+                runs.append((name, variant, setting, g))
     return runs
 
 
@@ -111,8 +127,8 @@ def _case(world, comms, n, mode, args, previous):
     a = bench_gr.make_matrix(n, n, args.seed, "gaussian") if root else None
     kw = dict(compute_uv=full, full_matrices=False)
     rec = {"n": n, "mode": mode, "dtype": "float64", "runs": {}}
-    s_ref = None
-    for name, variant, g in _runs(args):
+    ref = None      # (singular values, what they are), once per case
+    for name, variant, setting, g in _runs(args):
         last = previous.get((name, mode))
         predicted = None if last is None else last[1] * (n / last[0]) ** 3
         skip = world.bcast(predicted is not None and predicted > args.max_call, root=0)
@@ -126,21 +142,25 @@ def _case(world, comms, n, mode, args, previous):
         else:
             comm = comms[g]
 
-            def call(a=a, comm=comm, variant=variant):
+            def call(a=a, comm=comm, variant=variant, setting=setting):
                 if comm is None:      # a rank outside this run's GPUs waits at the barrier
                     return None
-                return distributed.jacobi_svd(a, comm=comm, variant=variant, **kw)
+                return distributed.jacobi_svd(a, comm=comm, variant=variant,
+                                              **SETTINGS[setting], **kw)
         before = comm.comm_seconds if comm is not None else 0.0
         seconds, times, out = _timed(world, call, args.repeat)
-        run = {"seconds": seconds, "times": times, "gpus": g, "variant": variant}
+        run = {"seconds": seconds, "times": times, "gpus": g, "variant": variant,
+               "setting": setting}
         if comm is not None and root:
             run["comm_seconds"] = (comm.comm_seconds - before) / len(times)
+            run["outer"] = comm.last_run._asdict()
         if root:
             previous[(name, mode)] = (n, seconds)
             s = out.S if full else out
-            if s_ref is None and n > args.reference_max:
-                s_ref = s
-            run["accuracy"] = _accuracy(a, out, s, full, n, args, s_ref)
+            if ref is None:
+                ref = ((cp.linalg.svd(a, compute_uv=False), "gesvd")
+                       if n <= args.reference_max else (s, "first run of this case"))
+            run["accuracy"] = _accuracy(a, out, s, full, ref)
         rec["runs"][name] = run
         del out
         common.free_gpu_memory()
@@ -156,13 +176,8 @@ def _case(world, comms, n, mode, args, previous):
     return rec if root else None
 
 
-def _accuracy(a, out, s, full, n, args, s_ref):
-    import cupy as cp
-
-    if n <= args.reference_max:
-        ref, against = cp.linalg.svd(a, compute_uv=False), "gesvd"
-    else:
-        ref, against = s_ref, "first run of this case"
+def _accuracy(a, out, s, full, reference):
+    ref, against = reference
     acc = (common.svd_accuracy(a, out.U, s, out.Vh, ref, "float64") if full
            else common.values_accuracy(s, ref, "float64"))
     acc["sv_reference"] = against
@@ -181,12 +196,13 @@ def _plot(payload, path):
             series = {}
             for name, run in case["runs"].items():
                 if "seconds" in run and name != "single_driver":
-                    series.setdefault(run["variant"], []).append((run["gpus"], run["seconds"]))
-            for variant, pts in series.items():
+                    key = (run["variant"], run.get("setting", "default"))
+                    series.setdefault(key, []).append((run["gpus"], run["seconds"]))
+            for (variant, setting), pts in series.items():
                 pts.sort()
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
                         linestyle="-" if variant == "block-oriented" else "--",
-                        label=f"n={case['n']} {variant}")
+                        label=f"n={case['n']} {variant} {setting}")
             single = case["runs"].get("single_driver", {}).get("seconds")
             if single:
                 ax.plot([1], [single], marker="*", markersize=11, linestyle="none",
@@ -235,7 +251,10 @@ def main(argv=None):
                     common.write_json(args.out, payload)
                     print(f"n={n} {mode}: " + ", ".join(
                         f"{k} {v['seconds']:.2f} s (comm {v.get('comm_seconds', 0):.2f}, "
-                        f"x{v.get('speedup', float('nan')):.2f})" if "seconds" in v else
+                        f"x{v.get('speedup', float('nan')):.2f}"
+                        + (f", {v['outer']['sweeps']} sweeps, {v['outer']['skipped']}/"
+                           f"{v['outer']['steps']} pairs tested only" if "outer" in v else "")
+                        + ")" if "seconds" in v else
                         f"{k} skipped" for k, v in rec["runs"].items()), flush=True)
                     if args.plot:
                         _plot(payload, args.plot)

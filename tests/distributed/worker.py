@@ -15,7 +15,7 @@ import gpusvd
 from gpusvd import distributed
 from gpusvd.distributed import local
 from gpusvd.distributed.comm import Comm
-from gpusvd.testing import graded, random_matrix
+from gpusvd.testing import graded, haar_orthogonal, random_matrix
 from gpusvd.testing.metrics import orthogonality, relative_sv_error, svd_residual
 
 # (name, m, n, options): odd and even orders, tall and wide, values only and full.
@@ -27,10 +27,17 @@ CASES = [("37", 37, 37, {}), ("64", 64, 64, {}), ("101", 101, 101, {}),
          ("full-block", 64, 64, {"variant": "full-block"}),
          ("graded", 50, 50, {"graded": True}),
          ("qr", 50, 50, {"shorten": "qr"}), ("float32", 40, 40, {"dtype": np.float32}),
-         ("tiny", 3, 2, {})]
+         ("tiny", 3, 2, {}),
+         # The outer level's options; "pair-sweeps" and "no-skip" take the matrix of "101".
+         ("pair-sweeps", 101, 101, {"pair_sweeps": 2}),
+         ("no-skip", 101, 101, {"skip_orthogonal": False}),
+         ("pairs", 260, 260, {"pairs_per_rank": 2}),
+         ("orthogonal", 60, 60, {"orthogonal": True})]
 HSVD_CASES = [("hsvd", 50, 40), ("hsvd-square", 37, 37)]
 # The cases of a short run (many ranks oversubscribe CI's two cores and wait in MPI).
-SHORT = ("37", "101", "tall", "values", "complex", "tiny", "hsvd")
+SHORT = ("37", "101", "tall", "values", "complex", "tiny", "pairs", "orthogonal", "hsvd")
+# Options of the distributed driver only (the single-process reference does without).
+OUTER_ONLY = ("variant", "pair_sweeps", "skip_orthogonal", "pairs_per_rank")
 
 
 def host(x):
@@ -41,19 +48,24 @@ def matrix(m, n, opts):
     dtype = opts.pop("dtype", np.float64)
     if opts.pop("graded", False):
         return graded(m, n, side="both", grading=1e-12, seed=m)
+    if opts.pop("orthogonal", False):   # orthogonal columns of distinct norms
+        return haar_orthogonal(m, seed=m)[:, :n] * np.geomspace(1, 1e-3, n)
     return random_matrix(m, n, dtype=dtype, seed=m + n)
 
 
-def svd_case(rank, m, n, opts, device):
+def svd_case(rank, m, n, opts, comm):
     a = matrix(m, n, opts)
-    put = (lambda x: __import__("cupy").asarray(x)) if device == "gpu" else (lambda x: x)
-    out = distributed.jacobi_svd(put(a) if rank == 0 else None, device=device, **opts)
+    gpu = comm.transport != "mpi"
+    put = (lambda x: __import__("cupy").asarray(x)) if gpu else (lambda x: x)
+    out = distributed.jacobi_svd(put(a) if rank == 0 else None, comm=comm, **opts)
+    info = comm.last_run._asdict()
     if rank != 0:
-        return {"none": out is None}
-    single = {k: v for k, v in opts.items() if k != "variant"}
+        return {"none": out is None, "info": info}
+    single = {k: v for k, v in opts.items() if k not in OUTER_ONLY}
     ref = gpusvd.jacobi_svd(a, device="cpu", **single)
     s, s_ref = (host(out), ref) if opts.get("compute_uv") is False else (host(out.S), ref.S)
-    rec = {"type": type(out.S if hasattr(out, "S") else out).__module__.split(".")[0],
+    rec = {"info": info,
+           "type": type(out.S if hasattr(out, "S") else out).__module__.split(".")[0],
            "sv_vs_single": relative_sv_error(s, s_ref) / float(np.finfo(s.dtype).eps),
            "sv_single_vs_lapack": relative_sv_error(
                s_ref, np.linalg.svd(a, compute_uv=False)) / float(np.finfo(s.dtype).eps)}
@@ -68,11 +80,11 @@ def svd_case(rank, m, n, opts, device):
     return rec
 
 
-def hsvd_case(rank, m, n, device):
+def hsvd_case(rank, m, n, comm):
     g = random_matrix(m, n, seed=m * n)
     signs = np.where(np.arange(n) % 3 == 0, -1.0, 1.0)
     out = distributed.hsvd(g if rank == 0 else None, signs if rank == 0 else None,
-                           device=device)
+                           comm=comm)
     if rank != 0:
         return {"none": out is None}
     ref = gpusvd.hsvd(g, signs, device="cpu")
@@ -107,7 +119,9 @@ def error_cases(rank, device):
                 np.stack([a, a]) if rank == 0 else None, device=device)),
             "signs": outcome(lambda: distributed.hsvd(
                 a if rank == 0 else None, np.zeros(20) if rank == 0 else None,
-                device=device))}
+                device=device)),
+            "outer-option": outcome(lambda: distributed.jacobi_svd(
+                a if rank == 0 else None, device=device, pair_sweeps=0))}
     step = local.outer_block_step
     calls = [0]
 
@@ -134,12 +148,13 @@ def main():
     out, device, which = sys.argv[1], sys.argv[2], sys.argv[3]
     rank = MPI.COMM_WORLD.rank
     wanted = (lambda name: which == "all" or name in SHORT)
-    results = {name: svd_case(rank, m, n, dict(opts), device)
+    comm = Comm(device=device)
+    results = {name: svd_case(rank, m, n, dict(opts), comm)
                for name, m, n, opts in CASES if wanted(name)}
-    results.update({name: hsvd_case(rank, m, n, device)
+    results.update({name: hsvd_case(rank, m, n, comm)
                     for name, m, n in HSVD_CASES if wanted(name)})
     results["errors"] = error_cases(rank, device)
-    results["transport"] = Comm(device=device).transport
+    results["transport"] = comm.transport
     with open(f"{out}.{rank}.json", "w") as f:
         json.dump(results, f)
 

@@ -2,8 +2,9 @@
 
 Root makes an m×n test matrix with known singular values (geometric, condition number
 ``--cond``), every rank takes part in :func:`gpusvd.distributed.jacobi_svd`, and root
-prints the time, the relative error of the singular values and, for the full SVD, the
-residual and the orthogonality of U and V in units of n·ε (``gpusvd.testing.metrics``).
+prints the time, the outer sweeps and the pairs (of root) ended by the orthogonality
+test, the relative error of the singular values and, for the full SVD, the residual and
+the orthogonality of U and V in units of n·ε (``gpusvd.testing.metrics``).
 """
 
 import argparse
@@ -23,6 +24,12 @@ def _parser():
     p.add_argument("--values-only", action="store_true", help="singular values only")
     p.add_argument("--variant", default="block-oriented",
                    choices=["block-oriented", "full-block"])
+    p.add_argument("--pair-sweeps", type=int, default=1,
+                   help="block sweeps per shortened pair (default 1)")
+    p.add_argument("--pairs-per-rank", type=int, default=1,
+                   help="pivot block-pairs per rank and outer step (default 1)")
+    p.add_argument("--no-skip", action="store_true",
+                   help="run every outer step in full (no orthogonality test)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
     p.add_argument("--seed", type=int, default=0)
     return p
@@ -33,6 +40,7 @@ def main(argv=None):
 
     from ..testing import with_condition
     from ..testing.metrics import orthogonality, relative_sv_error, svd_residual
+    from .comm import Comm
     from .jacobi import jacobi_svd
 
     args = _parser().parse_args(argv)
@@ -41,10 +49,12 @@ def main(argv=None):
     a = None
     if world.rank == 0:
         a = with_condition(m, args.n, args.cond, dtype=np.dtype(args.dtype), seed=args.seed)
+    comm = Comm(world, args.device)
     world.Barrier()
     start = time.perf_counter()
-    out = jacobi_svd(a, compute_uv=not args.values_only, device=args.device,
-                     variant=args.variant, comm=world)
+    out = jacobi_svd(a, compute_uv=not args.values_only, variant=args.variant, comm=comm,
+                     pair_sweeps=args.pair_sweeps, pairs_per_rank=args.pairs_per_rank,
+                     skip_orthogonal=not args.no_skip)
     seconds = time.perf_counter() - start
     if world.rank != 0:
         return 0
@@ -52,8 +62,11 @@ def main(argv=None):
     s = s.get() if hasattr(s, "get") else np.asarray(s)
     k = min(m, args.n)
     ref = np.geomspace(1.0, 1.0 / args.cond, k) if k > 1 else np.ones(k)
+    run = comm.last_run      # None for an empty matrix
     line = (f"{world.size} rank(s), {m}x{args.n} {args.dtype}: {seconds:.3f} s, "
-            f"relative sv error {relative_sv_error(s, ref):.2e}")
+            + ("" if run is None else f"{run.sweeps} outer sweeps, {run.skipped}/"
+               f"{run.steps} pairs tested only, ")
+            + f"relative sv error {relative_sv_error(s, ref):.2e}")
     if not args.values_only:
         u, vh = (np.asarray(x.get() if hasattr(x, "get") else x) for x in (out.U, out.Vh))
         line += (f", residual {svd_residual(a, u, s, vh):.2f}, orthogonality U "

@@ -89,8 +89,9 @@ class Comm:
     """The ranks of one distributed computation, its array namespace and its transports.
 
     ``xp`` is CuPy when every rank has a GPU (and ``device`` allows it), else NumPy;
-    ``comm_seconds`` adds up the wall time spent in :meth:`exchange`, :meth:`scatter`
-    and :meth:`gather` (measured between device synchronizations).
+    ``comm_seconds`` adds up the wall time spent in :meth:`exchange_many`,
+    :meth:`scatter` and :meth:`gather` (measured between device synchronizations);
+    ``last_run`` is the :class:`.outer.OuterInfo` of the last decomposition (None before).
     """
 
     def __init__(self, world=None, device="auto"):
@@ -98,6 +99,7 @@ class Comm:
         self.rank = self.world.Get_rank()
         self.size = self.world.Get_size()
         self.comm_seconds = 0.0
+        self.last_run = None
         self.device_id = None
         self._nccl = None
         with self.phase():
@@ -155,42 +157,51 @@ class Comm:
         """Send ``send`` to ``dest`` and receive an array ``shape`` from ``source`` at once.
 
         ``dest`` or ``source`` None: nothing goes that way. Returns the received array
-        (None if nothing was received). Timed, between device synchronizations (the
-        paper's phases (4) and (6)).
+        (None if nothing was received). See :meth:`exchange_many`.
+        """
+        got = self.exchange_many([] if dest is None else [(send, dest)],
+                                 [] if source is None else [(shape, source)], dtype)
+        return got[0] if got else None
+
+    def exchange_many(self, sends, recvs, dtype):
+        """Post every send ``(array, dest)`` and receive ``(shape, source)`` at once.
+
+        Returns the received arrays in the order of ``recvs``. Two ranks must list the
+        messages between them in the same order (they are matched in order). Timed,
+        between device synchronizations (the paper's phases (4) and (6)).
         """
         self.synchronize()
         start = time.perf_counter()
-        got = None if source is None else self.xp.empty(shape, dtype)
         if self._nccl is not None:
-            self._nccl_exchange(send, dest, got, source)
+            got = [self.xp.empty(shape, dtype) for shape, _ in recvs]
+            self._nccl_exchange(sends, [(g, source) for g, (_, source) in zip(got, recvs)])
         else:
-            got = self._mpi_exchange(send, dest, got, source)
+            got = self._mpi_exchange(sends, recvs, dtype)
         self.synchronize()
         self.comm_seconds += time.perf_counter() - start
         return got
 
-    def _nccl_exchange(self, send, dest, got, source):
+    def _nccl_exchange(self, sends, recvs):
         from cupy.cuda import nccl
 
         stream = self.xp.cuda.get_current_stream().ptr
+        # Contiguous copies live until the group has run (NCCL starts it at groupEnd).
+        sends = [(self.xp.ascontiguousarray(send), dest) for send, dest in sends]
         nccl.groupStart()
-        if dest is not None:
-            send = self.xp.ascontiguousarray(send)
+        for send, dest in sends:
             self._nccl.send(send.data.ptr, send.nbytes, nccl.NCCL_UINT8, dest, stream)
-        if source is not None:
+        for got, source in recvs:
             self._nccl.recv(got.data.ptr, got.nbytes, nccl.NCCL_UINT8, source, stream)
         nccl.groupEnd()
 
-    def _mpi_exchange(self, send, dest, got, source):
-        host_got = None if got is None else np.empty(got.shape, got.dtype)
-        requests = []
-        if source is not None:
-            requests.append(self.world.Irecv(host_got, source=source))
-        if dest is not None:
-            host_send = np.ascontiguousarray(send.get() if self.xp is not np else send)
-            requests.append(self.world.Isend(host_send, dest=dest))
+    def _mpi_exchange(self, sends, recvs, dtype):
+        host = [np.empty(shape, dtype) for shape, _ in recvs]
+        requests = [self.world.Irecv(h, source=source) for h, (_, source) in zip(host, recvs)]
+        host_sends = [(np.ascontiguousarray(send.get() if self.xp is not np else send), dest)
+                      for send, dest in sends]
+        requests += [self.world.Isend(send, dest=dest) for send, dest in host_sends]
         _mpi().Request.Waitall(requests)
-        return None if got is None else self.xp.asarray(host_got)
+        return [self.xp.asarray(h) for h in host]
 
     def scatter(self, parts, root, shapes, dtype):
         """Root's ``parts[r]`` to rank r for every rank (root keeps its own); returns mine."""

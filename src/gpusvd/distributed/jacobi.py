@@ -10,7 +10,9 @@ So the results agree with the single-process ones to rounding, with the same acc
 
 Defaults differ from the single-process driver in one place: ``variant`` is
 ``"block-oriented"``, which the paper found keeps the GPUs balanced in the multi-GPU
-algorithm (the full-block variant up to 35 % slower there, §5).
+algorithm (the full-block variant up to 35 % slower there, §5). The outer level's own
+options (:class:`.outer.OuterOptions`) are ``pair_sweeps``, ``skip_orthogonal`` and
+``pairs_per_rank``.
 """
 
 import numpy as np
@@ -26,8 +28,20 @@ from ..jacobi.norms import column_norms
 from ..jacobi.precondition import inverse_permutation, precondition
 from . import outer
 from .comm import Comm
+from .outer import OuterOptions
 
 VARIANT = "block-oriented"
+OUTER = OuterOptions()
+
+
+def _check_outer(pair_sweeps, skip_orthogonal, pairs_per_rank):
+    """Validate the outer level's options; return them as :class:`.outer.OuterOptions`."""
+    for name, value in (("pair_sweeps", pair_sweeps), ("pairs_per_rank", pairs_per_rank)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if not isinstance(skip_orthogonal, (bool, np.bool_)):
+        raise ValueError(f"skip_orthogonal must be True or False, got {skip_orthogonal!r}")
+    return OuterOptions(int(pair_sweeps), bool(skip_orthogonal), int(pairs_per_rank))
 
 
 def _placed_matrix(a, comm, check_finite, what):
@@ -149,19 +163,22 @@ class _HSVDJob:
 
 def _run(comm, root, make_job):
     """Root makes the job (every rank raises if that fails), all ranks iterate, root
-    assembles (again every rank raises if that fails). Returns root's result or None."""
+    assembles (again every rank raises if that fails). Returns root's result or None;
+    ``comm.last_run`` is set to the outer iteration's :class:`.outer.OuterInfo`."""
     with comm.device_context():
         job = None
+        comm.last_run = None
         with comm.phase():
             if comm.rank == root:
                 job = make_job()
-        options, trivial = comm.bcast(
-            (job.options, job.trivial) if comm.rank == root else None, root)
+        options, outer_options, trivial = comm.bcast(
+            (job.options, job.outer, job.trivial) if comm.rank == root else None, root)
         res = None
         if not trivial:
             mine = job if comm.rank == root else None
-            res = outer.orthogonalize(comm, mine and mine.x[0], mine and mine.signs,
-                                      want_v=mine and mine.want_v, options=options, root=root)
+            res, comm.last_run = outer.orthogonalize(
+                comm, mine and mine.x[0], mine and mine.signs, want_v=mine and mine.want_v,
+                options=options, outer=outer_options, root=root)
         result = None
         with comm.phase():
             if comm.rank == root:
@@ -172,7 +189,8 @@ def _run(comm, root, make_job):
 def jacobi_svd(a, full_matrices=True, compute_uv=True, *, comm=None, root=0, device="auto",
                strategy=DEFAULTS.strategy, variant=VARIANT, shorten=DEFAULTS.shorten,
                vectors=DEFAULTS.vectors, tol=None, max_sweeps=MAX_SWEEPS, precondition=True,
-               check_finite=True):
+               check_finite=True, pair_sweeps=OUTER.pair_sweeps,
+               skip_orthogonal=OUTER.skip_orthogonal, pairs_per_rank=OUTER.pairs_per_rank):
     """SVD by the blocked one-sided Jacobi method over the ranks of ``comm`` (paper 003, §5).
 
     Call it on every rank. Each rank computes on one GPU (its rank within its node picks
@@ -197,8 +215,18 @@ def jacobi_svd(a, full_matrices=True, compute_uv=True, *, comm=None, root=0, dev
     strategy, shorten, vectors, tol, max_sweeps, precondition, check_finite
         As in :func:`gpusvd.jacobi_svd`; ``max_sweeps`` counts outer block sweeps.
     variant : {"block-oriented", "full-block"}, optional
-        The single-GPU Jacobi on each rank's shortened pair: one block sweep (default,
-        balanced over ranks) or to convergence (at most ``jacobi_inner_sweeps``).
+        The single-GPU Jacobi on each rank's shortened pair: ``pair_sweeps`` block
+        sweeps (default, balanced over ranks) or to convergence (at most
+        ``jacobi_inner_sweeps``).
+    pair_sweeps : int, optional
+        Block sweeps per shortened pair in the block-oriented variant (the paper: 1).
+    skip_orthogonal : bool, optional
+        End an outer step after the Gram matrix when the pair's columns are already
+        orthogonal to u·√m (or ``tol``): no factorization, sweep or postmultiplication
+        (default True; False runs every step, as the paper).
+    pairs_per_rank : int, optional
+        Pivot block-pairs per rank and outer step, c: 2·ranks·c block-columns (the
+        paper: 1). Lowered to keep block-columns at least one inner block wide.
 
     Returns
     -------
@@ -226,14 +254,17 @@ def jacobi_svd(a, full_matrices=True, compute_uv=True, *, comm=None, root=0, dev
     def make_job():
         options = check_options(strategy, variant, shorten, vectors, tol, max_sweeps,
                                 precondition)
-        return _SVDJob(a, comm, full_matrices, compute_uv, options, check_finite)
+        job = _SVDJob(a, comm, full_matrices, compute_uv, options, check_finite)
+        job.outer = _check_outer(pair_sweeps, skip_orthogonal, pairs_per_rank)
+        return job
 
     return _run(comm, root, make_job)
 
 
 def hsvd(g, signs, *, comm=None, root=0, device="auto", strategy=DEFAULTS.strategy,
          variant=VARIANT, shorten=DEFAULTS.shorten, tol=None, max_sweeps=MAX_SWEEPS,
-         check_finite=True):
+         check_finite=True, pair_sweeps=OUTER.pair_sweeps,
+         skip_orthogonal=OUTER.skip_orthogonal, pairs_per_rank=OUTER.pairs_per_rank):
     """Hyperbolic SVD ``G @ V = U @ diag(S)`` over the ranks of ``comm`` (paper 003, §5).
 
     The distributed form of :func:`gpusvd.hsvd`; call it on every rank.
@@ -244,7 +275,7 @@ def hsvd(g, signs, *, comm=None, root=0, device="auto", strategy=DEFAULTS.strate
         On ``root`` only.
     signs : (N,) array_like of +1 and -1 or None
         J = diag(signs), on ``root`` only.
-    comm, root, device, variant
+    comm, root, device, variant, pair_sweeps, skip_orthogonal, pairs_per_rank
         As in :func:`jacobi_svd`.
     strategy, shorten, tol, max_sweeps, check_finite
         As in :func:`gpusvd.hsvd`.
@@ -267,6 +298,8 @@ def hsvd(g, signs, *, comm=None, root=0, device="auto", strategy=DEFAULTS.strate
     def make_job():
         options = check_options(strategy, variant, shorten, "accumulate", tol, max_sweeps,
                                 True)
-        return _HSVDJob(g, signs, comm, options, check_finite)
+        job = _HSVDJob(g, signs, comm, options, check_finite)
+        job.outer = _check_outer(pair_sweeps, skip_orthogonal, pairs_per_rank)
+        return job
 
     return _run(comm, root, make_job)

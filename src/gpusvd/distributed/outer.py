@@ -1,13 +1,27 @@
 """The outer block sweeps of the multi-GPU Jacobi level (paper 003, §5).
 
-With g ranks the n columns of G (and of V) form 2g block-columns of nearly equal width
-(n/2g, the first n mod 2g one wider; the paper assumes 2g | n). Root sends each rank
-the pair of the first step of the outer p-strategy of order 2g; then every outer block
-step is, on every rank at once:
+With g ranks and c pivot block-pairs per rank (``pairs_per_rank``; the paper's c = 1)
+the n columns of G (and of V) form 2gc block-columns of nearly equal width (n/2gc, the
+first n mod 2gc one wider; the paper assumes 2g | n). Root sends each rank its c pairs
+of the first step of the outer p-strategy of order 2gc; then every outer block step
+is, on every rank at once:
 
-(0)–(3) the local step of :mod:`.local` (shorten, single-GPU Jacobi, postmultiply);
-(4)–(6) the exchange of one block-column (with its rows of V, in one message) by the
-        block-column mapping of :mod:`.mapping`, between device synchronizations.
+(0)–(3) the local step of :mod:`.local` on each of the rank's pairs (test, shorten,
+        single-GPU Jacobi, postmultiply);
+(4)–(6) the exchange of block-columns (with their rows of V, in one message each) by
+        the block-column mapping of :mod:`.mapping`, between device synchronizations.
+
+The mapping works on gc *slots*, c per rank (slot s on rank s // c): every slot keeps
+one of its block-columns and receives the other from another slot, across the network
+only when that slot is on another rank. With c = 1 the slots are the ranks.
+
+c > 1 departs from the paper: a sweep has 2gc − 1 steps of c pairs of width n/gc per
+rank instead of 2g − 1 steps of one pair of width n/g. The Gram matrices and the
+postmultiplications (large GEMMs) of a sweep cost (2gc − 1)/2gc of the single-process
+driver's GEMMs of a sweep, split over the ranks, for any c; the block sweeps on the
+shortened pairs (each ∝ (n/gc)³, visiting the pairs inside a block-column again) cost
+c times less. More steps move more: per rank and step at most c block-columns of
+n/2gc (measured 1.14 of them for g = c = 2; the others go between slots of the rank).
 
 At the end of an outer sweep the ranks add up their proper-rotation flags (§4.5,
 "+-reduce their local counters"); the iteration stops at zero, or raises
@@ -20,10 +34,13 @@ swaps only columns of equal sign, so the signs by position never change and ever
 rank knows them from the start.
 """
 
+from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
+
 import numpy as np
 
 from .._core.errors import LinAlgError
-from ..jacobi.blocked import inner_name
+from ..jacobi.blocked import block_width, inner_name
 from ..jacobi.norms import column_norms
 from ..jacobi.orthogonalize import Orthogonalized
 from ..jacobi.strategies import pivot_strategy
@@ -31,11 +48,27 @@ from .local import outer_block_step
 from .mapping import next_move
 
 
-class _Blocks:
-    """The 2g block-columns: their widths and the column indices of each."""
+class OuterOptions(NamedTuple):
+    """The multi-GPU level's own choices (see :func:`gpusvd.distributed.jacobi_svd`)."""
 
-    def __init__(self, n, ranks):
-        count = 2 * ranks
+    pair_sweeps: int = 1          # block sweeps per shortened pair (block-oriented)
+    skip_orthogonal: bool = True  # end a step whose pair passes the orthogonality test
+    pairs_per_rank: int = 1       # c: pivot block-pairs per rank and outer step
+
+
+class OuterInfo(NamedTuple):
+    """What an outer iteration did, the same on every rank except ``steps``/``skipped``."""
+
+    sweeps: int          # outer block sweeps run (the last one without proper rotations)
+    pairs_per_rank: int  # c used (at most the one asked for; see :func:`_pairs_per_rank`)
+    steps: int           # pairs this rank processed
+    skipped: int         # of them, ended by the orthogonality test (phase (0))
+
+
+class _Blocks:
+    """The block-columns: their widths and the column indices of each."""
+
+    def __init__(self, n, count):
         widths = [n // count + (b < n % count) for b in range(count)]
         starts = np.concatenate([[0], np.cumsum(widths)]).astype(int)
         self.columns = [np.arange(starts[b], starts[b + 1]) for b in range(count)]
@@ -47,25 +80,36 @@ class _Blocks:
         return len(self.columns[b])
 
 
-def _split(x, pair, blocks):
-    """The rows of ``x`` (a pair's block-columns stacked) as a dict block -> rows."""
-    w = blocks.width(pair[0])
-    return {pair[0]: x[:w], pair[1]: x[w:]}
+def _pairs_per_rank(n, ranks, wanted, xp):
+    """c: ``wanted``, but no more than keeps a block-column one inner block wide."""
+    return max(1, min(wanted, n // (2 * ranks * block_width(xp))))
 
 
-def _exchange(comm, move, held, data, blocks, dtype):
-    """Phases (4)–(6): send one block-column, receive its replacement, per ``move``."""
-    rank = comm.rank
-    send, recv = move.send[rank], move.recv[rank]
-    if send is None and recv is None:
-        return data
-    rows_of = _split(data, held[rank], blocks)
-    shape = None if recv is None else (blocks.width(recv[0]), data.shape[1])
-    got = comm.exchange(None if send is None else rows_of[send[0]],
-                        None if send is None else send[1], shape, dtype,
-                        None if recv is None else recv[1])
-    rows_of[recv[0]] = got
-    return comm.xp.concatenate([rows_of[b] for b in move.pairs[rank]])
+def _exchange(comm, move, held, data, blocks, per_rank):
+    """Phases (4)–(6): the block-columns that leave this rank's slots for another rank's
+    go in one exchange; those moving between two slots of this rank stay here.
+    Returns this rank's data per slot for the pairs of ``move``."""
+    rank, xp = comm.rank, comm.xp
+    mine = range(rank * per_rank, (rank + 1) * per_rank)
+    rows = {}
+    for j, slot in enumerate(mine):
+        width = blocks.width(held[slot][0])
+        rows[held[slot][0]], rows[held[slot][1]] = data[j][:width], data[j][width:]
+    sends, recvs = [], []
+    for slot, sent in enumerate(move.send):   # the same order on both ends of a link
+        if sent is None or sent[1] // per_rank == slot // per_rank:
+            continue
+        block, source, dest = sent[0], slot // per_rank, sent[1] // per_rank
+        if source == rank:
+            sends.append((rows[block], dest))
+        if dest == rank:
+            recvs.append((block, source))
+    if sends or recvs:
+        width = data[0].shape[1]
+        got = comm.exchange_many(sends, [((blocks.width(b), width), source)
+                                         for b, source in recvs], data[0].dtype)
+        rows.update({b: array for (b, _), array in zip(recvs, got)})
+    return [xp.concatenate([rows[b] for b in move.pairs[slot]]) for slot in mine]
 
 
 def _identity_rows(xp, columns, n, dtype):
@@ -75,21 +119,55 @@ def _identity_rows(xp, columns, n, dtype):
     return vt
 
 
-def _sweep(comm, data, held, table, blocks, signs, m, options):
-    """One outer block sweep; returns (data, held, proper-rotation flags of all ranks)."""
+def _local_steps(comm, data, pairs, signs, m, options, outer):
+    """Phases (0)–(3) on each of this rank's pairs (``data[j]`` holds the rows of the
+    pair of columns ``pairs[j]``); returns [(data, rotated, skipped)] per pair.
+
+    On the GPU with c > 1 each pair runs from its own host thread on its own stream:
+    a block sweep on a shortened pair is a chain of small launches that leaves much of
+    the GPU idle, and the pairs are independent. Each thread waits for its stream, so
+    the results are complete on return.
+    """
     xp = comm.xp
+
+    def step(j):
+        gt = data[j][:, :m]
+        vt = data[j][:, m:] if data[j].shape[1] > m else None
+        gt, vt, rotated, skipped = outer_block_step(
+            gt, vt, signs[pairs[j]], xp, options, outer.pair_sweeps, outer.skip_orthogonal)
+        if skipped:
+            return data[j], rotated, skipped
+        return (gt if vt is None else xp.concatenate([gt, vt], axis=1)), rotated, skipped
+
+    if xp is np or len(data) == 1:
+        return [step(j) for j in range(len(data))]
+
+    def on_stream(j):
+        with comm.device_context(), xp.cuda.Stream(non_blocking=True) as stream:
+            out = step(j)
+            stream.synchronize()
+        return out
+
+    with ThreadPoolExecutor(len(data)) as pool:
+        return list(pool.map(on_stream, range(len(data))))
+
+
+def _sweep(comm, data, held, table, blocks, signs, m, options, outer, counts):
+    """One outer block sweep; returns (data, held, proper-rotation flags of all ranks).
+    Adds this rank's steps and skipped steps to ``counts``."""
+    c = outer.pairs_per_rank
     rotated = 0
     for s in range(len(table)):
         with comm.phase():
-            gt = data[:, :m]
-            vt = data[:, m:] if data.shape[1] > m else None
-            mine = blocks.of_pair(held[comm.rank])
-            gt, vt, step_rotated = outer_block_step(gt, vt, signs[mine], xp, options)
-            data = gt if vt is None else xp.concatenate([gt, vt], axis=1)
-        rotated += step_rotated
+            pairs = [blocks.of_pair(held[comm.rank * c + j]) for j in range(c)]
+            done = _local_steps(comm, data, pairs, signs, m, options, outer)
+        data = [d for d, _, _ in done]
+        rotated += sum(r for _, r, _ in done)
+        counts["steps"] += c
+        counts["skipped"] += sum(k for _, _, k in done)
         if s + 1 < len(table):
             move = next_move(held, table[s + 1])
-            data = _exchange(comm, move, held, data, blocks, data.dtype)
+            data = _exchange(comm, move, held, data, blocks, c)
             held = move.pairs
     return data, held, comm.sum(rotated)
 
@@ -106,7 +184,7 @@ def _sorted(xp, gt, vt, signs):
                           signs[None][:, host_order[0]])
 
 
-def orthogonalize(comm, g, signs, *, want_v, options, root):
+def orthogonalize(comm, g, signs, *, want_v, options, outer, root):
     """Jacobi-orthogonalize the columns of ``g`` (m×n, on ``root``) over all ranks.
 
     Parameters
@@ -117,45 +195,57 @@ def orthogonalize(comm, g, signs, *, want_v, options, root):
     want_v : bool
         Accumulate V (the transformations applied to the columns); root's value counts.
     options : :class:`gpusvd.jacobi.orthogonalize.Options`
+    outer : :class:`OuterOptions`
 
     Returns
     -------
-    On root, :class:`gpusvd.jacobi.orthogonalize.Orthogonalized` with a batch of one;
-    None on the other ranks. Every rank raises ``LinAlgError`` after ``max_sweeps``.
+    (result, info): on root, :class:`gpusvd.jacobi.orthogonalize.Orthogonalized` with a
+    batch of one, None on the other ranks; :class:`OuterInfo` on every rank. Every rank
+    raises ``LinAlgError`` after ``max_sweeps``.
     """
     xp = comm.xp
     (m, n), dtype, signs, want_v = comm.bcast(
         (g.shape, g.dtype, signs, want_v) if comm.rank == root else None, root)
-    blocks = _Blocks(n, comm.size)
+    c = _pairs_per_rank(n, comm.size, outer.pairs_per_rank, xp)
+    outer = outer._replace(pairs_per_rank=c)
+    blocks = _Blocks(n, 2 * comm.size * c)
     table = [[tuple(int(i) for i in pair) for pair in step]
-             for step in pivot_strategy(inner_name(options.strategy), 2 * comm.size)]
+             for step in pivot_strategy(inner_name(options.strategy), 2 * comm.size * c)]
     held = table[0]
     width = m + (n if want_v else 0)   # a message: rows of G, then of V
+
+    def columns_of(held, rank):
+        return np.concatenate([blocks.of_pair(held[rank * c + j]) for j in range(c)])
 
     parts = None
     if comm.rank == root:
         gt = xp.ascontiguousarray(g.T)
-        parts = [gt[xp.asarray(blocks.of_pair(pair))] for pair in held]
-    shapes = [(len(blocks.of_pair(pair)), m) for pair in held]
-    data = comm.scatter(parts, root, shapes, dtype)
+        parts = [gt[xp.asarray(columns_of(held, r))] for r in range(comm.size)]
+    shapes = [(len(columns_of(held, r)), m) for r in range(comm.size)]
+    mine = comm.scatter(parts, root, shapes, dtype)
     if want_v:
-        data = xp.concatenate([data, _identity_rows(xp, blocks.of_pair(held[comm.rank]), n,
-                                                    dtype)], axis=1)
-    for _ in range(options.max_sweeps):
-        data, held, rotated = _sweep(comm, data, held, table, blocks, signs, m, options)
+        mine = xp.concatenate(
+            [mine, _identity_rows(xp, columns_of(held, comm.rank), n, dtype)], axis=1)
+    ends = np.cumsum([len(blocks.of_pair(held[comm.rank * c + j])) for j in range(c)])
+    data = [mine[start:end] for start, end in zip(np.concatenate([[0], ends[:-1]]), ends)]
+    counts = {"steps": 0, "skipped": 0}
+    for sweep in range(1, options.max_sweeps + 1):
+        data, held, rotated = _sweep(comm, data, held, table, blocks, signs, m, options,
+                                     outer, counts)
         if rotated == 0:
             break
         move = next_move(held, table[0])          # into the next outer sweep
-        data = _exchange(comm, move, held, data, blocks, dtype)
+        data = _exchange(comm, move, held, data, blocks, c)
         held = move.pairs
     else:
         raise LinAlgError(f"distributed jacobi: no convergence in {options.max_sweeps} "
                           "outer block sweeps; raise max_sweeps")
+    info = OuterInfo(sweeps=sweep, pairs_per_rank=c, **counts)
 
-    widths = [(len(blocks.of_pair(pair)), width) for pair in held]
-    parts = comm.gather(data, root, widths, dtype)
+    parts = comm.gather(xp.concatenate(data), root,
+                        [(len(columns_of(held, r)), width) for r in range(comm.size)], dtype)
     if comm.rank != root:
-        return None
-    order = np.concatenate([blocks.of_pair(pair) for pair in held])
+        return None, info
+    order = np.concatenate([columns_of(held, r) for r in range(comm.size)])
     whole = xp.concatenate(parts)[xp.asarray(np.argsort(order))]
-    return _sorted(xp, whole[:, :m], whole[:, m:] if want_v else None, signs)
+    return _sorted(xp, whole[:, :m], whole[:, m:] if want_v else None, signs), info
