@@ -3,8 +3,21 @@
 Input may be a NumPy or CuPy array, or anything with ``__dlpack__`` (PyTorch, JAX, …) or
 ``__array__``. The computation runs on NumPy (CPU) or CuPy (GPU) arrays; results go back
 in the input's array type and on its device (DESIGN.md, "Public API").
+
+GPU input crosses by DLPack both ways, without a copy and without the host: CuPy's
+``from_dlpack`` hands the producer (torch, JAX) CuPy's current stream, so the producer's
+pending work is ordered before ours, and the consumer of a result (``torch.from_dlpack``,
+``jax.numpy.from_dlpack``) hands CuPy its stream, on which CuPy records the wait for our
+work (the stream semantics of the Python DLPack specification). Host input goes through
+``numpy.from_dlpack`` and comes back the same way.
+
+Two producers need care before export: a torch tensor that requires grad, or carries a
+lazy conjugate or negative bit, refuses ``__dlpack__``, so the data (not the autograd
+graph: the results do not require grad) is exported; a JAX array is immutable, so it is
+never used as workspace, whatever ``overwrite_a`` says.
 """
 
+import contextlib
 import sys
 
 import numpy as np
@@ -13,6 +26,13 @@ from . import tunables
 from .backend import cupy_or_none, is_cupy_array, to_host
 
 _DLPACK_CUDA = 2  # DLDeviceType kDLCUDA
+
+
+def _instance_of(a, module, name):
+    """Whether ``a`` is a ``module.name`` without importing ``module`` (it is loaded if
+    ``a`` is one)."""
+    mod = sys.modules.get(module)
+    return mod is not None and isinstance(a, getattr(mod, name))
 
 
 def _dlpack_device(a):
@@ -24,6 +44,8 @@ def _dlpack_device(a):
 
 def _from_dlpack_of(a):
     """The ``from_dlpack`` of the library that made ``a`` (torch, jax.numpy, …)."""
+    if _instance_of(a, "jax", "Array"):  # its class lives in jaxlib, which has none
+        return sys.modules["jax"].numpy.from_dlpack
     root = sys.modules.get(type(a).__module__.split(".")[0])
     for owner in (root, getattr(root, "numpy", None)):
         if owner is not None and hasattr(owner, "from_dlpack"):
@@ -31,17 +53,28 @@ def _from_dlpack_of(a):
     return None
 
 
+def _exportable(a):
+    """``a`` ready for ``__dlpack__``: a torch tensor's data without its autograd graph
+    and with lazy conjugation or negation applied (torch refuses to export either)."""
+    if _instance_of(a, "torch", "Tensor"):
+        return a.detach().resolve_conj().resolve_neg()
+    return a
+
+
 class Placement:
     """Where a problem is computed (``xp``, GPU index) and how results go back.
 
     Build it with :func:`place`; ``to_output`` turns a result array of ``xp`` into the
-    input's type and device.
+    input's type and device. ``writable`` is false where the array handed to the caller
+    must not be used as workspace (it is a view of an immutable JAX array or of read-only
+    memory).
     """
 
-    def __init__(self, xp, device_id, restore):
+    def __init__(self, xp, device_id, restore, writable=True):
         self.xp = xp
         self.device_id = device_id
         self._restore = restore
+        self.writable = writable
 
     @property
     def on_gpu(self):
@@ -51,7 +84,6 @@ class Placement:
         """A context that makes the computing GPU current (a no-op on the CPU)."""
         if self.on_gpu:
             return self.xp.cuda.Device(self.device_id)
-        import contextlib
         return contextlib.nullcontext()
 
     def to_output(self, r):
@@ -70,14 +102,14 @@ def place(a, device="auto"):
     """Convert ``a`` to a NumPy or CuPy array and decide where to compute.
 
     Returns ``(array, Placement)``. The array may share memory with ``a``: callers copy
-    before writing (the input is never modified unless ``overwrite_a=True``).
+    before writing (the input is never modified unless ``overwrite_a=True`` and
+    ``Placement.writable``).
     """
     kind, index = _parse_device(device)
     cp = cupy_or_none()
-    restore = _identity
+    immutable = _instance_of(a, "jax", "Array")
     if is_cupy_array(a):
-        arr = a
-        home = "gpu"
+        arr, home = a, "gpu"
         restore = _to_cupy_on(a.device.id)
     elif isinstance(a, np.ndarray):
         arr, home = a, "cpu"
@@ -85,6 +117,7 @@ def place(a, device="auto"):
     elif hasattr(a, "__dlpack__"):
         dev = _dlpack_device(a)
         back = _from_dlpack_of(a)
+        a = _exportable(a)
         if dev is not None and dev[0] == _DLPACK_CUDA:
             if cp is None:
                 raise ValueError("the input lives on a GPU but CuPy is not usable here; "
@@ -94,15 +127,18 @@ def place(a, device="auto"):
             arr, home = np.from_dlpack(a), "cpu"
         if back is not None:
             restore = _via(back, home, arr)
+        else:  # a library we cannot name: its device, in NumPy or CuPy
+            restore = _to_cupy_on(arr.device.id) if home == "gpu" else _to_numpy
     else:
         arr, home = np.asarray(a), "cpu"
         restore = _to_numpy
+    writable = not immutable and (home == "gpu" or arr.flags.writeable)
 
     if kind == "auto":
         big = arr.size >= tunables.get().auto_gpu_min_entries
         kind = "gpu" if home == "gpu" or (cp is not None and big) else "cpu"
     if kind == "cpu":
-        return to_host(arr), Placement(np, None, restore)
+        return to_host(arr), Placement(np, None, restore, writable)
     if cp is None:
         raise ValueError("device='gpu' was asked for but no GPU is usable (CuPy missing, "
                          "no CUDA driver or no device)")
@@ -113,11 +149,7 @@ def place(a, device="auto"):
                          f"{cp.cuda.runtime.getDeviceCount()} GPU(s) present")
     with cp.cuda.Device(index):
         arr = cp.asarray(arr)
-    return arr, Placement(cp, index, restore)
-
-
-def _identity(r):
-    return r
+    return arr, Placement(cp, index, restore, writable)
 
 
 def _to_numpy(r):
@@ -127,16 +159,28 @@ def _to_numpy(r):
 def _to_cupy_on(device_id):
     def restore(r):
         import cupy
+        if is_cupy_array(r) and r.device.id != device_id:
+            # A peer copy runs on the destination's stream, which does not wait for the
+            # computing GPU's work.
+            r.device.synchronize()
         with cupy.cuda.Device(device_id):
             return cupy.asarray(r)
     return restore
 
 
 def _via(back, home, like):
+    """Results to the input's library by its ``from_dlpack``, on the input's device.
+
+    Contiguous first: DLPack carries strides, but not every consumer takes any (XLA
+    imports only dense layouts).
+    """
+    if home == "cpu":
+        return lambda r: back(np.ascontiguousarray(to_host(r)))
+    home_id = like.device.id
+
     def restore(r):
-        if home == "gpu":
-            r = _to_cupy_on(like.device.id)(r)
-        else:
-            r = np.ascontiguousarray(to_host(r))
-        return back(r)
+        import cupy
+        r = _to_cupy_on(home_id)(r)
+        with cupy.cuda.Device(home_id):
+            return back(cupy.ascontiguousarray(r))
     return restore

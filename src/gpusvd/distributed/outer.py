@@ -125,7 +125,8 @@ def _local_steps(comm, data, pairs, signs, m, options, outer):
 
     On the GPU with c > 1 each pair runs from its own host thread on its own stream:
     a block sweep on a shortened pair is a chain of small launches that leaves much of
-    the GPU idle, and the pairs are independent. Each thread waits for its stream, so
+    the GPU idle, and the pairs are independent. Each side stream first waits for the
+    caller's stream (which wrote the blocks), and each thread waits for its stream, so
     the results are complete on return.
     """
     xp = comm.xp
@@ -142,8 +143,13 @@ def _local_steps(comm, data, pairs, signs, m, options, outer):
     if xp is np or len(data) == 1:
         return [step(j) for j in range(len(data))]
 
+    # The pairs' blocks were written on the caller's stream (the exchange, the previous
+    # step): each side stream waits for that work before it reads them.
+    ready = xp.cuda.get_current_stream().record()
+
     def on_stream(j):
         with comm.device_context(), xp.cuda.Stream(non_blocking=True) as stream:
+            stream.wait_event(ready)
             out = step(j)
             stream.synchronize()
         return out

@@ -1,0 +1,106 @@
+"""``svd(method="auto")`` picks what the Notes of ``gpusvd.svd`` say it picks.
+
+The rule: complex input to the Jacobi SVD; a stack of two or more matrices with
+min(M, N) <= 2b (b the Jacobi block width of the device) to the Jacobi SVD, whose
+pointwise kernel takes the whole stack in one call; everything else to Golub–Reinsch.
+"""
+
+import numpy as np
+import pytest
+
+import gpusvd
+from gpusvd import _dispatch
+from gpusvd._core import tunables
+from gpusvd.jacobi import orthogonalize
+
+TWO_B_CPU = 2 * tunables.get().jacobi_block_width
+
+
+@pytest.mark.parametrize(("shape", "dtype", "expected"), [
+    ((500, 400), np.float64, "gr"),
+    ((8, 8), np.float32, "gr"),                      # one small matrix: Golub–Reinsch
+    ((1, 8, 8), np.float64, "gr"),                   # a stack of one is one matrix
+    ((6, 5), np.complex128, "jacobi"),               # complex: the only method
+    ((3, 2, 400, 300), np.complex64, "jacobi"),
+    ((2, 8, 8), np.float64, "jacobi"),               # a stack of small matrices
+    ((1000, 200, TWO_B_CPU), np.float32, "jacobi"),  # tall, narrow: min(M, N) counts
+    ((7, TWO_B_CPU, 900), np.float64, "jacobi"),
+    ((2, TWO_B_CPU + 1, TWO_B_CPU + 1), np.float64, "gr"),
+    ((0, 5, 5), np.float64, "gr"),                   # no matrix at all
+])
+def test_rule(shape, dtype, expected):
+    assert _dispatch._choose_method(shape, np.dtype(dtype), np) == expected
+
+
+def test_boundary_follows_the_block_width():
+    with tunables.override(jacobi_block_width=4):
+        assert _dispatch._choose_method((5, 8, 8), np.dtype(np.float64), np) == "jacobi"
+        assert _dispatch._choose_method((5, 9, 9), np.dtype(np.float64), np) == "gr"
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    """Record which method's stack entry ``svd`` calls, and the stack it is given."""
+    calls = []
+    for name, method in list(_dispatch._METHODS.items()):
+        def recorded(stack, xp, *, _name=name, _method=method, **kw):
+            calls.append((_name, stack.shape))
+            return _method(stack, xp, **kw)
+        monkeypatch.setitem(_dispatch._METHODS, name, recorded)
+    return calls
+
+
+@pytest.mark.parametrize(("shape", "complex_", "expected"), [
+    ((30, 20), False, "gr"),
+    ((30, 20), True, "jacobi"),
+    ((4, 3, 10, 6), False, "jacobi"),
+    ((3, 40, 40), False, "gr"),
+])
+def test_svd_and_svdvals_dispatch(spy, shape, complex_, expected):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if complex_ else 0)
+    batch = int(np.prod(shape[:-2]))
+    u, s, vh = gpusvd.svd(a, full_matrices=False, device="cpu")
+    gpusvd.svdvals(a, device="cpu")
+    assert spy == [(expected, (batch, *shape[-2:]))] * 2  # the whole stack in one call
+    assert np.allclose(np.matmul(u * s[..., None, :], vh), a)
+
+
+@pytest.fixture
+def pointwise_calls(monkeypatch):
+    """The shapes of the stacks given to the batched pointwise Jacobi, call by call."""
+    calls = []
+    small = orthogonalize.small_jacobi
+
+    def counted(g, *args, **kwargs):
+        calls.append(g.shape)
+        return small(g, *args, **kwargs)
+    monkeypatch.setattr(orthogonalize, "small_jacobi", counted)
+    return calls
+
+
+def test_stack_is_one_batched_jacobi_call(pointwise_calls):
+    a = np.random.default_rng(1).standard_normal((500, 12, 9))
+    s = gpusvd.svdvals(a, device="cpu")
+    assert pointwise_calls == [(500, 9, 9)]  # after preconditioning: X = Rᴴ, 9 × 9
+    assert np.allclose(s, np.linalg.svd(a, compute_uv=False))
+
+
+def test_gr_refuses_complex_and_names_jacobi():
+    z = np.ones((3, 3), np.complex64)
+    for call in (gpusvd.svd, gpusvd.svdvals):
+        with pytest.raises(ValueError, match=r"complex64.*method='jacobi'"):
+            call(z, method="gr")
+
+
+@pytest.mark.gpu
+def test_gpu_boundary_and_one_batched_call(pointwise_calls):
+    import cupy
+
+    two_b = 2 * tunables.get().jacobi_block_width_gpu
+    assert _dispatch._choose_method((2, 300, two_b), np.dtype(np.float64), cupy) == "jacobi"
+    assert _dispatch._choose_method((2, 300, two_b + 1), np.dtype(np.float64), cupy) == "gr"
+    a = np.random.default_rng(2).standard_normal((2000, 40, 32))
+    u, s, vh = gpusvd.svd(cupy.asarray(a), full_matrices=False)
+    assert pointwise_calls == [(2000, 32, 32)]  # after preconditioning: X = Rᴴ, 32 × 32
+    assert np.allclose(np.matmul(u.get() * s.get()[..., None, :], vh.get()), a)

@@ -1,0 +1,116 @@
+"""PyTorch tensors in, PyTorch tensors out, on the input's device (issue 8).
+
+CPU tensors go through NumPy (``numpy.from_dlpack``) and come back as CPU tensors; CUDA
+tensors cross to CuPy and back by DLPack with no host round trip. Tensors that require
+grad, carry a lazy conjugate, or are not contiguous are taken as they are.
+"""
+
+import numpy as np
+import pytest
+
+import gpusvd
+from gpusvd._core import arrays
+from interop_cases import CASES, IDS, as_numpy, results
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed here")
+
+
+def _numpy(t):
+    return t.detach().resolve_conj().cpu().numpy()
+
+
+def _forbid_host_round_trip(monkeypatch):
+    """Make every way from a tensor or a CuPy array to host memory that gpusvd's array
+    layer could take raise (the drivers' own small host copies stay allowed)."""
+    def boom(*args, **kwargs):
+        raise AssertionError("host round trip")
+    for name in ("cpu", "numpy", "__array__", "tolist"):
+        monkeypatch.setattr(torch.Tensor, name, boom)
+    monkeypatch.setattr(arrays, "to_host", boom)
+    monkeypatch.setattr(np, "from_dlpack", boom)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_cpu_tensor(case):
+    a = case.make()
+    out = case.call(torch.from_numpy(a.copy()))
+    assert all(isinstance(x, torch.Tensor) and x.device.type == "cpu" for x in results(out))
+    case.check(a, as_numpy(out, _numpy))
+
+
+def test_cpu_requires_grad_and_non_contiguous():
+    a = np.random.default_rng(0).standard_normal((20, 12))
+    x = torch.from_numpy(a.T.copy()).T.requires_grad_()  # a transposed view
+    assert not x.is_contiguous()
+    u, s, vh = gpusvd.svd(x, full_matrices=False)
+    assert not any(t.requires_grad for t in (u, s, vh))
+    assert np.allclose(_numpy(u) * _numpy(s) @ _numpy(vh), a)
+
+
+def test_cpu_conjugate_view():
+    rng = np.random.default_rng(1)
+    z = rng.standard_normal((9, 7)) + 1j * rng.standard_normal((9, 7))
+    x = torch.from_numpy(z).conj()  # lazy: the conjugate bit is set
+    assert x.is_conj()
+    u, s, vh = gpusvd.svd(x, full_matrices=False)
+    assert np.allclose(_numpy(u) * _numpy(s) @ _numpy(vh), z.conj())
+
+
+@pytest.mark.gpu
+class TestCUDA:
+    device = "cuda:0"
+
+    def put(self, a):
+        return torch.from_numpy(a.copy()).to(self.device)
+
+    @pytest.mark.parametrize("case", CASES, ids=IDS)
+    def test_same_type_and_device_no_host(self, case, monkeypatch):
+        a = case.make()
+        x = self.put(a)
+        _forbid_host_round_trip(monkeypatch)
+        out = case.call(x)
+        torch.cuda.synchronize(self.device)
+        monkeypatch.undo()
+        for r in results(out):
+            assert isinstance(r, torch.Tensor) and r.device == x.device
+            assert r.is_contiguous()
+        case.check(a, as_numpy(out, _numpy))
+
+    def test_requires_grad_non_contiguous_conjugate(self):
+        rng = np.random.default_rng(2)
+        a = rng.standard_normal((40, 24))
+        x = self.put(a.T.copy()).T.requires_grad_()
+        u, s, vh = gpusvd.svd(x, full_matrices=False)
+        assert u.device == x.device and not u.requires_grad
+        assert np.allclose(_numpy(u) * _numpy(s) @ _numpy(vh), a)
+        z = a + 1j * rng.standard_normal(a.shape)
+        u, s, vh = gpusvd.svd(self.put(z).conj(), full_matrices=False)
+        assert np.allclose(_numpy(u) * _numpy(s) @ _numpy(vh), z.conj())
+
+    def test_stream_order(self):
+        # Input produced and results consumed on a side stream: the DLPack exchange must
+        # order CuPy's work after the producer's and the consumer's after CuPy's.
+        side = torch.cuda.Stream(device=self.device)
+        rng = np.random.default_rng(3)
+        base = self.put(rng.standard_normal((512, 512)))
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            a = base
+            for _ in range(20):  # keep the side stream busy when gpusvd starts
+                a = a @ base / 64.0
+            u, s, vh = gpusvd.svd(a, full_matrices=False)
+            back = (u * s) @ vh
+        torch.cuda.synchronize(self.device)
+        assert torch.allclose(back, a, atol=1e-10 * float(a.abs().max()))
+
+
+@pytest.mark.gpu
+class TestSecondGPU(TestCUDA):
+    """A tensor on ``cuda:1`` is computed there and comes back there."""
+
+    device = "cuda:1"
+
+    @pytest.fixture(autouse=True)
+    def _needs_two(self):
+        if torch.cuda.device_count() < 2:
+            pytest.skip("needs two GPUs")
