@@ -32,8 +32,9 @@ The rank's count of proper rotations (§4.5) is reduced to "any or none": the ou
 sweeps stop when no rank applied one, and that is all the count decides.
 
 R is filled with zero columns to an order the block level takes without filling
-(:func:`gpusvd.jacobi.strategies.block_count` blocks of ``jacobi_block_width``), so
-that ``blocked_jacobi`` updates it in place, and the filling is dropped from V̂ by
+(:func:`gpusvd.jacobi.strategies.block_count` blocks of ``blocked.block_width(xp)``,
+``jacobi_block_width`` on the CPU and ``jacobi_block_width_gpu`` on the GPU), so that
+``blocked_jacobi`` updates it in place, and the filling is dropped from V̂ by
 :mod:`gpusvd.jacobi.padding`. Phase (2b) (``solve``: V̂ from R·V̂ = Û·Σ̂) is not
 offered: V̂ is always accumulated.
 """
@@ -91,7 +92,7 @@ def _local_sweeps(r, signs, xp, options, limit):
     (updated in place: the order needs no filling there).
     """
     k = r.shape[0]
-    width = tunables.get().jacobi_block_width
+    width = blocked.block_width(xp)  # the GPU driver blocks by jacobi_block_width_gpu
     order = block_count(-(-k // width)) * width
     rp, vp = pad_columns(r[None], order, xp)
     rt = xp.ascontiguousarray(rp[0].T)

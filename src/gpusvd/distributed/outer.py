@@ -34,7 +34,6 @@ swaps only columns of equal sign, so the signs by position never change and ever
 rank knows them from the start.
 """
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
@@ -123,11 +122,12 @@ def _local_steps(comm, data, pairs, signs, m, options, outer):
     """Phases (0)–(3) on each of this rank's pairs (``data[j]`` holds the rows of the
     pair of columns ``pairs[j]``); returns [(data, rotated, skipped)] per pair.
 
-    On the GPU with c > 1 each pair runs from its own host thread on its own stream:
-    a block sweep on a shortened pair is a chain of small launches that leaves much of
-    the GPU idle, and the pairs are independent. Each side stream first waits for the
-    caller's stream (which wrote the blocks), and each thread waits for its stream, so
-    the results are complete on return.
+    The pairs run one after another on the current stream. Running each from its own
+    host thread on its own CUDA stream (a block sweep on a shortened pair is a chain of
+    small launches that leaves much of the GPU idle) did not converge on the H100 (S4,
+    2026-11-22: 50 outer sweeps at n = 260 with 2 pairs per rank, even with each side
+    stream waiting for the caller's), so the concurrent form waits until that is
+    understood.
     """
     xp = comm.xp
 
@@ -140,22 +140,7 @@ def _local_steps(comm, data, pairs, signs, m, options, outer):
             return data[j], rotated, skipped
         return (gt if vt is None else xp.concatenate([gt, vt], axis=1)), rotated, skipped
 
-    if xp is np or len(data) == 1:
-        return [step(j) for j in range(len(data))]
-
-    # The pairs' blocks were written on the caller's stream (the exchange, the previous
-    # step): each side stream waits for that work before it reads them.
-    ready = xp.cuda.get_current_stream().record()
-
-    def on_stream(j):
-        with comm.device_context(), xp.cuda.Stream(non_blocking=True) as stream:
-            stream.wait_event(ready)
-            out = step(j)
-            stream.synchronize()
-        return out
-
-    with ThreadPoolExecutor(len(data)) as pool:
-        return list(pool.map(on_stream, range(len(data))))
+    return [step(j) for j in range(len(data))]
 
 
 def _sweep(comm, data, held, table, blocks, signs, m, options, outer, counts):
