@@ -56,7 +56,9 @@ import common  # noqa: E402
 SCHEMA = "gpusvd-bench-distributed/3"
 VARIANTS = ("block-oriented", "full-block")
 # Options of the outer level (gpusvd.distributed.jacobi_svd) compared by --settings.
-SETTINGS = {"default": {}, "paper": {"skip_orthogonal": False},
+# "paper" and "pairs1" were "paper" and "default" before pairs_per_rank=None (S4).
+SETTINGS = {"default": {}, "paper": {"skip_orthogonal": False, "pairs_per_rank": 1},
+            "pairs1": {"pairs_per_rank": 1},
             "pairs2": {"pairs_per_rank": 2}, "pairs4": {"pairs_per_rank": 4},
             "sweeps2": {"pair_sweeps": 2}}
 # Size of the warm-up decomposition: compiles every kernel and sets up NCCL and cuBLAS.

@@ -86,3 +86,15 @@ def test_more_pair_sweeps_leave_the_pair_more_orthogonal():
 def test_pairs_per_rank_keep_block_columns_one_block_wide(n, ranks, wanted, c):
     with tunables.override(jacobi_block_width=16):
         assert _pairs_per_rank(n, ranks, wanted, np) == c
+
+
+class _GpuLike:
+    """Any namespace that is not NumPy: block_width takes the GPU's."""
+
+
+@pytest.mark.parametrize("n, ranks, c", [
+    (16384, 2, 2), (16384, 4, 1), (8192, 2, 1), (32768, 2, 4), (1000, 2, 1)])
+def test_pairs_per_rank_default_keeps_gpu_pairs_4096_wide(n, ranks, c):
+    with tunables.override(distributed_pair_width=4096, jacobi_block_width_gpu=32):
+        assert _pairs_per_rank(n, ranks, None, _GpuLike()) == c
+    assert _pairs_per_rank(n, ranks, None, np) == 1     # CPU ranks: the paper's one pair

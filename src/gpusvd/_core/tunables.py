@@ -79,6 +79,12 @@ class Tunables:
     # computing the same rotation (less issue pressure) but longer loops per p-step; the
     # default is a prediction, bench/bench_jacobi.py --lanes measures the alternatives.
     jacobi_inner_lanes: int = 0
+    # Distributed Jacobi on GPUs, pairs_per_rank=None: the most pivot block-pairs per rank
+    # that keep each pair at least this many columns wide (distributed/outer.py). n =
+    # 16384 float64 on two H200s (S4, 2026-11-22): c = 1 (pairs of 8192) 31.1 s, c = 2
+    # (pairs of 4096) 25.8 s; the single GPU 47.0 s. Narrower pairs were predicted slower
+    # (p-step latency), not measured.
+    distributed_pair_width: int = 4096
     # Takagi (paper 002). Matrices of order below this use the paper's pointwise parallel
     # steps (Alg. 2, one pass over A and U per step); from it on the blocked form
     # (takagi/driver.py), whose passes are n/b per sweep instead of n. A prediction from

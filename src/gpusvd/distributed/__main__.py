@@ -26,8 +26,9 @@ def _parser():
                    choices=["block-oriented", "full-block"])
     p.add_argument("--pair-sweeps", type=int, default=1,
                    help="block sweeps per shortened pair (default 1)")
-    p.add_argument("--pairs-per-rank", type=int, default=1,
-                   help="pivot block-pairs per rank and outer step (default 1)")
+    p.add_argument("--pairs-per-rank", type=int, default=None,
+                   help="pivot block-pairs per rank and outer step (default: 1 on CPU "
+                        "ranks, on GPUs the most that keep pairs 4096 columns wide)")
     p.add_argument("--no-skip", action="store_true",
                    help="run every outer step in full (no orthogonality test)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])

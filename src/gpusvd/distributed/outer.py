@@ -38,6 +38,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._core import tunables
 from .._core.errors import LinAlgError
 from ..jacobi.blocked import block_width, inner_name
 from ..jacobi.norms import column_norms
@@ -52,7 +53,8 @@ class OuterOptions(NamedTuple):
 
     pair_sweeps: int = 1          # block sweeps per shortened pair (block-oriented)
     skip_orthogonal: bool = True  # end a step whose pair passes the orthogonality test
-    pairs_per_rank: int = 1       # c: pivot block-pairs per rank and outer step
+    pairs_per_rank: int = None    # c: pivot block-pairs per rank and outer step (None:
+                                  # the rule of :func:`_pairs_per_rank`)
 
 
 class OuterInfo(NamedTuple):
@@ -80,7 +82,14 @@ class _Blocks:
 
 
 def _pairs_per_rank(n, ranks, wanted, xp):
-    """c: ``wanted``, but no more than keeps a block-column one inner block wide."""
+    """c: ``wanted``, but no more than keeps a block-column one inner block wide.
+
+    ``wanted`` None: 1 on the CPU; on the GPU the largest c whose pairs are still at
+    least ``distributed_pair_width`` columns wide, n/(ranks·c) ≥ that width (the
+    single-GPU block sweep of a narrower pair is latency-bound).
+    """
+    if wanted is None:
+        wanted = 1 if xp is np else n // (ranks * tunables.get().distributed_pair_width)
     return max(1, min(wanted, n // (2 * ranks * block_width(xp))))
 
 
