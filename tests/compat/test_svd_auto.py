@@ -20,7 +20,7 @@ TWO_B_CPU = 2 * tunables.get().jacobi_block_width
     ((500, 400), np.float64, "gr"),
     ((8, 8), np.float32, "gr"),                      # one small matrix: Golub–Reinsch
     ((1, 8, 8), np.float64, "gr"),                   # a stack of one is one matrix
-    ((6, 5), np.complex128, "jacobi"),               # complex: the only method
+    ((6, 5), np.complex128, "jacobi"),               # complex: gr takes it on the CPU only
     ((3, 2, 400, 300), np.complex64, "jacobi"),
     ((2, 8, 8), np.float64, "jacobi"),               # a stack of small matrices
     ((1000, 200, TWO_B_CPU), np.float32, "jacobi"),  # tall, narrow: min(M, N) counts
@@ -86,10 +86,22 @@ def test_stack_is_one_batched_jacobi_call(pointwise_calls):
     assert np.allclose(s, np.linalg.svd(a, compute_uv=False))
 
 
-def test_gr_refuses_complex_and_names_jacobi():
-    z = np.ones((3, 3), np.complex64)
+def test_gr_takes_complex_on_the_cpu():
+    z = np.array([[1.0, 2.0j], [0.0, 1.0]], np.complex64)
+    u, s, vh = gpusvd.svd(z, method="gr", device="cpu")
+    assert u.dtype == vh.dtype == np.complex64 and s.dtype == np.float32
+    assert np.allclose(s, [1 + np.sqrt(2), np.sqrt(2) - 1])
+    assert np.allclose(u * s @ vh, z, atol=1e-6)
+    assert np.allclose(gpusvd.svdvals(z, method="gr", device="cpu"), s)
+
+
+@pytest.mark.gpu
+def test_gr_refuses_complex_on_the_gpu_and_names_jacobi():
+    import cupy
+
+    z = cupy.ones((3, 3), cupy.complex64)
     for call in (gpusvd.svd, gpusvd.svdvals):
-        with pytest.raises(ValueError, match=r"complex64.*method='jacobi'"):
+        with pytest.raises(ValueError, match=r"on the GPU.*method='jacobi'"):
             call(z, method="gr")
 
 

@@ -1,8 +1,9 @@
 """Blocked Householder bidiagonalization (paper 000, Algorithm 2) on the NumPy backend.
 
-Invariants in units of n·ε: A = Q·B·Pᵀ, Q and P orthogonal, the singular values of
-B are A's; plus an obviously-correct unblocked reference (explicit reflectors, the
-paper's eqs. (6)–(8)) that fixes signs and τ's, and the input contract.
+Invariants in units of n·ε: A = Q·B·Pᴴ, Q and P orthogonal (unitary), B real, the
+singular values of B are A's; plus an obviously-correct unblocked reference (explicit
+reflectors, the paper's eqs. (6)–(8), for complex data LAPACK zlarfg's real β) that
+fixes signs and τ's, and the input contract.
 """
 
 import doctest
@@ -16,7 +17,7 @@ from gpusvd.golub_reinsch.bidiagonalize import apply_p, apply_q, bidiagonalize
 
 bidiagonalize_module = importlib.import_module("gpusvd.golub_reinsch.bidiagonalize")
 
-DTYPES = [np.float32, np.float64]
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 SHAPES = [(1, 1), (5, 5), (7, 3), (50, 50), (64, 17), (100, 37), (33, 32)]
 BLOCK_SIZES = [1, 3, 8, 32]
 # Slack on the n·ε bounds: Householder reductions are backward stable with a
@@ -25,7 +26,16 @@ SLACK = 30
 
 
 def _random(shape, dtype, seed=0):
-    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.standard_normal(shape)
+    return a.astype(dtype)
+
+
+def _double(a):
+    """``a`` in float64 or complex128, for the references."""
+    return a.astype(np.result_type(a.dtype, np.float64))
 
 
 def _b_matrix(bd):
@@ -33,34 +43,38 @@ def _b_matrix(bd):
 
 
 def _reconstruct(bd, m, n, block_size):
-    """Q·[B; 0]·Pᵀ through apply_q and apply_p."""
-    b = np.zeros((m, n), dtype=bd.d.dtype)
+    """Q·[B; 0]·Pᴴ through apply_q and apply_p."""
+    dtype = bd.factors.dtype
+    b = np.zeros((m, n), dtype=dtype)
     b[:n] = _b_matrix(bd)
     qb = apply_q(bd, b, block_size=block_size)
-    p = apply_p(bd, np.eye(n, dtype=bd.d.dtype), block_size=block_size)
-    return qb @ p.T
+    p = apply_p(bd, np.eye(n, dtype=dtype), block_size=block_size)
+    return qb @ p.conj().T
+
+
+def _naive_house(x):
+    """(beta, tau, H): H = I − tau·v·vᴴ, Hᴴ·x = beta·e_1, beta real (dlarfg, zlarfg)."""
+    alpha, xnorm = x[0], np.linalg.norm(x[1:])
+    if xnorm == 0 and alpha.imag == 0:
+        return alpha.real, 0.0, np.eye(len(x))
+    beta = -np.copysign(np.hypot(abs(alpha), xnorm), alpha.real)
+    v = np.concatenate([[1.0], x[1:] / (alpha - beta)])
+    tau = (beta - alpha) / beta
+    return beta, tau, np.eye(len(x)) - tau * np.outer(v, v.conj())
 
 
 def _naive_bidiagonalize(a):
-    """Unblocked reduction with explicit m×m and n×n reflectors, in float64."""
-    a = a.astype(np.float64)
+    """Unblocked reduction with explicit m×m and n×n reflectors, in float64 (complex128):
+    A ← H_iᴴ·A, then A ← A·G_i with G_i made from the conjugated row."""
+    a = _double(a)
     m, n = a.shape
-    d, e, tauq, taup = np.zeros(n), np.zeros(max(n - 1, 0)), np.zeros(n), np.zeros(n)
-
-    def house(x):
-        alpha, xnorm = x[0], np.linalg.norm(x[1:])
-        if xnorm == 0:
-            return alpha, 0.0, np.eye(len(x))
-        beta = -np.copysign(np.hypot(alpha, xnorm), alpha)
-        v = np.concatenate([[1.0], x[1:] / (alpha - beta)])
-        tau = (beta - alpha) / beta
-        return beta, tau, np.eye(len(x)) - tau * np.outer(v, v)
-
+    d, e = np.zeros(n), np.zeros(max(n - 1, 0))
+    tauq, taup = np.zeros(n, a.dtype), np.zeros(n, a.dtype)
     for i in range(n):
-        d[i], tauq[i], h = house(a[i:, i])
-        a[i:, i:] = h @ a[i:, i:]
+        d[i], tauq[i], h = _naive_house(a[i:, i])
+        a[i:, i:] = h.conj().T @ a[i:, i:]
         if i < n - 1:
-            e[i], taup[i], g = house(a[i, i + 1:])
+            e[i], taup[i], g = _naive_house(a[i, i + 1:].conj())
             a[i:, i + 1:] = a[i:, i + 1:] @ g
     return d, e, tauq, taup
 
@@ -75,7 +89,8 @@ class TestBidiagonalize:
         bd = bidiagonalize(a.copy(), block_size=block_size)
         assert bd.factors.shape == (m, n) and bd.d.shape == (n,) and bd.e.shape == (n - 1,)
         assert bd.tauq.shape == (n,) and bd.taup.shape == (n,) and bd.taup[-1] == 0
-        assert all(x.dtype == dtype for x in bd)
+        assert bd.factors.dtype == bd.tauq.dtype == bd.taup.dtype == dtype
+        assert bd.d.dtype == bd.e.dtype == np.finfo(dtype).dtype
         eps = np.finfo(dtype).eps
         err = np.linalg.norm(_reconstruct(bd, m, n, block_size) - a)
         assert err <= SLACK * max(m, n) * eps * np.linalg.norm(a)
@@ -87,8 +102,8 @@ class TestBidiagonalize:
         q = apply_q(bd, np.eye(m, dtype=dtype), block_size=block_size)
         p = apply_p(bd, np.eye(n, dtype=dtype), block_size=block_size)
         assert q.dtype == dtype and p.dtype == dtype
-        assert np.linalg.norm(q.T @ q - np.eye(m)) <= SLACK * n * eps
-        assert np.linalg.norm(p.T @ p - np.eye(n)) <= SLACK * n * eps
+        assert np.linalg.norm(q.conj().T @ q - np.eye(m)) <= SLACK * n * eps
+        assert np.linalg.norm(p.conj().T @ p - np.eye(n)) <= SLACK * n * eps
         # P = G_0 … G_{n−2} leaves the first coordinate alone (Golub–Kahan).
         np.testing.assert_array_equal(p[:, 0], np.eye(n)[:, 0])
 
@@ -97,7 +112,7 @@ class TestBidiagonalize:
         a = _random(shape, dtype)
         bd = bidiagonalize(a.copy(), block_size=block_size)
         eps = np.finfo(dtype).eps
-        expected = scipy.linalg.svdvals(a.astype(np.float64))
+        expected = scipy.linalg.svdvals(_double(a))
         got = scipy.linalg.svdvals(_b_matrix(bd).astype(np.float64))
         assert np.max(np.abs(got - expected)) <= SLACK * n * eps * expected[0]
 
@@ -135,7 +150,8 @@ def _special_matrices(dtype):
         "rank-one": rank_one,
         "zero-first-column": np.hstack([np.zeros((40, 1)), rng.standard_normal((40, 19))]),
         # Near the top of the safe range the driver scales into: no norm overflows.
-        "huge-entries": (1e150 if dtype == np.float64 else 1e17) * rng.standard_normal((40, 20)),
+        "huge-entries": ((1e150 if np.finfo(dtype).dtype == np.float64 else 1e17)
+                         * rng.standard_normal((40, 20))),
     }
 
 
@@ -150,7 +166,7 @@ def test_special_matrices(name, dtype, block_size):
         assert np.all(np.isfinite(x)), name
     eps = np.finfo(dtype).eps
     norm_a = np.linalg.norm(a)
-    expected = scipy.linalg.svdvals(a.astype(np.float64))
+    expected = scipy.linalg.svdvals(_double(a))
     got = scipy.linalg.svdvals(_b_matrix(bd).astype(np.float64))
     assert np.max(np.abs(got - expected)) <= SLACK * n * eps * norm_a
     err = np.linalg.norm(_reconstruct(bd, m, n, block_size) - a)
@@ -222,20 +238,54 @@ def test_back_transformation_block_sizes_agree(dtype):
         assert np.linalg.norm(p - p_ref) <= SLACK * n * eps * np.linalg.norm(cp), nb
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
 @pytest.mark.parametrize("k", [1, 5, 16, 17, 40, 101])
-def test_wy_factor_matches_explicit_product(k):
-    """I − V·T·Vᵀ = H_0 … H_{k−1} with explicit reflectors, some of them τ = 0."""
+def test_wy_factor_matches_explicit_product(k, dtype):
+    """I − V·T·Vᴴ = H_0 … H_{k−1} with explicit reflectors, some of them τ = 0."""
     rng = np.random.default_rng(k)
     rows = k + 9
-    v = np.tril(rng.standard_normal((rows, k)), -1) + np.eye(rows, k)
-    tau = 2 / np.sum(v * v, axis=0)
+    v = np.tril(_random((rows, k), dtype, seed=k), -1) + np.eye(rows, k)
+    # Orthogonal (unitary) reflectors: 2·Re τ = |τ|²·‖v‖², as τ = (1 − e^{iθ})/‖v‖²,
+    # e^{iθ} = −1 for real data.
+    phase = np.exp(2j * np.pi * rng.random(k)) if v.dtype.kind == "c" else -1.0
+    tau = ((1 - phase) / np.sum(abs(v) ** 2, axis=0)).astype(dtype)
     tau[::4] = 0
     product = np.eye(rows)
     for i in range(k):
-        product = product @ (np.eye(rows) - tau[i] * np.outer(v[:, i], v[:, i]))
-    t = bidiagonalize_module._wy_factors((v.T @ v)[None], tau[None])[0]
-    np.testing.assert_allclose(np.eye(rows) - v @ t @ v.T, product, rtol=0, atol=1e-13)
+        product = product @ (np.eye(rows) - tau[i] * np.outer(v[:, i], v[:, i].conj()))
+    t = bidiagonalize_module._wy_factors((v.conj().T @ v)[None], tau[None])[0]
+    np.testing.assert_allclose(np.eye(rows) - v @ t @ v.conj().T, product, rtol=0, atol=1e-13)
     np.testing.assert_array_equal(t, np.triu(t))
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("x", [[1 + 2j, 3 - 1j, 0.5j], [2 - 3j], [-1j, 0, 0], [-4.0, 0],
+                               [0j, 0, 0], [1e-3j, 1e-3]])
+def test_complex_householder(x, dtype):
+    """Hᴴ·x = β·e_1 with β real and H unitary; a complex x_0 alone still takes one."""
+    x = np.array(x, dtype)
+    work = x.copy()
+    beta, tau = bidiagonalize_module._householder(work)
+    assert beta.dtype == np.finfo(dtype).dtype and tau.dtype == dtype
+    v = np.concatenate([[1], work[1:]])
+    h = np.eye(len(x)) - tau * np.outer(v, v.conj())
+    eps = np.finfo(dtype).eps
+    norm_x = np.linalg.norm(x)
+    assert np.linalg.norm(h.conj().T @ x - beta * np.eye(len(x))[0]) <= SLACK * eps * norm_x
+    assert np.linalg.norm(h.conj().T @ h - np.eye(len(x))) <= SLACK * eps
+    assert abs(abs(beta) - norm_x) <= SLACK * eps * norm_x
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("block_size", [1, 8])
+def test_real_valued_complex_input_matches_real(dtype, block_size):
+    """zlarfg on real data is dlarfg: the same B as the real reduction."""
+    a = _random((40, 30), np.finfo(dtype).dtype, seed=1)
+    z = bidiagonalize(a.astype(dtype), block_size=block_size)
+    r = bidiagonalize(a.copy(), block_size=block_size)
+    tol = SLACK * 30 * np.finfo(dtype).eps * np.linalg.norm(a, 2)
+    np.testing.assert_allclose(z.d, r.d, rtol=0, atol=tol)
+    np.testing.assert_allclose(z.e, r.e, rtol=0, atol=tol)
 
 
 @pytest.mark.parametrize("shape, block_size", [((3, 4), 2), ((4, 3), 0)])

@@ -5,6 +5,12 @@ A(i+1:m, i) and right reflectors G_i = I − τp_i·u_i·u_iᵀ zero A(i, i+2:n)
 the upper bidiagonal B = Qᵀ·A·P with Q = H_0 H_1 … H_{n−1}, P = G_0 … G_{n−2}
 (Lahabar & Narayanan 2009, paper 000, eqs. (2)–(5)).
 
+Complex A is reduced as by LAPACK's zgebrd: H_i = I − τq_i·v_i·v_iᴴ and
+G_i = I − τp_i·u_i·u_iᴴ with complex τ, each chosen (zlarfg) to leave a real β, so
+that B = Qᴴ·A·P is real and the bidiagonal QR after it stays real.  The same code
+serves both: conjugates and conjugate transposes are the identity and plain
+transposes for real data (``_conj``, ``_ct``), so the real reduction is unchanged.
+
 Why blocked: the unblocked reduction (LAPACK dgebd2) updates the whole trailing
 matrix with two rank-1 updates per column, so it reads and writes the matrix 2n
 times at matrix-vector speed.  Algorithm 2 of paper 000, which is LAPACK's
@@ -25,7 +31,7 @@ made with ``xp.where`` instead of branches (an ``if`` on a GPU scalar costs a
 synchronization, and there would be 2n of them).  The back-transformation
 synchronizes once, to build all its small T factors on the host.  The storage of the factors is
 LAPACK's gebrd (m ≥ n): v_i below the diagonal of column i with v_i(i) = 1
-implied, u_i right of the superdiagonal of row i with u_i(i+1) = 1 implied, d on
+implied, ū_i right of the superdiagonal of row i with u_i(i+1) = 1 implied, d on
 the diagonal and e on the superdiagonal.
 """
 
@@ -42,26 +48,55 @@ from gpusvd._core.backend import array_namespace, to_host
 _WY_RECURSION_LEAF = 16
 
 
+def _complex(x):
+    return x.dtype.kind == "c"
+
+
+def _conj(x):
+    """x̄; x itself when real, so that the real reduction makes the very same calls."""
+    return x.conj() if _complex(x) else x
+
+
+def _ct(x):
+    """The conjugate transpose xᴴ, a view (xᵀ) when real."""
+    return x.conj().T if _complex(x) else x.T
+
+
+def _conjugate_row(row):
+    """row ← row̄ in place (complex only): the right reflectors act on conjugated rows."""
+    if _complex(row):
+        row[...] = row.conj()
+
+
 def _householder(x):
     """Make x into a Householder vector in place; return (beta, tau).
 
-    H = I − tau·v·vᵀ with v = [1, x(1:)] maps the original x to [beta, 0, …, 0]:
-    paper 000 eqs. (6)–(8) (alpha there is beta here, sigma is tau), LAPACK
-    dlarfg.  beta = −sign(x0)·‖x‖ avoids cancellation in x0 − beta.  When x(1:)
-    is already zero, H = I (tau = 0, beta = x0); ``xp.where`` selects that case
-    on the device, and the guarded denominators keep the discarded branch
-    free of 0/0.  Returns 0-d arrays of x's dtype.
+    H = I − tau·v·vᴴ with v = [1, x(1:)] has Hᴴ·x = [beta, 0, …, 0] for the
+    original x: paper 000 eqs. (6)–(8) (alpha there is beta here, sigma is tau),
+    LAPACK dlarfg; for complex x, zlarfg: beta is real and tau complex, so that
+    the bidiagonal comes out real.  beta = −sign(Re x0)·‖x‖ avoids cancellation
+    in x0 − beta.  When x(1:) is already zero (and x0 real), H = I (tau = 0,
+    beta = x0); ``xp.where`` selects that case on the device, and the guarded
+    denominators keep the discarded branch free of 0/0.  A complex x0 alone
+    still takes a reflector: it turns x0 into the real |x0|·(±1).  Returns 0-d
+    arrays: beta of x's real dtype, tau of x's dtype.
     """
     xp = array_namespace(x)
     alpha = x[0]
-    if x.shape[0] == 1:  # nothing to annihilate (a static shape, not a value)
+    if x.shape[0] == 1 and not _complex(x):  # nothing to annihilate (a static shape)
         return alpha.copy(), xp.zeros((), dtype=x.dtype)
     tail = x[1:]
     xnorm = xp.linalg.norm(tail)
     zero = xnorm == 0
-    beta = xp.where(zero, alpha, -xp.copysign(xp.hypot(alpha, xnorm), alpha))  # eq. (6)
-    tau = xp.where(zero, 0, (beta - alpha) / xp.where(zero, 1, beta))         # eq. (7)
-    tail /= xp.where(zero, 1, alpha - beta)                                   # eq. (8)
+    if _complex(x):
+        zero = zero & (alpha.imag == 0)
+        alpha_re, alpha_abs = alpha.real, xp.abs(alpha)
+    else:
+        alpha_re = alpha_abs = alpha
+    beta = xp.where(zero, alpha_re,
+                    -xp.copysign(xp.hypot(alpha_abs, xnorm), alpha_re))    # eq. (6)
+    tau = xp.where(zero, 0, (beta - alpha) / xp.where(zero, 1, beta))     # eq. (7)
+    tail /= xp.where(zero, 1, alpha - beta)                               # eq. (8)
     x[0] = beta
     return beta, tau
 
@@ -70,49 +105,54 @@ def _reduce_panel(a, nb, x, y, d, e, tauq, taup):
     """Reduce the first nb columns and rows of the M×N view ``a`` (LAPACK dlabrd).
 
     Steps 3–19 of paper 000 Algorithm 2.  The trailing matrix a(nb:, nb:) is not
-    touched; on return it is owed A ← A − V·Yᵀ − X·Uᵀ, with V = a(:, :nb) and
-    U = a(:nb, :) holding the reflectors (their unit entries stored explicitly),
+    touched; on return it is owed A ← A − V·Yᴴ − X·W, with V = a(:, :nb) and
+    W = a(:nb, :) holding the reflectors (their unit entries stored explicitly),
     X = x(:, :nb) and Y = y(:, :nb).  ``x`` is M×nb and ``y`` N×nb scratch.
-    Needs N > nb, so every column of the panel has a right reflector.
+    Needs N > nb, so every column of the panel has a right reflector.  For complex
+    ``a`` this is zlabrd: row j of W holds ū_j, the conjugate of G_j's vector.
     """
     for j in range(nb):
         # Step 12: bring column j up to date with the j pending rank-2 updates,
-        # a(j:, j) −= V·Y(j, :)ᵀ + X·U(:, j).
+        # a(j:, j) −= V·Y(j, :)ᴴ + X·W(:, j).
         if j > 0:
-            a[j:, j] -= a[j:, :j] @ y[j, :j] + x[j:, :j] @ a[:j, j]
+            a[j:, j] -= a[j:, :j] @ _conj(y[j, :j]) + x[j:, :j] @ a[:j, j]
         # Steps 13–14: H_j annihilates a(j+1:, j).
         d[j], tauq[j] = _householder(a[j:, j])
         a[j, j] = 1
         v = a[j:, j]
-        # Step 18, first half: y_j = τq·A_jᵀ·v with A_j the up-to-date a(j:, j+1:),
+        # Step 18, first half: y_j = τq·A_jᴴ·v with A_j the up-to-date a(j:, j+1:),
         # the paper's x (after eq. (8)) whole.  dlabrd keeps x in Y and moves the
         # paper's correction ẑ = x − σ2·(xᵀv̂)·v̂ into X below: the same rank-2 update.
-        y[j + 1:, j] = a[j:, j + 1:].T @ v
+        y[j + 1:, j] = _ct(a[j:, j + 1:]) @ v
         if j > 0:
-            y[j + 1:, j] -= (y[j + 1:, :j] @ (a[j:, :j].T @ v)
-                             + a[:j, j + 1:].T @ (x[j:, :j].T @ v))
+            y[j + 1:, j] -= (y[j + 1:, :j] @ (_ct(a[j:, :j]) @ v)
+                             + _ct(a[:j, j + 1:]) @ (_ct(x[j:, :j]) @ v))
         y[j + 1:, j] *= tauq[j]
         # Step 15: bring row j up to date, now including H_j itself.
-        a[j, j + 1:] -= y[j + 1:, :j + 1] @ a[j, :j + 1]
+        a[j, j + 1:] -= _conj(y[j + 1:, :j + 1]) @ a[j, :j + 1]
         if j > 0:
             a[j, j + 1:] -= a[:j, j + 1:].T @ x[j, :j]
-        # Steps 16–17: G_j annihilates a(j, j+2:).
+        # Steps 16–17: G_j = I − τp·u·uᴴ annihilates a(j, j+2:): its u is the
+        # Householder vector of the conjugated row.
+        _conjugate_row(a[j, j + 1:])
         e[j], taup[j] = _householder(a[j, j + 1:])
         a[j, j + 1] = 1
         u = a[j, j + 1:]
         # Step 18, second half: x_j = τp·(H_j·A_j)·u, the paper's ŵ taken after H_j.
         x[j + 1:, j] = (a[j + 1:, j + 1:] @ u
-                        - a[j + 1:, :j + 1] @ (y[j + 1:, :j + 1].T @ u))
+                        - a[j + 1:, :j + 1] @ (_ct(y[j + 1:, :j + 1]) @ u))
         if j > 0:
             x[j + 1:, j] -= x[j + 1:, :j] @ (a[:j, j + 1:] @ u)
         x[j + 1:, j] *= taup[j]
+        _conjugate_row(a[j, j + 1:])
 
 
 def _reduce_unblocked(a, d, e, tauq, taup):
     """Reduce the M×N view ``a`` column by column (LAPACK dgebd2).
 
     Each step applies H_j from the left and G_j from the right as rank-1 updates,
-    the rank-2 update after paper 000 eq. (8) split in its two halves.
+    the rank-2 update after paper 000 eq. (8) split in its two halves: A ← H_jᴴ·A,
+    then A ← A·G_j.  For complex ``a`` this is zgebd2, storing ū_j in row j.
     """
     m, n = a.shape
     for j in range(n):
@@ -122,17 +162,19 @@ def _reduce_unblocked(a, d, e, tauq, taup):
             break
         a[j, j] = 1
         v = a[j:, j]
-        a[j:, j + 1:] -= (tauq[j] * v)[:, None] * (v @ a[j:, j + 1:])[None, :]
+        a[j:, j + 1:] -= (_conj(tauq[j]) * v)[:, None] * (_conj(v) @ a[j:, j + 1:])[None, :]
         a[j, j] = d[j]
+        _conjugate_row(a[j, j + 1:])
         e[j], taup[j] = _householder(a[j, j + 1:])
         a[j, j + 1] = 1
         u = a[j, j + 1:]
-        a[j + 1:, j + 1:] -= (a[j + 1:, j + 1:] @ u)[:, None] * (taup[j] * u)[None, :]
+        a[j + 1:, j + 1:] -= (a[j + 1:, j + 1:] @ u)[:, None] * (taup[j] * _conj(u))[None, :]
+        _conjugate_row(u)
         a[j, j + 1] = e[j]
 
 
 def _wy_factors(s, tau):
-    """The T of every block, from S = VᵀV and τ, on the host (LAPACK dlarft, 'F', 'C').
+    """The T of every block, from S = VᴴV and τ, on the host (LAPACK dlarft, 'F', 'C').
 
     ``s`` is (blocks, k, k) and ``tau`` (blocks, k), NumPy; all blocks go at once
     in batched products.  Wide blocks split in halves, T = [T1, −T1·S12·T2; 0, T2]
@@ -161,9 +203,9 @@ def _apply_blocked(c, tau, count, block_size, panel, shift):
 
     ``panel(k, kb)`` is a view of the factors whose columns hold the vectors of
     R_k … R_{k+kb−1} below its diagonal, the unit entries implied on it; R_k
-    acts on rows k+shift: of c.  Each block becomes I − V·T·Vᵀ (LAPACK
+    acts on rows k+shift: of c.  Each block becomes I − V·T·Vᴴ (LAPACK
     dlarft/dlarfb) in a fixed number of device operations, whatever block_size
-    is: V is ``tril`` plus an identity, S = VᵀV one GEMM, and c ← c − V·(T·(Vᵀ·c))
+    is: V is ``tril`` plus an identity, S = VᴴV one GEMM, and c ← c − V·(T·(Vᴴ·c))
     three GEMMs, the last block first since R_0(R_1(…(R_last·c))).  Between the
     two loops S and τ go to the host once, the only synchronization, and
     :func:`_wy_factors` makes every T there.
@@ -178,14 +220,14 @@ def _apply_blocked(c, tau, count, block_size, panel, shift):
     for b, k in enumerate(starts):
         stored = panel(k, min(nb, count - k))
         v = xp.tril(stored, -1) + xp.eye(*stored.shape, dtype=c.dtype)
-        s[b, :v.shape[1], :v.shape[1]] = v.T @ v
+        s[b, :v.shape[1], :v.shape[1]] = _ct(v) @ v
         vs.append(v)
     taus = np.zeros(len(starts) * nb, dtype=c.dtype)
     taus[:count] = to_host(tau[:count])
     t = xp.asarray(_wy_factors(to_host(s), taus.reshape(len(starts), nb)))
     for b in reversed(range(len(vs))):
         v, r, kb = vs[b], starts[b] + shift, vs[b].shape[1]
-        c[r:] -= v @ (t[b, :kb, :kb] @ (v.T @ c[r:]))
+        c[r:] -= v @ (t[b, :kb, :kb] @ (_ct(v) @ c[r:]))
     return c
 
 
@@ -195,16 +237,20 @@ class Bidiagonal(NamedTuple):
     factors: Any  # (m, n): d, e and the Householder vectors, stored as gebrd does
     tauq: Any     # (n,)  τ of H_0 … H_{n−1}
     taup: Any     # (n,)  τ of G_0 … G_{n−2}; the last entry is 0
-    d: Any        # (n,)  diagonal of B
-    e: Any        # (n−1,) superdiagonal of B
+    d: Any        # (n,)  diagonal of B, of the real dtype
+    e: Any        # (n−1,) superdiagonal of B, of the real dtype
 
 
 def bidiagonalize(a, *, block_size):
-    """Reduce ``a`` to upper bidiagonal form, A = Q·B·Pᵀ (paper 000, Algorithm 2).
+    """Reduce ``a`` to upper bidiagonal form, A = Q·B·Pᴴ (paper 000, Algorithm 2).
+
+    Complex ``a`` (NumPy only: the GPU panel kernel is real) is reduced as by LAPACK's
+    zgebrd: the reflectors H = I − τ·v·vᴴ have complex τ and real β, so B is real and
+    Q, P are unitary.
 
     Parameters
     ----------
-    a : (m, n) float32 or float64 NumPy or CuPy array, m ≥ n
+    a : (m, n) float32, float64, complex64 or complex128 NumPy or CuPy array, m ≥ n
         The matrix, in either memory order.  It is OVERWRITTEN with the factors
         and returned as ``factors``: pass a copy to keep it.  Entries should lie
         in a safe range (the driver scales them); up to about 1e150 in float64 is.
@@ -233,8 +279,9 @@ def bidiagonalize(a, *, block_size):
                          "pass the transpose of a wide matrix")
     if block_size < 1:
         raise ValueError(f"block_size must be a positive integer, got {block_size}")
-    d = xp.zeros(n, dtype=a.dtype)
-    e = xp.zeros(max(n - 1, 0), dtype=a.dtype)
+    real = np.finfo(a.dtype).dtype
+    d = xp.zeros(n, dtype=real)
+    e = xp.zeros(max(n - 1, 0), dtype=real)
     tauq = xp.zeros(n, dtype=a.dtype)
     taup = xp.zeros(n, dtype=a.dtype)
     nb = block_size
@@ -248,9 +295,9 @@ def bidiagonalize(a, *, block_size):
     while n - k > nb:  # steps 2–21: a panel, then the trailing update
         sub, xs, ys = a[k:, k:], x[:m - k], y[:n - k]
         reduce_panel(sub, nb, xs, ys, d[k:], e[k:], tauq[k:], taup[k:])
-        # Step 20: A(k+L:, k+L:) ← A − V·Yᵀ − X·Uᵀ, two GEMMs (the deferred rank-2
+        # Step 20: A(k+L:, k+L:) ← A − V·Yᴴ − X·W, two GEMMs (the deferred rank-2
         # updates after paper 000 eq. (8), L at a time).
-        sub[nb:, nb:] -= sub[nb:, :nb] @ ys[nb:].T + xs[nb:] @ sub[:nb, nb:]
+        sub[nb:, nb:] -= sub[nb:, :nb] @ _ct(ys[nb:]) + xs[nb:] @ sub[:nb, nb:]
         # The panel kept the unit entries of the reflectors on the diagonal and the
         # superdiagonal; put B back there.
         idx = xp.arange(nb)
@@ -309,7 +356,7 @@ def apply_q(bd, c, *, block_size=None):
 
 
 def apply_p(bd, c, *, block_size=None):
-    """P·c, with P = G_0 … G_{n−2} from :func:`bidiagonalize`.
+    """P·c, with P = G_0 … G_{n−2} from :func:`bidiagonalize` (A = Q·B·Pᴴ).
 
     ``c`` is (n, k) and is overwritten, as in :func:`apply_q`.
 
@@ -323,6 +370,6 @@ def apply_p(bd, c, *, block_size=None):
     True
     """
     f = bd.factors
-    # G_i acts on rows i+1:; u_i is row i of the factors right of the diagonal.
+    # G_i acts on rows i+1:; ū_i is row i of the factors right of the diagonal.
     return _apply_blocked(c, bd.taup, f.shape[1] - 1, block_size,
-                          lambda k, kb: f[k:k + kb, k + 1:].T, shift=1)
+                          lambda k, kb: _ct(f[k:k + kb, k + 1:]), shift=1)

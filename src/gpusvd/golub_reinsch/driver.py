@@ -1,12 +1,16 @@
 """Golub–Reinsch SVD of one matrix (Lahabar & Narayanan, papers 000/004).
 
-1. Bidiagonalization A = Q·B·Pᵀ by blocked Householder transformations (Alg. 2), on the
+1. Bidiagonalization A = Q·B·Pᴴ by blocked Householder transformations (Alg. 2), on the
    device that holds A.
 2. Singular values of the upper bidiagonal B by the implicitly shifted QR of Demmel and
    Kahan (Alg. 3) on the host; the iteration emits its rotations in chunks.
 3. The rotations applied to X = I and Y = I (Alg. 4, 5), by a Numba kernel on the CPU or
    a CUDA kernel on the GPU while the host computes the next chunk, so B = X·Σ·Yᵀ.
-4. U = Q·X and Vᵀ = (P·Y)ᵀ by blocked back-transformation (matrix products).
+4. U = Q·X and Vᴴ = (P·Y)ᴴ by blocked back-transformation (matrix products).
+
+Complex A (on the CPU; the GPU panel kernel is real) is bidiagonalized as by LAPACK's
+zgebrd, with complex reflectors that leave B real: steps 2 and 3 are then the real ones,
+X and Y real, and only step 4 is complex, as in zgesvd.
 
 For m >= 1.6·n (dgesvd's crossover) A = Q_R·R is computed first and R takes steps 1-4;
 then U = Q_R·U_R. Paper 000 bidiagonalizes tall matrices directly; the QR first removes
@@ -14,7 +18,7 @@ most of the bidiagonalization's memory-bound matrix–vector traffic there.
 
 Like LAPACK's dgesvd, A is first scaled by a power of two into the range where the
 bidiagonalization cannot overflow or lose the smallest entries, and Σ is scaled back.
-A wide matrix is decomposed through its transpose.
+A wide matrix is decomposed through its conjugate transpose.
 """
 
 import numpy as np
@@ -23,7 +27,7 @@ from .._core import profile, tunables
 from .._core.backend import to_host
 from .._core.scaling import safe_scale
 from .bidiagonal_qr import BidiagonalQR
-from .bidiagonalize import apply_p, apply_q, bidiagonalize
+from .bidiagonalize import _ct, apply_p, apply_q, bidiagonalize
 from .dqds import bidiagonal_singular_values
 from .rotations import apply_rotations
 
@@ -31,6 +35,20 @@ from .rotations import apply_rotations
 # dgesvd's crossover (LAPACK ILAENV ispec 6: MNTHR = 1.6·min(m, n)): from m >= 1.6·n on, a
 # QR decomposition first makes the bidiagonalization n×n instead of m×n.
 _QR_FIRST_RATIO = 1.6
+
+_GPU_COMPLEX = ("svd(method='gr') on the GPU takes float32 or float64 input; "
+                "complex input: method='jacobi' (or 'auto')")
+
+
+def check_device_dtype(xp, dtype):
+    """Raise ValueError for complex ``dtype`` on the GPU, whose panel kernel is real.
+
+    Examples
+    --------
+    >>> check_device_dtype(np, np.dtype(np.complex64))  # the CPU takes complex input
+    """
+    if xp is not np and np.dtype(dtype).kind == "c":
+        raise ValueError(_GPU_COMPLEX)
 
 
 def _rotate_cpu(n, dtype, qr):
@@ -102,6 +120,7 @@ def _svd_qr_first(work, scale, xp, dtype, full_matrices, compute_uv):
 def _svd_bidiagonal(work, scale, xp, dtype, full_matrices, compute_uv):
     """Steps 1-4 of the module docstring on the scaled m×n ``work`` (m >= n >= 1)."""
     m, n = work.shape
+    real = np.finfo(dtype).dtype  # of B, Σ, X and Y
     with profile.phase("bidiagonalize", xp):
         bd = bidiagonalize(work, block_size=tunables.get().bidiag_block_size)
         d = np.asarray(to_host(bd.d), np.float64)
@@ -110,14 +129,14 @@ def _svd_bidiagonal(work, scale, xp, dtype, full_matrices, compute_uv):
         if not compute_uv:
             # dqds, as LAPACK does for values only: ~2.4x faster than the QR, as accurate
             s_host = bidiagonal_singular_values(d, e)
-            return None, xp.asarray((s_host / scale).astype(dtype)), None
+            return None, xp.asarray((s_host / scale).astype(real)), None
         qr = BidiagonalQR(d, e, eps=float(np.finfo(dtype).eps))
         if xp is not np:
-            x, y = _rotate_gpu(n, dtype, qr, xp)
+            x, y = _rotate_gpu(n, real, qr, xp)
         else:
-            x, y = _rotate_cpu(n, dtype, qr)
+            x, y = _rotate_cpu(n, real, qr)
     s_host, perm, flip = qr.singular_values()
-    s = xp.asarray((s_host / scale).astype(dtype))
+    s = xp.asarray((s_host / scale).astype(real))
     if not compute_uv:
         return None, s, None
     with profile.phase("back_transform", xp):
@@ -131,12 +150,12 @@ def _svd_bidiagonal(work, scale, xp, dtype, full_matrices, compute_uv):
         if full_matrices and m > n:
             c[n:, n:] = xp.eye(m - n, dtype=dtype)
         u = apply_q(bd, c)
-        v = apply_p(bd, y)
-    return xp.ascontiguousarray(u), s, xp.ascontiguousarray(v.T)
+        v = apply_p(bd, y.astype(dtype, copy=False))
+    return xp.ascontiguousarray(u), s, xp.ascontiguousarray(_ct(v))
 
 
 def _svd_empty(m, n, xp, dtype, full_matrices):
-    s = xp.zeros(0, dtype=dtype)
+    s = xp.zeros(0, dtype=np.finfo(dtype).dtype)
     u = xp.eye(m, dtype=dtype) if full_matrices else xp.zeros((m, 0), dtype=dtype)
     vh = xp.eye(n, dtype=dtype) if full_matrices else xp.zeros((0, n), dtype=dtype)
     return u, s, vh
@@ -145,18 +164,30 @@ def _svd_empty(m, n, xp, dtype, full_matrices):
 def svd(a, xp, *, full_matrices, compute_uv, overwrite_a):
     """Golub–Reinsch SVD of one finite matrix ``a`` (NumPy or CuPy) in its own dtype.
 
-    Returns ``(U, S, Vh)`` (``U`` and ``Vh`` are ``None`` when ``compute_uv`` is false).
-    ``a`` is used as the workspace only when ``overwrite_a`` is true.
+    Returns ``(U, S, Vh)`` (``U`` and ``Vh`` are ``None`` when ``compute_uv`` is false;
+    ``S`` is of the real dtype). ``a`` is used as the workspace only when ``overwrite_a``
+    is true. Complex ``a`` is taken on the CPU only (:func:`check_device_dtype`).
+
+    Examples
+    --------
+    >>> z = np.array([[1.0, 2.0j], [0.0, 1.0]])
+    >>> u, s, vh = svd(z, np, full_matrices=False, compute_uv=True, overwrite_a=False)
+    >>> np.round(s, 6)                                    # 1 + √2 and √2 − 1
+    array([2.414214, 0.414214])
+    >>> bool(np.allclose(u * s @ vh, z))
+    True
     """
     m, n = a.shape
     dtype = a.dtype
+    check_device_dtype(xp, dtype)
     if m == 0 or n == 0:
         u, s, vh = _svd_empty(m, n, xp, dtype, full_matrices)
         return (u, s, vh) if compute_uv else (None, s, None)
     if m < n:
-        u, s, vh = svd(a.T, xp, full_matrices=full_matrices, compute_uv=compute_uv,
-                       overwrite_a=overwrite_a)
-        return (None if vh is None else xp.ascontiguousarray(vh.T), s,
-                None if u is None else xp.ascontiguousarray(u.T))
+        # Aᴴ = U·Σ·Vh gives A = Vhᴴ·Σ·Uᴴ; the conjugate of complex A is a private copy.
+        u, s, vh = svd(_ct(a), xp, full_matrices=full_matrices, compute_uv=compute_uv,
+                       overwrite_a=overwrite_a or dtype.kind == "c")
+        return (None if vh is None else xp.ascontiguousarray(_ct(vh)), s,
+                None if u is None else xp.ascontiguousarray(_ct(u)))
     work = a if overwrite_a and a.flags.f_contiguous else xp.array(a, order="F", copy=True)
     return _svd_tall(work, xp, dtype, full_matrices, compute_uv)

@@ -1,0 +1,141 @@
+"""gpusvd.svd(method="gr") with complex input on the CPU, and its refusal on the GPU.
+
+The complex Householder bidiagonalization (LAPACK zgebrd) leaves a real bidiagonal, so
+the QR, dqds and rotations are the real ones and only the back-transformation is
+complex. Invariants in units of n·ε: ‖A − U·S·Vh‖/(‖A‖·max(m, n)·ε), orthogonality of
+U and Vh, and the singular values against LAPACK's within 20·n·s_max·ε.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+import gpusvd
+from gpusvd import testing
+from gpusvd.golub_reinsch import driver
+
+BOUND = 20
+DTYPES = (np.complex64, np.complex128)
+# (1, n) and (n, 1), square, tall below and above the QR-first ratio 1.6, wide (through
+# the conjugate transpose), and a block size's worth of panels.
+SHAPES = [(1, 1), (1, 7), (7, 1), (2, 2), (5, 5), (40, 40), (40, 30), (100, 20),
+          (30, 40), (20, 100), (130, 97)]
+
+
+def _svd(a, **kw):
+    return gpusvd.svd(a, method="gr", device="cpu", **kw)
+
+
+def _check(a, full_matrices=False):
+    m, n = a.shape
+    k = min(m, n)
+    u, s, vh = _svd(a, full_matrices=full_matrices)
+    real = np.finfo(a.dtype).dtype
+    assert u.dtype == a.dtype and vh.dtype == a.dtype and s.dtype == real
+    assert u.shape == ((m, m) if full_matrices else (m, k))
+    assert vh.shape == ((n, n) if full_matrices else (k, n))
+    assert np.all(s[:-1] >= s[1:]) and np.all(s >= 0)
+    assert testing.svd_residual(a, u, s, vh) < BOUND
+    assert testing.orthogonality(u) < BOUND
+    assert testing.orthogonality(vh, rows=True) < BOUND
+    s_ref = np.linalg.svd(a.astype(np.complex128), compute_uv=False)
+    assert testing.sv_error(s, s_ref) < BOUND * max(k, 1)
+    return u, s, vh
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("full_matrices", [False, True])
+def test_random(shape, dtype, full_matrices):
+    _check(testing.random_matrix(*shape, dtype=dtype, seed=1), full_matrices)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(50, 40), (40, 50), (90, 30)])
+def test_rank_deficient(shape, dtype):
+    _, s, _ = _check(testing.low_rank(*shape, 7, dtype=dtype, seed=5))
+    assert s[7] <= 100 * np.finfo(dtype).eps * s[0]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("side", ["left", "right", "both"])
+@pytest.mark.parametrize("shape", [(45, 33), (33, 45)])
+def test_graded(side, shape, dtype):
+    _check(testing.graded(*shape, side=side, dtype=dtype, seed=3))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ["zero", "identity", "near_underflow", "near_overflow"])
+def test_lapack_types(kind, dtype):
+    _, s, _ = _check(testing.lapack_type(kind, 25, 21, dtype=dtype, seed=4))
+    if kind == "zero":
+        assert not s.any()
+    if kind == "identity":
+        assert np.all(s == 1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_real_valued_complex_matches_real(dtype):
+    """With zero imaginary parts zlarfg is dlarfg: the values are the real input's."""
+    a = testing.random_matrix(60, 45, dtype=np.finfo(dtype).dtype, seed=6)
+    s_real = _svd(a, compute_uv=False)
+    s = _check(a.astype(dtype))[1]
+    assert testing.sv_error(s, s_real) < BOUND
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(0, 0), (0, 4), (4, 0)])
+def test_empty(shape, dtype):
+    a = np.zeros(shape, dtype)
+    u, s, vh = _svd(a, full_matrices=False)
+    assert s.shape == (0,) and s.dtype == np.finfo(dtype).dtype
+    assert u.shape == (shape[0], 0) and vh.shape == (0, shape[1])
+    u, s, vh = _svd(a, full_matrices=True)
+    assert u.dtype == vh.dtype == dtype
+    assert np.array_equal(u, np.eye(shape[0])) and np.array_equal(vh, np.eye(shape[1]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(60, 45), (45, 60), (120, 30)])
+def test_values_only_equals_full(shape, dtype):
+    a = testing.random_matrix(*shape, dtype=dtype, seed=7)
+    s_only = gpusvd.svdvals(a, method="gr", device="cpu")
+    _, s, _ = _svd(a)
+    # Values only take dqds: equal to rounding.
+    assert testing.relative_sv_error(s_only, s) < 10 * min(shape) * np.finfo(dtype).eps
+    assert np.array_equal(_svd(a, compute_uv=False), s_only)
+
+
+@pytest.mark.parametrize("overwrite_a", [False, True])
+@pytest.mark.parametrize("shape", [(30, 20), (20, 30)])
+def test_input_and_overwrite_a(shape, overwrite_a):
+    a = testing.random_matrix(*shape, dtype=np.complex128, seed=8)
+    x = a.copy()
+    u, s, vh = _svd(x, full_matrices=False, overwrite_a=overwrite_a)
+    assert testing.svd_residual(a, u, s, vh) < BOUND
+    if not overwrite_a:
+        assert np.array_equal(x, a)
+
+
+def test_stacked():
+    a = testing.random_matrix(3 * 2 * 14, 9, dtype=np.complex64, seed=9).reshape(3, 2, 14, 9)
+    u, s, vh = _svd(a, full_matrices=False)
+    assert u.shape == (3, 2, 14, 9) and s.shape == (3, 2, 9) and vh.shape == (3, 2, 9, 9)
+    for idx in np.ndindex(3, 2):
+        assert testing.svd_residual(a[idx], u[idx], s[idx], vh[idx]) < BOUND
+
+
+def test_the_cpu_takes_complex():
+    for dtype in DTYPES:
+        driver.check_device_dtype(np, np.dtype(dtype))
+
+
+def test_the_gpu_refuses_complex():
+    cupy = pytest.importorskip("cupy")
+    message = ("svd(method='gr') on the GPU takes float32 or float64 input; "
+               "complex input: method='jacobi' (or 'auto')")
+    for dtype in DTYPES:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            driver.check_device_dtype(cupy, np.dtype(dtype))
+    driver.check_device_dtype(cupy, np.dtype(np.float32))
