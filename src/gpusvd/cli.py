@@ -21,6 +21,8 @@ file's only dataset; needs h5py). ``--dtype`` converts the input (in memory) fir
 (``svdvals``, ``jacobi --values-only``), ``S``, ``U`` (``takagi``), ``U``, ``S``, ``V``,
 ``J`` (``hsvd``), ``U``, ``S``, ``Vh`` and the 0-d arrays ``error_bound`` and ``rank``
 (``lowrank``). ``--check`` prints the accuracy in units of n·ε (:mod:`gpusvd.testing`).
+``--progress`` (default when stderr is a terminal; ``--no-progress``) draws a bar on
+stderr: one step per Jacobi or Takagi sweep, or per QUIC-SVD partition (``lowrank``).
 
 The time printed is of one call, first-use compilation (Numba, NVRTC) included; ``gpusvd
 bench`` measures medians after a warm-up. With no subcommand, or options only (``gpusvd --m 2000``), ``gpusvd`` runs ``demo``.
@@ -39,6 +41,7 @@ import numpy as np
 
 import gpusvd
 from gpusvd import testing
+from gpusvd._core import progress
 from gpusvd._core.backend import cupy_or_none, to_host
 from gpusvd.jacobi.driver import DEFAULTS, MAX_SWEEPS, SHORTENINGS, VARIANTS, VECTORS
 from gpusvd.jacobi.strategies import NAMES as STRATEGIES
@@ -190,11 +193,14 @@ def _check_lowrank(a, u, s, vh):
             "||Vh Vh' - I||_F / (rank eps)")
 
 
+def _progress_wanted(args):
+    return sys.stderr.isatty() if args.progress is None else args.progress
+
+
 def _lowrank(args, a):
-    progress = sys.stderr.isatty() if args.progress is None else args.progress
     out = gpusvd.svd_lowrank(a, eps=args.eps, delta=args.delta, max_rank=args.max_rank,
                              partitions=args.partitions, seed=args.seed, device=args.device,
-                             progress=progress)
+                             progress=_progress_wanted(args))
     u, s, vh = map(to_host, out[:3])
     arrays = {"U": u, "S": s, "Vh": vh, "error_bound": np.asarray(out.error_bound),
               "rank": np.asarray(out.rank)}
@@ -215,8 +221,11 @@ def _decompose(args):
                         lazy=args.command == "lowrank", stack=stack)
         if args.dtype is not None:
             a = np.asarray(a, dtype=args.dtype)
+        # The sweep bars end before the summary goes to stdout; lowrank draws its own.
+        sweeps = args.command != "lowrank" and _progress_wanted(args)
         start = time.perf_counter()
-        arrays, check, note = _RUN[args.command](args, a)
+        with progress.sweep_bars() if sweeps else contextlib.nullcontext():
+            arrays, check, note = _RUN[args.command](args, a)
         seconds = time.perf_counter() - start
         s = arrays["S"]
         first = s.reshape(-1, s.shape[-1])[0] if s.ndim > 1 else s
@@ -320,6 +329,9 @@ def _parser():
                        help="auto (default), cpu, gpu or a GPU index")
     files.add_argument("--check", action="store_true",
                        help="print residual and orthogonality in units of n*eps")
+    files.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                       help="progress bar on stderr per sweep (lowrank: per partition; "
+                            "default: when stderr is a terminal)")
     sub = top.add_subparsers(dest="command", metavar="COMMAND")
 
     def command(name, help, parents=(files,)):
@@ -353,8 +365,6 @@ def _parser():
     p.add_argument("--partitions", type=int, default=None,
                    help="row blocks processed in turn (default: as memory requires)")
     p.add_argument("--seed", type=int, default=None, help="seed of the sampling")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar on stderr (default: when stderr is a terminal)")
     p = command("info", "versions, devices, memory and kernel caches", parents=(common,))
     p.add_argument("--json", action="store_true", help="as JSON")
     _bench.add_arguments(command("bench", "gpusvd against NumPy/SciPy LAPACK and CuPy, "

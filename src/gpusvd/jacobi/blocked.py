@@ -31,7 +31,7 @@ needed.
 
 import numpy as np
 
-from .._core import tunables
+from .._core import progress, tunables
 from .._core.errors import LinAlgError
 from .padding import drop_columns, kept_columns, pad_columns, pad_signs
 from .rotations import orthogonality_tol
@@ -226,6 +226,7 @@ def blocked_jacobi(gt, vt, signs, *, xp, strategy, variant, shorten, tol, max_sw
                 _scatter(xp, vt, cols, blks, width,
                          xp.matmul(vloc_t, _gather(xp, vt, cols, blks, width)))
         last = int(proper)  # the one host synchronization per block sweep (§4.5)
+        progress.report("jacobi", sweep, max_sweeps, rotations=last)
         if last == 0:
             break
     else:
@@ -304,6 +305,7 @@ def small_jacobi(g, signs, *, xp, strategy, tol, max_sweeps):
     if worst > max_sweeps:
         raise LinAlgError(f"jacobi: no convergence in {max_sweeps} sweeps of the pointwise "
                           "Jacobi method; raise max_sweeps")
+    progress.report("jacobi", worst, max_sweeps)  # all sweeps ran in the one inner call
     if k == n:
         return gp, vp, np.broadcast_to(signs, (batch, n))
     keep = kept_columns(vp, n, xp)

@@ -34,7 +34,7 @@ import math
 
 import numpy as np
 
-from .._core import profile, tunables, validation
+from .._core import profile, progress, tunables, validation
 from .._core.errors import LinAlgError
 from . import block_update, steps
 from .ordering import chess_tournament
@@ -223,6 +223,8 @@ def factorize(a, xp, *, tol, max_sweeps):
     for sweep in range(max_sweeps + 1):
         with profile.phase("takagi_check", xp):
             off = _off_norm(method.a, xp)
+        if sweep:
+            progress.report("takagi", sweep, max_sweeps, off=off / norm)  # norm > 0 here
         if off <= tol * norm:
             break
         if sweep == max_sweeps:
