@@ -176,11 +176,11 @@ def _tunable_specs(specs):
     out = []
     for spec in specs:
         pairs = [item.split("=", 1) for item in spec.split(",") if item]
-        out.append({k: type_of(k)(v) for k, v in pairs} if pairs else {})
+        out.append({k: _type_of(k)(v) for k, v in pairs} if pairs else {})
     return out
 
 
-def type_of(name):
+def _type_of(name):
     _import_gpusvd()
     from gpusvd._core import tunables
     return type(getattr(tunables.get(), name))

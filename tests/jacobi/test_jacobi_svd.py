@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gpusvd._core import tunables
-from gpusvd.jacobi.driver import svd as svd_one
+from gpusvd._dispatch import _jacobi as jacobi_stack
 from gpusvd.testing import (graded, haar_orthogonal, low_rank, random_matrix,
                             with_condition)
 from gpusvd.testing.metrics import orthogonality, relative_sv_error, svd_residual
@@ -154,11 +154,13 @@ class TestJacobiSVD(OnCPU):
             self.svd(random_matrix(6, 4, seed=0), vectors="solve", precondition=False)
 
 
-def test_one_matrix_entry_for_dispatch():
+def test_stack_entry_for_dispatch():
     a = random_matrix(7, 5, seed=0)
-    u, s, vh = svd_one(a, np, full_matrices=False, compute_uv=True, overwrite_a=False)
-    assert u.shape == (7, 5) and svd_residual(a, u, s, vh) < 4
-    assert svd_one(a, np, full_matrices=True, compute_uv=False, overwrite_a=True)[0] is None
+    u, s, vh = jacobi_stack(a[None], np, full_matrices=False, compute_uv=True,
+                            overwrite_a=False)
+    assert u.shape == (1, 7, 5) and svd_residual(a, u[0], s[0], vh[0]) < 4
+    assert jacobi_stack(a[None], np, full_matrices=True, compute_uv=False,
+                        overwrite_a=True)[0] is None
 
 
 @pytest.mark.gpu

@@ -152,17 +152,6 @@ def decompose(a, xp, *, full_matrices, compute_uv, options):
                      options=options)
 
 
-def svd(a, xp, *, full_matrices, compute_uv, overwrite_a):
-    """Jacobi SVD of one finite matrix ``a`` (NumPy or CuPy) with the default options.
-
-    The one-matrix entry of ``gpusvd.svd(method="jacobi")``; returns ``(U, S, Vh)``,
-    ``U`` and ``Vh`` None when ``compute_uv`` is false. ``a`` is never written to.
-    """
-    u, s, vh = decompose(a[None], xp, full_matrices=full_matrices, compute_uv=compute_uv,
-                         options=DEFAULTS)
-    return (None, s[0], None) if u is None else (u[0], s[0], vh[0])
-
-
 def jacobi_svd(a, full_matrices=True, compute_uv=True, *, strategy=DEFAULTS.strategy,
                variant=DEFAULTS.variant, shorten=DEFAULTS.shorten,
                vectors=DEFAULTS.vectors, tol=None, max_sweeps=MAX_SWEEPS, precondition=True,

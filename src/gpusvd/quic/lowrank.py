@@ -17,6 +17,7 @@ from .._core.arrays import _parse_device, place
 from .._core.backend import cupy_or_none
 from .._core.results import LowRankSVD
 from .driver import partition_bounds, quic_svd
+from .pipeline import free_device_bytes
 from .sources import Source, open_source
 
 WHAT = "svd_lowrank"
@@ -56,9 +57,7 @@ def _choose_partitions(source, nbytes, on_gpu, xp):
     if source.kind == "device":
         return 1
     if on_gpu:
-        free, _ = xp.cuda.runtime.memGetInfo()
-        free += xp.get_default_memory_pool().free_bytes()
-        device = t.quic_device_memory_fraction * free
+        device = t.quic_device_memory_fraction * free_device_bytes(xp)
         if nbytes <= device / 2:
             return 1
         per = min(device / STREAM_BUFFERS, host / 2)

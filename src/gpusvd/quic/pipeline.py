@@ -130,10 +130,15 @@ def stream_depth(partition_bytes, partitions, xp):
     share of free device memory less one for the computation's temporaries, at least 2,
     at most ``quic_stream_depth`` and the number of partitions."""
     t = tunables.get()
-    free, _ = xp.cuda.runtime.memGetInfo()
-    free += xp.get_default_memory_pool().free_bytes()
+    free = free_device_bytes(xp)
     fits = int(t.quic_device_memory_fraction * free // max(partition_bytes, 1)) - 1
     return max(2, min(fits, t.quic_stream_depth, partitions))
+
+
+def free_device_bytes(xp):
+    """Device memory free for new arrays: the driver's free bytes and CuPy's pool's."""
+    free, _ = xp.cuda.runtime.memGetInfo()
+    return free + xp.get_default_memory_pool().free_bytes()
 
 
 def make_feeder(source, bounds, dtype, xp):
