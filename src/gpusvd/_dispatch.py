@@ -109,10 +109,10 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
         If false, only the singular values are computed and returned.
     method : {"auto", "gr", "jacobi"}, optional
         ``"gr"``: Golub–Reinsch (Householder bidiagonalization, implicitly shifted QR on
-        the bidiagonal, dqds for values only; Lahabar & Narayanan 2009); complex input on
-        the CPU only. ``"jacobi"``: the blocked one-sided Jacobi SVD of
-        :func:`gpusvd.jacobi_svd` with its defaults (Novaković 2015): real or complex,
-        singular values to high relative accuracy (graded matrices), and a stack of
+        the bidiagonal, dqds for values only; Lahabar & Narayanan 2009), real or complex
+        (complex reflectors, real bidiagonal). ``"jacobi"``: the blocked one-sided
+        Jacobi SVD of :func:`gpusvd.jacobi_svd` with its defaults (Novaković 2015): real
+        or complex, singular values to high relative accuracy (graded matrices), and a stack of
         small matrices in one batched call. ``"auto"`` (default): the rule in the Notes.
     overwrite_a : bool, optional
         Allow the input's memory to be used as workspace. Otherwise ``a`` is never changed.
@@ -131,8 +131,7 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
     Raises
     ------
     ValueError
-        Input that is not (a stack of) 2-D, non-finite entries, unknown method or option,
-        complex input with ``method="gr"`` on the GPU.
+        Input that is not (a stack of) 2-D, non-finite entries, unknown method or option.
     gpusvd.LinAlgError
         The iteration did not converge (it practically always does).
 

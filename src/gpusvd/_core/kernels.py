@@ -27,7 +27,9 @@ REGISTRY = {
         for ctype in ("float", "double")
         for window in (8, 16))),
     "golub_reinsch/kernels/bidiagonalize_panel.cu": KernelFile(
-        ("bidiagonalize_panel<float>", "bidiagonalize_panel<double>"), cooperative=True),
+        tuple(f"bidiagonalize_panel<{ctype}>"
+              for ctype in ("float", "double", "Complex<float>", "Complex<double>")),
+        cooperative=True),
     "takagi/kernels/takagi_steps.cu": KernelFile(tuple(
         f"{kernel}<{ctype}>"
         for kernel in ("takagi_rotations", "takagi_rotate_rows", "takagi_rotate_columns",

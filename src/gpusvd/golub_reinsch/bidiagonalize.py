@@ -244,8 +244,7 @@ class Bidiagonal(NamedTuple):
 def bidiagonalize(a, *, block_size):
     """Reduce ``a`` to upper bidiagonal form, A = Q·B·Pᴴ (paper 000, Algorithm 2).
 
-    Complex ``a`` (NumPy only: the GPU panel kernel is real) is reduced as by LAPACK's
-    zgebrd: the reflectors H = I − τ·v·vᴴ have complex τ and real β, so B is real and
+    Complex ``a`` (NumPy or CuPy) is reduced as by LAPACK's zgebrd: the reflectors H = I − τ·v·vᴴ have complex τ and real β, so B is real and
     Q, P are unitary.
 
     Parameters

@@ -8,9 +8,9 @@
    a CUDA kernel on the GPU while the host computes the next chunk, so B = X·Σ·Yᵀ.
 4. U = Q·X and Vᴴ = (P·Y)ᴴ by blocked back-transformation (matrix products).
 
-Complex A (on the CPU; the GPU panel kernel is real) is bidiagonalized as by LAPACK's
-zgebrd, with complex reflectors that leave B real: steps 2 and 3 are then the real ones,
-X and Y real, and only step 4 is complex, as in zgesvd.
+Complex A is bidiagonalized as by LAPACK's zgebrd (on the GPU by the same panel kernel,
+instantiated for complex), with complex reflectors that leave B real: steps 2 and 3 are
+then the real ones, X and Y real, and only step 4 is complex, as in zgesvd.
 
 For m >= 1.6·n (dgesvd's crossover) A = Q_R·R is computed first and R takes steps 1-4;
 then U = Q_R·U_R. Paper 000 bidiagonalizes tall matrices directly; the QR first removes
@@ -35,21 +35,6 @@ from .rotations import apply_rotations
 # dgesvd's crossover (LAPACK ILAENV ispec 6: MNTHR = 1.6·min(m, n)): from m >= 1.6·n on, a
 # QR decomposition first makes the bidiagonalization n×n instead of m×n.
 _QR_FIRST_RATIO = 1.6
-
-_GPU_COMPLEX = ("svd(method='gr') on the GPU takes float32 or float64 input; "
-                "complex input: method='jacobi' (or 'auto')")
-
-
-def check_device_dtype(xp, dtype):
-    """Raise ValueError for complex ``dtype`` on the GPU, whose panel kernel is real.
-
-    Examples
-    --------
-    >>> check_device_dtype(np, np.dtype(np.complex64))  # the CPU takes complex input
-    """
-    if xp is not np and np.dtype(dtype).kind == "c":
-        raise ValueError(_GPU_COMPLEX)
-
 
 def _rotate_cpu(n, dtype, qr):
     """Run the bidiagonal QR to the end, applying its rotations to X and Y on the host."""
@@ -166,7 +151,7 @@ def svd(a, xp, *, full_matrices, compute_uv, overwrite_a):
 
     Returns ``(U, S, Vh)`` (``U`` and ``Vh`` are ``None`` when ``compute_uv`` is false;
     ``S`` is of the real dtype). ``a`` is used as the workspace only when ``overwrite_a``
-    is true. Complex ``a`` is taken on the CPU only (:func:`check_device_dtype`).
+    is true. ``a`` is real or complex, on either device.
 
     Examples
     --------
@@ -179,7 +164,6 @@ def svd(a, xp, *, full_matrices, compute_uv, overwrite_a):
     """
     m, n = a.shape
     dtype = a.dtype
-    check_device_dtype(xp, dtype)
     if m == 0 or n == 0:
         u, s, vh = _svd_empty(m, n, xp, dtype, full_matrices)
         return (u, s, vh) if compute_uv else (None, s, None)

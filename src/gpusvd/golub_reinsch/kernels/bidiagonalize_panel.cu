@@ -18,8 +18,119 @@
 // a(j, j) and a(j, j+1) are read as 1 implicitly. Reductions are done in a fixed order
 // (per-block partial sums, then one ordered sum), so results are deterministic.
 // Layout: column-major, element (r, c) of a at a[r + c * lda].
+//
+// Complex T (Complex<float>, Complex<double>) is reduced as by LAPACK's zlabrd, as the twin
+// does: dot products take the conjugate of the column (conj), the Householder scalars of
+// zlarfg leave beta real (d, e and the sums of squares are of the real type R), and the
+// right reflectors act on the conjugated row, which is conjugated back when its vector is
+// scaled. For real T conj is the identity and every operation is the real one.
 
 #include <cooperative_groups.h>
+
+// ------------------------------------------------------------------ scalar types
+// A two-member complex (NVRTC here has no CuPy or CUDA complex headers; nvcc in CI compiles
+// this file alone), and the few operations the kernel needs, real and complex alike.
+
+template <typename R> struct alignas(2 * sizeof(R)) Complex { R re, im; };
+
+template <typename T> struct RealOf { typedef T Type; };
+template <typename R> struct RealOf<Complex<R>> { typedef R Type; };
+
+template <typename R> __device__ __forceinline__ Complex<R> cplx(R re, R im)
+{
+    Complex<R> z;
+    z.re = re;
+    z.im = im;
+    return z;
+}
+template <typename R> __device__ __forceinline__ Complex<R> operator+(Complex<R> a, Complex<R> b)
+{
+    return cplx(a.re + b.re, a.im + b.im);
+}
+template <typename R> __device__ __forceinline__ Complex<R> operator-(Complex<R> a, Complex<R> b)
+{
+    return cplx(a.re - b.re, a.im - b.im);
+}
+template <typename R> __device__ __forceinline__ Complex<R> operator*(Complex<R> a, Complex<R> b)
+{
+    return cplx(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);
+}
+template <typename R> __device__ __forceinline__ Complex<R> operator*(R a, Complex<R> b)
+{
+    return cplx(a * b.re, a * b.im);
+}
+template <typename R> __device__ __forceinline__ Complex<R> &operator+=(Complex<R> &a, Complex<R> b)
+{
+    return a = a + b;
+}
+template <typename R> __device__ __forceinline__ Complex<R> &operator-=(Complex<R> &a, Complex<R> b)
+{
+    return a = a - b;
+}
+template <typename R> __device__ __forceinline__ Complex<R> &operator*=(Complex<R> &a, Complex<R> b)
+{
+    return a = a * b;
+}
+
+template <typename T> __device__ __forceinline__ T conj(T x) { return x; }
+template <typename R> __device__ __forceinline__ Complex<R> conj(Complex<R> x)
+{
+    return cplx(x.re, -x.im);
+}
+template <typename T> __device__ __forceinline__ T real(T x) { return x; }
+template <typename R> __device__ __forceinline__ R real(Complex<R> x) { return x.re; }
+template <typename T> __device__ __forceinline__ T imag(T) { return T(0); }
+template <typename R> __device__ __forceinline__ R imag(Complex<R> x) { return x.im; }
+template <typename T> __device__ __forceinline__ T abs2(T x) { return x * x; }
+template <typename R> __device__ __forceinline__ R abs2(Complex<R> x)
+{
+    return x.re * x.re + x.im * x.im;
+}
+// |x| for the Householder norm; the real case keeps x (hypot ignores its sign).
+template <typename T> __device__ __forceinline__ T magnitude(T x) { return x; }
+template <typename R> __device__ __forceinline__ R magnitude(Complex<R> x)
+{
+    return hypot(x.re, x.im);
+}
+// The element of value r (real r).
+template <typename T> struct Make {
+    static __device__ __forceinline__ T of(T r) { return r; }
+};
+template <typename R> struct Make<Complex<R>> {
+    static __device__ __forceinline__ Complex<R> of(R r) { return cplx(r, R(0)); }
+};
+// (beta - alpha) / beta and 1 / (alpha - beta), real beta: the zlarfg scalars.
+template <typename T> __device__ __forceinline__ T tau_of(T alpha, T beta)
+{
+    return (beta - alpha) / beta;
+}
+template <typename R> __device__ __forceinline__ Complex<R> tau_of(Complex<R> alpha, R beta)
+{
+    return cplx((beta - alpha.re) / beta, -alpha.im / beta);
+}
+template <typename T> __device__ __forceinline__ T inverse_of_difference(T alpha, T beta)
+{
+    return T(1) / (alpha - beta);
+}
+template <typename R>
+__device__ __forceinline__ Complex<R> inverse_of_difference(Complex<R> alpha, R beta)
+{
+    const R re = alpha.re - beta, im = alpha.im, q = re * re + im * im;
+    return cplx(re / q, -im / q);
+}
+__device__ __forceinline__ float shfl_xor(float v, int o)
+{
+    return __shfl_xor_sync(0xffffffffu, v, o);
+}
+__device__ __forceinline__ double shfl_xor(double v, int o)
+{
+    return __shfl_xor_sync(0xffffffffu, v, o);
+}
+template <typename R> __device__ __forceinline__ Complex<R> shfl_xor(Complex<R> v, int o)
+{
+    return cplx(shfl_xor(v.re, o), shfl_xor(v.im, o));
+}
+
 
 namespace cg = cooperative_groups;
 
@@ -49,9 +160,13 @@ __device__ T block_sum(T v, T *shm)
 
 // Independent partial sums per lane: enough loads in flight to approach the memory
 // bandwidth (one dependent FMA chain per warp reached only 14-23% of it, NOTES.md).
-#define UNROLL 4
+// Complex elements are twice as wide, so half as many sums keep as many bytes in flight,
+// and Complex<double> stays within the 128 registers of two blocks per SM without spills.
+template <typename T> struct Unroll { enum { value = 4 }; };
+template <typename R> struct Unroll<Complex<R>> { enum { value = 2 }; };
+#define UNROLL (Unroll<T>::value)
 
-// A lane's share of the dot product of col(r) and v(r) for r = r0, r0 + 32, ... < M.
+// A lane's share of the dot product of conj(col(r)) and v(r) for r = r0, r0 + 32, ... < M.
 template <typename T>
 __device__ T dot_strided(const T *__restrict__ col, const T *__restrict__ v, long long r0,
                          long long M)
@@ -60,9 +175,9 @@ __device__ T dot_strided(const T *__restrict__ col, const T *__restrict__ v, lon
     long long r = r0;
     for (; r + 32 * (UNROLL - 1) < M; r += 32 * UNROLL) {
 #pragma unroll
-        for (int k = 0; k < UNROLL; ++k) acc[k] += col[r + 32 * k] * v[r + 32 * k];
+        for (int k = 0; k < UNROLL; ++k) acc[k] += conj(col[r + 32 * k]) * v[r + 32 * k];
     }
-    for (; r < M; r += 32) acc[0] += col[r] * v[r];
+    for (; r < M; r += 32) acc[0] += conj(col[r]) * v[r];
 #pragma unroll
     for (int k = 1; k < UNROLL; ++k) acc[0] += acc[k];
     return acc[0];
@@ -71,39 +186,43 @@ __device__ T dot_strided(const T *__restrict__ col, const T *__restrict__ v, lon
 template <typename T>
 __device__ T warp_sum(T v)
 {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int o = 16; o > 0; o >>= 1) v += shfl_xor(v, o);
     return v;
 }
 
-// Householder scalars from alpha and the per-block partial sums of squares (dlarfg;
-// the NumPy twin is bidiagonalize._householder). Every block computes them the same way.
-template <typename T>
-__device__ void householder(T alpha, const T *partials, T *shm, T &beta, T &tau, T &scale)
+// Householder scalars from alpha and the per-block partial sums of squares (dlarfg,
+// zlarfg; the NumPy twin is bidiagonalize._householder). Every block computes them the
+// same way. beta is real; a complex alpha alone still takes a reflector, to make it real.
+template <typename T, typename R>
+__device__ void householder(T alpha, const R *partials, R *shm, R &beta, T &tau, T &scale)
 {
-    T s = 0;
+    R s = 0;
     for (int i = threadIdx.x; i < gridDim.x; i += blockDim.x) s += partials[i];
-    const T xnorm = sqrt(block_sum(s, shm));
-    if (xnorm == T(0)) {
-        beta = alpha; tau = 0; scale = 1;
+    const R xnorm = sqrt(block_sum(s, shm));
+    if (xnorm == R(0) && imag(alpha) == R(0)) {
+        beta = real(alpha); tau = Make<T>::of(R(0)); scale = Make<T>::of(R(1));
     } else {
-        beta = -copysign(hypot(alpha, xnorm), alpha);
-        tau = (beta - alpha) / beta;
-        scale = T(1) / (alpha - beta);
+        beta = -copysign(hypot(magnitude(alpha), xnorm), real(alpha));
+        tau = tau_of(alpha, beta);
+        scale = inverse_of_difference(alpha, beta);
     }
 }
 
 template <typename T>
 __global__ void __launch_bounds__(PANEL_THREADS, 2)
 bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long ldx, T *y,
-                    long long ldy, T *d, T *e, T *tauq, T *taup, T *work, int nchunks)
+                    long long ldy, typename RealOf<T>::Type *d, typename RealOf<T>::Type *e,
+                    T *tauq, T *taup, T *work, int nchunks)
 {
+    typedef typename RealOf<T>::Type R;
+    const T zero = Make<T>::of(R(0)), one = Make<T>::of(R(1));
     cg::grid_group grid = cg::this_grid();
-    __shared__ T shm[32];
+    __shared__ R shm[32];
     extern __shared__ unsigned char smem_raw[];
     T *sh = reinterpret_cast<T *>(smem_raw);  // 4 * nb values
     T *scal = work;
-    T *partials = work + S_END;              // gridDim.x
-    T *t = partials + gridDim.x;             // N: a(j:, :)' v
+    R *partials = reinterpret_cast<R *>(work + S_END);  // gridDim.x (of T's room)
+    T *t = work + S_END + gridDim.x;         // N: a(j:, :)' v
     T *w1 = t + N, *w2 = w1 + nb, *z1 = w2 + nb;
     T *t2 = z1 + nb;                         // nchunks x M: partial a(:, j+1:) u
 #define A(r, c) a[(r) + (long long)(c) * lda]
@@ -118,27 +237,27 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
         // ---- E(j-1) fused with A(j) -------------------------------------------------
         T *sz1 = sh, *sz2 = sh + nb, *syr = sh + 2 * nb, *sac = sh + 3 * nb;
         const int p = j - 1;
-        T tau2 = 0;
+        T tau2 = zero;
         if (j > 0) {
             tau2 = scal[S_TAU2];
             for (int k = threadIdx.x; k <= p; k += blockDim.x) sz1[k] = z1[k];
             for (int k = threadIdx.x; k < p; k += blockDim.x) {
-                T s = 0;
+                T s = zero;
                 for (int c = 0; c < nchunks; ++c) s += t2[(long long)c * M + k];
                 sz2[k] = s;
             }
         }
         if (j < nb) {
             for (int k = threadIdx.x; k < j; k += blockDim.x) {
-                syr[k] = Y(j, k);
+                syr[k] = conj(Y(j, k));
                 sac[k] = A(k, j);
             }
         }
         __syncthreads();
-        T part = 0;
+        R part = 0;
         for (long long r = (j > 0 ? j : 0) + gtid; r < M; r += nthreads) {
             if (j > 0) {
-                T s = 0;
+                T s = zero;
                 for (int c = 0; c < nchunks; ++c) s += t2[(long long)c * M + r];
                 for (int k = 0; k <= p; ++k) s -= A(r, k) * sz1[k];
                 for (int k = 0; k < p; ++k) s -= X(r, k) * sz2[k];
@@ -149,12 +268,13 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
                 for (int k = 0; k < j; ++k) v -= A(r, k) * syr[k] + X(r, k) * sac[k];
                 A(r, j) = v;
                 if (r == j) scal[S_ALPHA] = v;
-                else part += v * v;
+                else part += abs2(v);
             }
         }
-        if (j > 0) {
+        if (j > 0) {  // u(p) scaled, and conjugated back: row p of W holds conj(u)
             const T scale2 = scal[S_SCALE2];
-            for (long long c = p + 2 + gtid; c < N; c += nthreads) A(p, c) *= scale2;
+            for (long long c = p + 2 + gtid; c < N; c += nthreads)
+                A(p, c) = conj(A(p, c) * scale2);
         }
         if (j == nb) break;
         part = block_sum(part, shm);
@@ -162,10 +282,11 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
         grid.sync();
 
         // ---- B(j): H_j, then t = a(j:, j+1:)' v, w1 = a(j:, :j)' v, w2 = x(j:, :j)' v --
-        T beta, tau, scale;
+        R beta;
+        T tau, scale;
         householder(scal[S_ALPHA], partials, shm, beta, tau, scale);
         if (gtid == 0) {
-            d[j] = beta; tauq[j] = tau; A(j, j) = T(1);
+            d[j] = beta; tauq[j] = tau; A(j, j) = one;
             scal[S_TAU] = tau; scal[S_SCALE] = scale;
         }
         const long long ncols = 2LL * j + (N - j - 1);
@@ -176,7 +297,7 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
             else if (q < 2 * j) { col = &X(0, q - j); out = w2 + (q - j); }
             else { const long long c = j + 1 + (q - 2 * j); col = &A(0, c); out = t + c; }
             const T s = warp_sum(dot_strided(col, &A(0, j), j + 1 + lane, M));
-            if (lane == 0) *out = col[j] + scale * s;
+            if (lane == 0) *out = conj(col[j]) + scale * s;
         }
         grid.sync();
 
@@ -186,21 +307,22 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
         T *sw1 = sh, *sw2 = sh + nb, *srow = sh + 2 * nb, *sxr = sh + 3 * nb;
         for (int k = threadIdx.x; k <= j; k += blockDim.x) {
             if (k < j) { sw1[k] = w1[k]; sw2[k] = w2[k]; sxr[k] = X(j, k); }
-            srow[k] = k == j ? T(1) : A(j, k);
+            srow[k] = k == j ? one : A(j, k);
         }
         __syncthreads();
         part = 0;
         for (long long c = j + 1 + gtid; c < N; c += nthreads) {
             T yv = t[c];
-            for (int k = 0; k < j; ++k) yv -= Y(c, k) * sw1[k] + A(k, c) * sw2[k];
+            for (int k = 0; k < j; ++k) yv -= Y(c, k) * sw1[k] + conj(A(k, c)) * sw2[k];
             yv *= tau;
             Y(c, j) = yv;
             T rv = A(j, c);
-            for (int k = 0; k <= j; ++k) rv -= Y(c, k) * srow[k];
+            for (int k = 0; k <= j; ++k) rv -= conj(Y(c, k)) * srow[k];
             for (int k = 0; k < j; ++k) rv -= A(k, c) * sxr[k];
+            rv = conj(rv);  // G_j's Householder vector is made from the conjugated row
             A(j, c) = rv;
             if (c == j + 1) scal[S_ALPHA2] = rv;
-            else part += rv * rv;
+            else part += abs2(rv);
         }
         for (long long r = j + 1 + gtid; r < M; r += nthreads) A(r, j) *= scale;
         part = block_sum(part, shm);
@@ -210,14 +332,14 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
         // ---- D(j): G_j, z1 = y(j+1:, :j+1)' u, partial a(r, j+1:) u by column chunks ----
         householder(scal[S_ALPHA2], partials, shm, beta, tau, scale);
         if (gtid == 0) {
-            e[j] = beta; taup[j] = tau; A(j, j + 1) = T(1);
+            e[j] = beta; taup[j] = tau; A(j, j + 1) = one;
             scal[S_TAU2] = tau; scal[S_SCALE2] = scale;
         }
         for (long long k = gwarp; k <= j; k += nwarps) {
-            T s = 0;
-            for (long long c = j + 2 + lane; c < N; c += 32) s += Y(c, k) * A(j, c);
+            T s = zero;
+            for (long long c = j + 2 + lane; c < N; c += 32) s += conj(Y(c, k)) * A(j, c);
             s = warp_sum(s);
-            if (lane == 0) z1[k] = Y(j + 1, k) + scale * s;
+            if (lane == 0) z1[k] = conj(Y(j + 1, k)) + scale * s;
         }
         {
             const long long width = N - j - 1;
@@ -229,7 +351,7 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
                 if (r >= M || r == j) continue;
                 const long long c0 = j + 1 + ch * chunk, c1 = min(c0 + chunk, (long long)N);
                 if (c0 >= c1) {
-                    t2[ch * M + r] = T(0);
+                    t2[ch * M + r] = zero;
                     continue;
                 }
                 // The unit entry u(j+1) = 1 first, then UNROLL independent sums: loads in
