@@ -1,6 +1,6 @@
 """``svd(method="auto")`` picks what the Notes of ``gpusvd.svd`` say it picks.
 
-The rule: complex input to the Jacobi SVD; a stack of two or more matrices with
+The rule, for real and complex input alike: a stack of two or more matrices with
 min(M, N) <= 2b (b the Jacobi block width of the device) to the Jacobi SVD, whose
 pointwise kernel takes the whole stack in one call; everything else to Golub–Reinsch.
 """
@@ -20,8 +20,9 @@ TWO_B_CPU = 2 * tunables.get().jacobi_block_width
     ((500, 400), np.float64, "gr"),
     ((8, 8), np.float32, "gr"),                      # one small matrix: Golub–Reinsch
     ((1, 8, 8), np.float64, "gr"),                   # a stack of one is one matrix
-    ((6, 5), np.complex128, "jacobi"),               # complex: gr takes it on the CPU only
-    ((3, 2, 400, 300), np.complex64, "jacobi"),
+    ((6, 5), np.complex128, "gr"),                   # complex: the same rule
+    ((3, 2, 400, 300), np.complex64, "gr"),
+    ((4, 8, 8), np.complex128, "jacobi"),
     ((2, 8, 8), np.float64, "jacobi"),               # a stack of small matrices
     ((1000, 200, TWO_B_CPU), np.float32, "jacobi"),  # tall, narrow: min(M, N) counts
     ((7, TWO_B_CPU, 900), np.float64, "jacobi"),
@@ -52,8 +53,9 @@ def spy(monkeypatch):
 
 @pytest.mark.parametrize(("shape", "complex_", "expected"), [
     ((30, 20), False, "gr"),
-    ((30, 20), True, "jacobi"),
+    ((30, 20), True, "gr"),
     ((4, 3, 10, 6), False, "jacobi"),
+    ((5, 10, 6), True, "jacobi"),
     ((3, 40, 40), False, "gr"),
 ])
 def test_svd_and_svdvals_dispatch(spy, shape, complex_, expected):
@@ -96,13 +98,16 @@ def test_gr_takes_complex_on_the_cpu():
 
 
 @pytest.mark.gpu
-def test_gr_refuses_complex_on_the_gpu_and_names_jacobi():
+def test_auto_takes_gr_for_complex_on_the_gpu(spy):
     import cupy
 
-    z = cupy.ones((3, 3), cupy.complex64)
-    for call in (gpusvd.svd, gpusvd.svdvals):
-        with pytest.raises(ValueError, match=r"on the GPU.*method='jacobi'"):
-            call(z, method="gr")
+    z = cupy.asarray(np.array([[1.0, 2.0j], [0.0, 1.0]], np.complex64))
+    u, s, vh = gpusvd.svd(z)
+    assert spy == [("gr", (1, 2, 2))]
+    assert isinstance(u, cupy.ndarray) and u.dtype == vh.dtype == cupy.complex64
+    assert np.allclose(s.get(), [1 + np.sqrt(2), np.sqrt(2) - 1])
+    assert np.allclose((u * s @ vh).get(), z.get(), atol=1e-6)
+    assert np.allclose(gpusvd.svdvals(z, method="gr").get(), s.get())
 
 
 @pytest.mark.gpu
