@@ -187,14 +187,19 @@ def _accuracy(a, out, s, full, reference):
 
 
 def _plot(payload, path):
+    """Time against GPUs, one panel per mode (the paper's Fig. 9): one colour per n,
+    solid block-oriented, dashed full-block, a star for the single driver at 1 GPU."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     modes = sorted({c["mode"] for c in payload["cases"]})
+    sizes = sorted({c["n"] for c in payload["cases"]})
+    colour = {n: f"C{i}" for i, n in enumerate(sizes)}
     fig, axes = plt.subplots(1, len(modes), figsize=(6 * len(modes), 4.5), squeeze=False)
     for ax, mode in zip(axes[0], modes):
         for case in (c for c in payload["cases"] if c["mode"] == mode):
+            n = case["n"]
             series = {}
             for name, run in case["runs"].items():
                 if "seconds" in run and name != "single_driver":
@@ -202,20 +207,21 @@ def _plot(payload, path):
                     series.setdefault(key, []).append((run["gpus"], run["seconds"]))
             for (variant, setting), pts in series.items():
                 pts.sort()
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=colour[n],
                         linestyle="-" if variant == "block-oriented" else "--",
-                        label=f"n={case['n']} {variant} {setting}")
+                        label=f"n={n} {variant}"
+                        + ("" if setting == "default" else f" {setting}"))
             single = case["runs"].get("single_driver", {}).get("seconds")
             if single:
-                ax.plot([1], [single], marker="*", markersize=11, linestyle="none",
-                        color="k", label=f"n={case['n']} single driver" if
-                        case is payload["cases"][0] else None)
+                ax.plot([1], [single], marker="*", markersize=12, linestyle="none",
+                        color=colour[n], label=f"n={n} single driver")
         ax.set_xscale("log", base=2)
+        ax.set_xticks([g for g in payload["gpus"]], [str(g) for g in payload["gpus"]])
         ax.set_yscale("log")
         ax.set_xlabel("GPUs")
         ax.set_ylabel("seconds")
         ax.set_title(f"distributed Jacobi SVD, float64, {mode} "
-                     f"({payload['device'].get('name', '?')})")
+                     f"({payload['device'].get('gpu', '?')})")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
