@@ -12,6 +12,7 @@ import numpy as np
 
 from ._core import validation
 from ._core.arrays import place
+from ._core.memory import DENSE_HINT, hint_on_exhaustion
 from ._core.results import SVDResult
 from .golub_reinsch import driver as golub_reinsch
 from .jacobi import driver as jacobi
@@ -91,6 +92,7 @@ def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finit
                          placement.to_output(vh))
 
 
+@hint_on_exhaustion(DENSE_HINT)
 def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=False,
         check_finite=True, device="auto", **options):
     """Singular value decomposition ``a = U @ diag(S) @ Vh``.
@@ -201,12 +203,44 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
                       options=options, what="svd")
 
 
+@hint_on_exhaustion(DENSE_HINT)
 def svdvals(a, *, method="auto", overwrite_a=False, check_finite=True, device="auto",
             **options):
     """Singular values of ``a`` (or of each matrix of a stack), descending.
 
     Takes the same arguments as :func:`svd`, chooses the method by the same rule, and
     does no work on singular vectors.
+
+    Parameters
+    ----------
+    a : (..., M, N) array_like
+        Matrix or stack of matrices, real or complex: NumPy, CuPy, or anything with
+        ``__dlpack__`` or ``__array__`` (PyTorch, JAX, …). Integers are promoted to float64.
+    method : {"auto", "gr", "jacobi"}, optional
+        As in :func:`svd`: Golub–Reinsch (``"gr"``, values by dqds), the blocked one-sided
+        Jacobi SVD (``"jacobi"``, relatively accurate), or ``"auto"`` (default), the rule
+        in the Notes of :func:`svd`.
+    overwrite_a : bool, optional
+        Allow the input's memory to be used as workspace. Otherwise ``a`` is never changed.
+        Ignored for immutable input (JAX arrays).
+    check_finite : bool, optional
+        Check that the input holds no NaN or infinity (``ValueError`` if it does).
+    device : {"auto", "cpu", "gpu"} or int, optional
+        Where to compute, as in :func:`svd`.
+
+    Returns
+    -------
+    S : (..., K) array
+        The singular values of each matrix, K = min(M, N), descending, real: float32 for
+        float16, float32 and complex64 input, float64 otherwise. The result has the
+        input's array type and device.
+
+    Raises
+    ------
+    ValueError
+        Input that is not (a stack of) 2-D, non-finite entries, unknown method or option.
+    gpusvd.LinAlgError
+        The iteration did not converge (it practically always does).
 
     Examples
     --------

@@ -18,6 +18,7 @@ import numpy as np
 
 from .._core import validation
 from .._core.arrays import place
+from .._core.memory import DENSE_HINT, hint_on_exhaustion
 from .._core.results import SVDResult
 from .orthogonalize import Options, orthogonalize
 from .precondition import inverse_permutation, precondition
@@ -152,6 +153,7 @@ def decompose(a, xp, *, full_matrices, compute_uv, options):
                      options=options)
 
 
+@hint_on_exhaustion(DENSE_HINT)
 def jacobi_svd(a, full_matrices=True, compute_uv=True, *, strategy=DEFAULTS.strategy,
                variant=DEFAULTS.variant, shorten=DEFAULTS.shorten,
                vectors=DEFAULTS.vectors, tol=None, max_sweeps=MAX_SWEEPS, precondition=True,

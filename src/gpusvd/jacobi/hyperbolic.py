@@ -21,6 +21,7 @@ import numpy as np
 
 from .._core import validation
 from .._core.arrays import place
+from .._core.memory import DENSE_HINT, hint_on_exhaustion
 from .._core.results import HSVDResult
 from .driver import DEFAULTS, MAX_SWEEPS, check_options, normalized, scale_to_unit
 from .norms import column_norms
@@ -79,6 +80,7 @@ def _prepare(g, signs, device, check_finite, what):
     return stack, placement, batch, signs
 
 
+@hint_on_exhaustion(DENSE_HINT)
 def hsvd(g, signs, *, strategy=DEFAULTS.strategy, variant=DEFAULTS.variant,
          shorten=DEFAULTS.shorten, tol=None, max_sweeps=MAX_SWEEPS, check_finite=True,
          device="auto"):
@@ -132,6 +134,7 @@ def hsvd(g, signs, *, strategy=DEFAULTS.strategy, variant=DEFAULTS.variant,
                           placement.to_output(xp.asarray(j).reshape(*batch, n)))
 
 
+@hint_on_exhaustion(DENSE_HINT)
 def eigh_factored(g, signs, *, strategy=DEFAULTS.strategy, variant=DEFAULTS.variant,
                   shorten=DEFAULTS.shorten, tol=None, max_sweeps=MAX_SWEEPS,
                   check_finite=True, device="auto"):

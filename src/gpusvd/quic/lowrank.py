@@ -15,6 +15,7 @@ import numpy as np
 from .._core import tunables, validation
 from .._core.arrays import _parse_device, place
 from .._core.backend import cupy_or_none
+from .._core.memory import LOWRANK_HINT, hint_on_exhaustion
 from .._core.results import LowRankSVD
 from .driver import partition_bounds, quic_svd
 from .pipeline import free_device_bytes
@@ -105,6 +106,7 @@ def _placement_xp(source, device):
     return cp
 
 
+@hint_on_exhaustion(LOWRANK_HINT)
 def svd_lowrank(a, eps=1e-6, delta=1e-6, *, max_rank=None, partitions=None, seed=None,
                 device="auto", progress=False):
     """Low-rank SVD with a guaranteed error by QUIC-SVD (cosine trees, Monte Carlo).

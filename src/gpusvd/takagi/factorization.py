@@ -11,6 +11,7 @@ import numpy as np
 
 from .._core import validation
 from .._core.arrays import place
+from .._core.memory import DENSE_HINT, hint_on_exhaustion
 from .._core.results import TakagiResult
 from . import driver
 
@@ -38,6 +39,7 @@ def _check_symmetric(mat, xp, dtype):
                          "(complex symmetric, not Hermitian)")
 
 
+@hint_on_exhaustion(DENSE_HINT)
 def takagi(a, *, device="auto", tol=None, max_sweeps=driver.MAX_SWEEPS, check_finite=True):
     """Takagi factorization ``a = U @ diag(S) @ U.T`` of a complex symmetric matrix.
 

@@ -57,6 +57,28 @@ def random_matrix(m, n, *, dtype=np.float64, seed=None):
 
     For complex ``dtype`` the real and imaginary parts are each standard normal.
 
+    Parameters
+    ----------
+    m, n : int
+        Number of rows and of columns.
+    dtype : data-type, optional
+        ``np.float32``, ``np.float64`` (default), ``np.complex64`` or ``np.complex128``,
+        or the name of one.
+    seed : int, numpy.random.Generator or None, optional
+        Seed of ``numpy.random.default_rng``: the same seed gives the same matrix. A
+        Generator is used as it is (and advanced); None (default) draws fresh entropy, so
+        each call gives a different matrix.
+
+    Returns
+    -------
+    a : (m, n) numpy.ndarray of ``dtype``
+        The matrix of standard normal entries.
+
+    Raises
+    ------
+    ValueError
+        If ``dtype`` is not one of the four above.
+
     Examples
     --------
     >>> from gpusvd.testing import random_matrix
@@ -72,6 +94,29 @@ def haar_orthogonal(n, *, dtype=np.float64, seed=None):
 
     QR of a Gaussian matrix with the sign (phase) of R's diagonal moved into Q, which
     makes the distribution exactly Haar (Mezzadri 2007).
+
+    Parameters
+    ----------
+    n : int
+        Order of the matrix.
+    dtype : data-type, optional
+        ``np.float32``, ``np.float64`` (default), ``np.complex64`` or ``np.complex128``,
+        or the name of one.
+    seed : int, numpy.random.Generator or None, optional
+        Seed of ``numpy.random.default_rng``: the same seed gives the same matrix. A
+        Generator is used as it is (and advanced); None (default) draws fresh entropy, so
+        each call gives a different matrix.
+
+    Returns
+    -------
+    q : (n, n) numpy.ndarray of ``dtype``
+        The orthogonal or unitary matrix, formed in float64 (complex128) and rounded
+        once to ``dtype``.
+
+    Raises
+    ------
+    ValueError
+        If ``dtype`` is not one of the four above.
 
     Examples
     --------
@@ -92,11 +137,31 @@ def with_singular_values(s, m, n, *, dtype=np.float64, seed=None):
     The singular values of A are the entries of ``s`` (any order), plus
     min(m, n) − k zeros. A is formed in float64/complex128 and rounded to ``dtype``.
 
+    Parameters
+    ----------
+    s : (k,) array_like
+        The singular values to impose: finite, non-negative, in any order, with
+        k ≤ min(m, n).
+    m, n : int
+        Number of rows and of columns of A.
+    dtype : data-type, optional
+        ``np.float32``, ``np.float64`` (default), ``np.complex64`` or ``np.complex128``,
+        or the name of one.
+    seed : int, numpy.random.Generator or None, optional
+        Seed of ``numpy.random.default_rng``: the same seed gives the same matrix. A
+        Generator is used as it is (and advanced); None (default) draws fresh entropy, so
+        each call gives a different matrix.
+
+    Returns
+    -------
+    a : (m, n) numpy.ndarray of ``dtype``
+        The matrix A.
+
     Raises
     ------
     ValueError
         If ``s`` is not 1-D, is longer than min(m, n), or has a negative or
-        non-finite entry.
+        non-finite entry, or if ``dtype`` is not one of the four above.
 
     Examples
     --------
@@ -146,6 +211,33 @@ def with_condition(m, n, cond, *, mode="geometric", dtype=np.float64, seed=None)
     The 2-norm condition number is therefore ``cond`` when k ≥ 2; when k = 1 the one
     singular value is 1. Singular vectors are Haar, as in `with_singular_values`.
 
+    Parameters
+    ----------
+    m, n : int
+        Number of rows and of columns.
+    cond : float
+        The condition number σ_0/σ_{k−1}, at least 1.
+    mode : {"geometric", "arithmetic", "cluster_small", "cluster_large"}, optional
+        The spacing of the singular values, as above (default ``"geometric"``).
+    dtype : data-type, optional
+        ``np.float32``, ``np.float64`` (default), ``np.complex64`` or ``np.complex128``,
+        or the name of one.
+    seed : int, numpy.random.Generator or None, optional
+        Seed of ``numpy.random.default_rng``: the same seed gives the same matrix. A
+        Generator is used as it is (and advanced); None (default) draws fresh entropy, so
+        each call gives a different matrix.
+
+    Returns
+    -------
+    a : (m, n) numpy.ndarray of ``dtype``
+        The matrix, formed in float64 (complex128) and rounded once to ``dtype``.
+
+    Raises
+    ------
+    ValueError
+        If ``mode`` is unknown, ``cond`` is below 1 (or NaN), or ``dtype`` is not one of
+        the four above.
+
     Examples
     --------
     >>> import numpy as np
@@ -171,6 +263,34 @@ def graded(m, n, *, side="left", grading=1e-10, dtype=np.float64, seed=None):
     each of D₁, D₂ spans the full ``grading``. One-sided Jacobi computes the singular
     values of such matrices to high relative accuracy, bidiagonalization may not
     (Demmel and Veselić 1992).
+
+    Parameters
+    ----------
+    m, n : int
+        Number of rows and of columns.
+    side : {"left", "right", "both"}, optional
+        Grade the rows (D·B, default), the columns (B·D), or both (D₁·B·D₂).
+    grading : float, optional
+        The last entry of the ``logspace`` that forms D, positive and finite (default
+        1e-10): the entries of D run from 1 to ``grading``.
+    dtype : data-type, optional
+        ``np.float32``, ``np.float64`` (default), ``np.complex64`` or ``np.complex128``,
+        or the name of one.
+    seed : int, numpy.random.Generator or None, optional
+        Seed of ``numpy.random.default_rng``: the same seed gives the same matrix. A
+        Generator is used as it is (and advanced); None (default) draws fresh entropy, so
+        each call gives a different matrix.
+
+    Returns
+    -------
+    a : (m, n) numpy.ndarray of ``dtype``
+        The graded matrix, formed in float64 (complex128) and rounded once to ``dtype``.
+
+    Raises
+    ------
+    ValueError
+        If ``side`` is unknown, ``grading`` is not positive and finite, or ``dtype`` is
+        not one of the four above.
 
     Examples
     --------
@@ -217,6 +337,32 @@ def lapack_type(kind, m, n, *, dtype=np.float64, seed=None):
     - ``"near_overflow"`` (type 5): type 3 times ε/τ (xDRVBD's OVFL·ULP), so
       ‖A‖₂ = ε/τ (about 1e292 in float64); sums of squares of the entries overflow.
 
+    Parameters
+    ----------
+    kind : {"zero", "identity", "evenly_spaced", "near_underflow", "near_overflow"}
+        The xDRVBD type, as above.
+    m, n : int
+        Number of rows and of columns.
+    dtype : data-type, optional
+        ``np.float32``, ``np.float64`` (default), ``np.complex64`` or ``np.complex128``,
+        or the name of one.
+    seed : int, numpy.random.Generator or None, optional
+        Seed of ``numpy.random.default_rng`` for the Haar factors of types 3-5 (types 1
+        and 2 draw no random numbers): the same seed gives the same matrix. A Generator
+        is used as it is (and advanced); None (default) draws fresh entropy, so each call
+        gives a different matrix.
+
+    Returns
+    -------
+    a : (m, n) numpy.ndarray of ``dtype``
+        The test matrix; types 3-5 are formed in float64 (complex128) and rounded once
+        to ``dtype``.
+
+    Raises
+    ------
+    ValueError
+        If ``kind`` is unknown or ``dtype`` is not one of the four above.
+
     Examples
     --------
     >>> import numpy as np
@@ -249,6 +395,35 @@ def low_rank(m, n, rank, *, noise=0.0, dtype=np.float64, seed=None):
     matrix E scaled to ‖E‖_F = noise·‖G·H‖_F is added, so the result is of full rank
     with a gap after singular value ``rank``.
 
+    Parameters
+    ----------
+    m, n : int
+        Number of rows and of columns.
+    rank : int
+        Inner dimension of G·H, from 0 to min(m, n): the rank of the result without
+        noise.
+    noise : float, optional
+        Frobenius norm of the added noise relative to ‖G·H‖_F, non-negative and finite
+        (default 0.0, no noise).
+    dtype : data-type, optional
+        ``np.float32``, ``np.float64`` (default), ``np.complex64`` or ``np.complex128``,
+        or the name of one.
+    seed : int, numpy.random.Generator or None, optional
+        Seed of ``numpy.random.default_rng``: the same seed gives the same matrix. A
+        Generator is used as it is (and advanced); None (default) draws fresh entropy, so
+        each call gives a different matrix.
+
+    Returns
+    -------
+    a : (m, n) numpy.ndarray of ``dtype``
+        G·H (+ E), formed in float64 (complex128) and rounded once to ``dtype``.
+
+    Raises
+    ------
+    ValueError
+        If ``rank`` is outside [0, min(m, n)], ``noise`` is negative or not finite, or
+        ``dtype`` is not one of the four above.
+
     Examples
     --------
     >>> import numpy as np
@@ -278,6 +453,28 @@ def complex_symmetric(n, *, dtype=np.complex128, seed=None):
     A = (G + Gᵀ)/2 with G complex Gaussian; the result is exactly symmetric. A real
     ``dtype`` gives a real symmetric matrix.
 
+    Parameters
+    ----------
+    n : int
+        Order of the matrix.
+    dtype : data-type, optional
+        ``np.complex128`` (default), ``np.complex64``, ``np.float32`` or ``np.float64``,
+        or the name of one.
+    seed : int, numpy.random.Generator or None, optional
+        Seed of ``numpy.random.default_rng``: the same seed gives the same matrix. A
+        Generator is used as it is (and advanced); None (default) draws fresh entropy, so
+        each call gives a different matrix.
+
+    Returns
+    -------
+    a : (n, n) numpy.ndarray of ``dtype``
+        The symmetric matrix, computed in ``dtype``.
+
+    Raises
+    ------
+    ValueError
+        If ``dtype`` is not one of the four above.
+
     Examples
     --------
     >>> import numpy as np
@@ -303,6 +500,31 @@ def bidiagonal(n, *, kind="random", dtype=np.float64, seed=None):
       within about 2√ε of 1.
 
     Only real dtypes: the bidiagonal form of a complex matrix can be made real.
+
+    Parameters
+    ----------
+    n : int
+        Order of B.
+    kind : {"random", "graded", "clustered"}, optional
+        The distribution of the entries, as above (default ``"random"``).
+    dtype : data-type, optional
+        ``np.float32`` or ``np.float64`` (default), or the name of one.
+    seed : int, numpy.random.Generator or None, optional
+        Seed of ``numpy.random.default_rng``: the same seed gives the same matrix. A
+        Generator is used as it is (and advanced); None (default) draws fresh entropy, so
+        each call gives a different matrix.
+
+    Returns
+    -------
+    d : (n,) numpy.ndarray of ``dtype``
+        The diagonal of B.
+    e : (max(n − 1, 0),) numpy.ndarray of ``dtype``
+        The superdiagonal of B.
+
+    Raises
+    ------
+    ValueError
+        If ``kind`` is unknown or ``dtype`` is not float32 or float64.
 
     Examples
     --------

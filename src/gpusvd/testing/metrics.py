@@ -58,6 +58,23 @@ def svd_residual(a, u, s, vh):
     near overflow or underflow are measured correctly. For A = 0 the result is 0
     when the reconstruction is exactly 0 and very large otherwise.
 
+    Parameters
+    ----------
+    a : (m, n) array_like
+        The matrix that was decomposed. It and U, S, Vh may be NumPy or CuPy arrays.
+    u : (m, p) array_like
+        Left singular vectors as columns, p ≥ k; the first k are used.
+    s : (k,) array_like
+        The singular values.
+    vh : (q, n) array_like
+        Right singular vectors as rows, q ≥ k; the first k are used.
+
+    Returns
+    -------
+    float
+        The backward error in units of max(m, n)·ε, ε of the precision of U, S and Vh
+        (float64 if they are integers).
+
     Examples
     --------
     >>> import scipy.linalg
@@ -83,6 +100,19 @@ def orthogonality(q, *, rows=False):
     SVD: ``orthogonality(vh, rows=True)``. Q·Qᴴ of a tall Q is not the identity, so
     only tall or square Q (wide with ``rows=True``) can score small. QᴴQ (QQᴴ) is
     computed in Q's precision. An empty Q scores 0.
+
+    Parameters
+    ----------
+    q : (m, k) array_like, or (k, n) with ``rows=True``
+        The matrix whose k columns (rows) are measured, NumPy or CuPy.
+    rows : bool, optional
+        Measure the rows instead of the columns (default False).
+
+    Returns
+    -------
+    float
+        The loss of orthonormality in units of k·ε, ε of Q's precision (float64 if Q
+        holds integers); 0.0 for an empty Q.
 
     Examples
     --------
@@ -118,6 +148,19 @@ def relative_sv_error(s, s_ref):
     matrices, zero-shift bidiagonal QR); backward-stable ones only bound
     `sv_error`. Empty arrays give 0.
 
+    Parameters
+    ----------
+    s : array_like
+        The computed singular values, NumPy or CuPy (as is ``s_ref``).
+    s_ref : array_like
+        The reference singular values, of the same shape as ``s``.
+
+    Returns
+    -------
+    float
+        The largest relative error (not in units of ε); inf when some reference value
+        is 0 and the computed one is not.
+
     Raises
     ------
     ValueError
@@ -147,6 +190,19 @@ def sv_error(s, s_ref):
     the norm-wise bound (Weyl) that every backward-stable SVD meets with a
     modest constant. For s_ref = 0 the result is 0 if s = 0 too and very large
     otherwise. Empty arrays give 0.
+
+    Parameters
+    ----------
+    s : array_like
+        The computed singular values, NumPy or CuPy (as is ``s_ref``).
+    s_ref : array_like
+        The reference singular values, of the same shape as ``s``.
+
+    Returns
+    -------
+    float
+        The largest absolute error in units of max_i |s_ref_i|·ε, ε of the precision of
+        ``s`` (float64 if it holds integers).
 
     Raises
     ------

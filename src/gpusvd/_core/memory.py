@@ -1,0 +1,90 @@
+"""Running out of memory: one clear ``MemoryError`` with a hint, and nothing left allocated.
+
+The public functions are wrapped by :func:`hint_on_exhaustion`. When a decomposition runs
+out of device (or host) memory, CuPy raises its ``OutOfMemoryError`` (a ``MemoryError``),
+and cuBLAS or cuSOLVER may instead report ``*_ALLOC_FAILED``, which CuPy raises as its own
+error type. Either way the user gets a ``MemoryError`` that keeps the original message
+and says what to try instead.
+
+Nothing may stay allocated: a traceback holds the frames of the failed call, and the
+frames hold its device arrays. So the original exception's traceback is dropped before
+the new error is raised (outside the ``except`` clause, so that it is not chained either),
+and CuPy's memory pools then return their cached blocks to the device.
+"""
+
+import functools
+
+# Markers of an allocation failure in the messages of errors that are not MemoryError:
+# cuBLAS and cuSOLVER statuses, and the CUDA runtime's.
+_ALLOCATION_FAILURES = ("ALLOC_FAILED", "cudaErrorMemoryAllocation")
+
+
+def is_exhaustion(exc):
+    """Whether ``exc`` reports memory exhaustion.
+
+    Examples
+    --------
+    >>> is_exhaustion(MemoryError("out of memory")), is_exhaustion(ValueError("bad shape"))
+    (True, False)
+    >>> is_exhaustion(RuntimeError("CUSOLVER_STATUS_ALLOC_FAILED"))
+    True
+    """
+    if isinstance(exc, MemoryError):
+        return True
+    return any(marker in str(exc) for marker in _ALLOCATION_FAILURES)
+
+
+def release_pools():
+    """Return the blocks cached by CuPy's memory pools to the device (no-op without CuPy)."""
+    import sys
+
+    cupy = sys.modules.get("cupy")  # never imported here: only if the call used it
+    if cupy is None:
+        return
+    try:
+        cupy.get_default_memory_pool().free_all_blocks()
+        cupy.get_default_pinned_memory_pool().free_all_blocks()
+    except Exception:  # a CuPy without a usable device: nothing was allocated on it
+        pass
+
+
+def hint_on_exhaustion(hint):
+    """Decorator: a function that runs out of memory raises ``MemoryError(message + hint)``.
+
+    Other exceptions pass through unchanged.
+
+    Examples
+    --------
+    >>> @hint_on_exhaustion("Try float32.")
+    ... def decompose(n):
+    ...     raise MemoryError(f"no {n} bytes")
+    >>> decompose(2**40)
+    Traceback (most recent call last):
+    ...
+    MemoryError: decompose ran out of memory (no 1099511627776 bytes). Try float32.
+    """
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            message = None
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:
+                if not is_exhaustion(exc):
+                    raise
+                message = f"{fn.__name__} ran out of memory ({exc}). {hint}"
+                exc.__traceback__ = None  # the failed call's frames, and its arrays, go
+            release_pools()
+            raise MemoryError(message)
+        return wrapped
+    return decorate
+
+
+DENSE_HINT = ("The dense methods hold the matrix and its factors on one device: try "
+              "float32 (or complex64) for half the memory, compute_uv=False or "
+              "full_matrices=False, device='cpu', gpusvd.svd_lowrank for a low-rank "
+              "approximation (it streams matrices larger than memory), or "
+              "gpusvd.distributed over several GPUs.")
+LOWRANK_HINT = ("Pass the matrix as a NumPy memmap, a .npy path or an h5py dataset so "
+                "that it is streamed in row partitions, lower max_rank, or raise "
+                "partitions.")
