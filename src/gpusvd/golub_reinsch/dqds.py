@@ -136,7 +136,7 @@ def _reverse(q, e, i0, n0):
         j -= 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)  # nogil: the full SVD runs it beside the bidiagonal QR
 def _dqds(q, e, lam, max_steps):
     """All eigenvalues of the qd array (q, e) into lam; returns the steps taken, or -1
     if the sweep limit ``max_steps`` was reached. Overwrites q and e."""
