@@ -117,8 +117,8 @@ def _svd_bidiagonal(work, scale, xp, dtype, full_matrices, compute_uv):
     With vectors, S is dqds' (as with values only), not the QR's own values: the QR stops
     when an off-diagonal entry is below tol = ~90·ε relative to its neighbours (Demmel &
     Kahan, as dbdsqr), and its values end up 45–110 s_max·ε from LAPACK's at n = 300–800
-    on the CPU and 170–680 on the H100 at 1024–4096, where dqds' are 9–22 (each value
-    to a few ulps of itself). The vectors are the QR's: they pair with the dqds values in
+    on the CPU (52–680 on the H100, complex128 n = 1024–4096), where dqds' are 9–22 (each
+    value to a few ulps of itself). The vectors are the QR's: they pair with the dqds values in
     descending order, which can only swap vectors within a cluster of values closer than
     the QR's tolerance, where either order is as good. dqds costs about half the QR loop
     and runs on a second host thread while the QR loop and the rotations proceed (its
