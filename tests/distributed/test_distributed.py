@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from worker import CASES, HSVD_CASES, SHORT
+from worker import CASES, HSVD_CASES, LOWRANK_CASES, SHORT
 
 pytestmark = pytest.mark.mpi
 
@@ -211,3 +211,42 @@ def test_two_gpus():
     assert [seen[r]["transport"] for r in range(2)] == ["nccl"] * 2
     assert [seen[r]["errors"]["injected"] for r in range(2)] == ["RuntimeError"] * 2
     assert np.all([seen[r]["errors"]["after"] == "ok" for r in range(2)])
+
+
+LOWRANK_NAMES = [c[0] for c in LOWRANK_CASES]
+
+
+def test_lowrank_meets_eps_on_root_only(run):
+    """distributed.svd_lowrank: the guarantee of the single-process QUIC-SVD, the result
+    on root only, repeatable for a seed, as many partitions as ranks with rows."""
+    ranks, seen = run
+    for name in LOWRANK_NAMES:
+        rec = seen[0]["lowrank"][name]
+        assert all(seen[r]["lowrank"][name]["none"] for r in range(1, ranks)), name
+        assert rec["type"] == "numpy", name
+        assert rec["error_bound"] <= rec["eps"], (name, rec)
+        # computed, not only bounded: the bound is the true error to rounding
+        assert rec["true_error"] <= rec["eps"] * (1 + 1e-6) + 1e-14, (name, rec)
+        assert abs(rec["true_error"] - rec["error_bound"]) <= 1e-6 * rec["eps"] + 1e-13, rec
+        assert rec["orth"] < 50 and rec["orth_v"] < 50, (name, rec)
+        assert rec["repeatable"], name
+        m = next(c[1] for c in LOWRANK_CASES if c[0] == name)
+        assert rec["partitions"] == min(ranks, m), (name, rec)
+
+
+def test_lowrank_rank_as_single_process(run):
+    """The same smallest rank as one process where the spectrum has a clear gap, and the
+    same leading singular values: both approximations are within √eps·‖A‖_F of A, and
+    singular values move by at most the 2-norm of a perturbation (Weyl)."""
+    _, seen = run
+    for name in LOWRANK_NAMES:
+        rec = seen[0]["lowrank"][name]
+        true_rank = next(c[3] for c in LOWRANK_CASES if c[0] == name)
+        assert rec["rank"] == rec["single_rank"] == true_rank, (name, rec)
+        assert rec["sv_vs_single"] <= 2 * np.sqrt(rec["eps"]) * rec["fro_over_s1"], (name, rec)
+
+
+def test_lowrank_bad_input_raises_on_every_rank(run):
+    ranks, seen = run
+    for r in range(ranks):
+        assert seen[r]["lowrank_errors"] == {"eps": "ValueError", "nan": "ValueError"}, r

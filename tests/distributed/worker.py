@@ -15,7 +15,7 @@ import gpusvd
 from gpusvd import distributed
 from gpusvd.distributed import local
 from gpusvd.distributed.comm import Comm
-from gpusvd.testing import graded, haar_orthogonal, random_matrix
+from gpusvd.testing import graded, haar_orthogonal, low_rank, random_matrix
 from gpusvd.testing.metrics import orthogonality, relative_sv_error, svd_residual
 
 # (name, m, n, options): odd and even orders, tall and wide, values only and full.
@@ -144,6 +144,43 @@ def error_cases(rank, device):
     return seen
 
 
+# (name, m, n, rank, noise, eps) of distributed.svd_lowrank: exact low rank, noise at
+# the tolerance, a wide matrix, and fewer rows than ranks (some ranks get none).
+LOWRANK_CASES = [("exact", 300, 80, 6, 0.0, 1e-10), ("noisy", 240, 120, 10, 1e-3, 1e-4),
+                 ("wide", 60, 150, 8, 1e-4, 1e-6), ("few-rows", 3, 20, 3, 0.0, 1e-8)]
+
+
+def lowrank_case(rank, m, n, r, noise, eps, comm):
+    a = low_rank(m, n, r, noise=noise, seed=m + n)
+    gpu = comm.transport != "mpi"
+    put = (lambda x: __import__("cupy").asarray(x)) if gpu else (lambda x: x)
+    out = distributed.svd_lowrank(put(a) if rank == 0 else None, eps, comm=comm, seed=7)
+    again = distributed.svd_lowrank(put(a) if rank == 0 else None, eps, comm=comm, seed=7)
+    if rank != 0:
+        return {"none": out is None and again is None}
+    u, s, vh = (host(x) for x in (out.U, out.S, out.Vh))
+    true = float(np.linalg.norm(a - (u * s) @ vh) ** 2 / np.linalg.norm(a) ** 2)
+    single = gpusvd.svd_lowrank(a, eps, seed=7, device="cpu")
+    k = min(len(s), len(single.S))
+    return {"eps": eps, "rank": out.rank, "error_bound": out.error_bound, "true_error": true,
+            "single_rank": single.rank, "partitions": out.partitions,
+            "basis_size": out.basis_size, "passes": out.passes,
+            "orth": orthogonality(u), "orth_v": orthogonality(vh, rows=True),
+            "sv_vs_single": float(np.max(np.abs(s[:k] - single.S[:k])) / single.S[0]),
+            "fro_over_s1": float(np.linalg.norm(a) / single.S[0]),
+            "repeatable": bool(np.array_equal(s, host(again.S))),
+            "type": type(out.U).__module__.split(".")[0]}
+
+
+def lowrank_errors(rank, comm):
+    seen = {}
+    seen["eps"] = outcome(lambda: distributed.svd_lowrank(
+        np.ones((4, 4)) if rank == 0 else None, 2.0, comm=comm))
+    seen["nan"] = outcome(lambda: distributed.svd_lowrank(
+        np.full((6, 4), np.nan) if rank == 0 else None, comm=comm))
+    return seen
+
+
 def main():
     out, device, which = sys.argv[1], sys.argv[2], sys.argv[3]
     rank = MPI.COMM_WORLD.rank
@@ -154,6 +191,8 @@ def main():
     results.update({name: hsvd_case(rank, m, n, comm)
                     for name, m, n in HSVD_CASES if wanted(name)})
     results["errors"] = error_cases(rank, device)
+    results["lowrank"] = {c[0]: lowrank_case(rank, *c[1:], comm) for c in LOWRANK_CASES}
+    results["lowrank_errors"] = lowrank_errors(rank, comm)
     results["transport"] = comm.transport
     with open(f"{out}.{rank}.json", "w") as f:
         json.dump(results, f)

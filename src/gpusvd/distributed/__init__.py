@@ -1,5 +1,7 @@
-"""The multi-GPU level of the blocked Jacobi SVD and HSVD over MPI ranks (paper 003, §5)."""
+"""Decompositions over MPI ranks, one GPU (or CPU) each: the multi-GPU level of the blocked
+Jacobi SVD and HSVD (paper 003, §5), and QUIC-SVD with a row partition per rank."""
 
 from .jacobi import hsvd, jacobi_svd
+from .lowrank import svd_lowrank
 
-__all__ = ["hsvd", "jacobi_svd"]
+__all__ = ["hsvd", "jacobi_svd", "svd_lowrank"]

@@ -1,0 +1,213 @@
+"""QUIC-SVD over MPI ranks: one row partition per rank, the bases merged (paper 001 §2.3).
+
+The single-process driver (:mod:`gpusvd.quic.driver`) visits row partitions in turn and
+grows one shared basis V̂. Here every rank holds one partition (its rows, sent by root)
+and does, per round:
+
+1. Growth: its cosine tree extends its copy of the basis until the Monte Carlo bound on
+   ‖A_r − A_rV̂V̂ᵀ‖²_F is at most margin·eps·‖A_r‖²_F, with δ split evenly over the ranks
+   (union bound), as the single driver splits it over its partitions.
+2. Merge: root orthonormalizes the ranks' bases into one (``Basis.extend`` rank by rank,
+   dropping vectors already in the span) and sends it to every rank. Each rank's basis
+   lies in the merged span, so each rank's bound holds for it too.
+3. Projection: P_r = A_rV̂ and the exact ‖A_r − P_rV̂ᵀ‖²_F, summed over the ranks. If the
+   sum misses eps·‖A‖²_F, the ranks that miss their share grow again from the merged
+   basis with four times the samples (as the single driver does, at most ``MAX_ROUNDS``
+   rounds).
+
+Root gathers the P_r and extracts U, S, Vh exactly as the single driver does
+(``quic.extraction.extract``), so the error returned is computed, not only bounded.
+Input is scaled by one power of two into the safe range (``safe_scale``) on every rank.
+"""
+
+import numpy as np
+
+from .._core import tunables, validation
+from .._core.memory import LOWRANK_HINT, hint_on_exhaustion
+from .._core.results import LowRankSVD
+from .._core.scaling import safe_scale
+from ..quic import monte_carlo
+from ..quic.cosine_tree import row_norms2
+from ..quic.driver import MAX_ROUNDS, MORE_SAMPLES, _largest_entry, _scaled, partition_bounds
+from ..quic.extraction import extract, project
+from ..quic.gram_schmidt import Basis
+from ..quic.growth import PartitionTree
+from ..quic.lowrank import WHAT, _as_source, _check_count, _check_open_interval
+from .comm import Comm, _mpi
+
+
+def _send_to_all(comm, array, root, shape, dtype):
+    """Root's ``array`` on every rank (root keeps its own)."""
+    sends = [(array, r) for r in range(comm.size) if r != root] if comm.rank == root else []
+    recvs = [] if comm.rank == root else [(shape, root)]
+    got = comm.exchange_many(sends, recvs, dtype)
+    return array if comm.rank == root else got[0]
+
+
+def _distribute_rows(comm, source, root, bounds, n, dtype):
+    """Rank r's rows ``bounds[r]`` of root's ``source``, as an array of the ranks' xp."""
+    xp = comm.xp
+    mine = None
+    for r, (r0, r1) in enumerate(bounds):
+        if comm.rank == root:
+            block = xp.asarray(source.block(r0, r1)).astype(dtype, copy=False)
+            if r == root:
+                mine = block
+            else:
+                comm.exchange(block, r, None, dtype, None)
+        elif comm.rank == r:
+            mine = comm.exchange(None, None, (r1 - r0, n), dtype, root)
+    return mine
+
+
+def _merge(comm, basis, root, n, dtype, limit):
+    """The ranks' bases orthonormalized into one, on every rank (n × K)."""
+    xp = comm.xp
+    counts = comm.world.allgather(basis.k)
+    parts = comm.gather(basis.v, root, [(n, k) for k in counts], dtype)
+    merged = None
+    if comm.rank == root:
+        merged = Basis(n, dtype, xp, limit)
+        for part in parts:
+            merged.extend(part)
+    k = comm.bcast(merged.k if merged is not None else None, root)
+    return _send_to_all(comm, merged.v if merged is not None else None, root, (n, k), dtype)
+
+
+def _rng(seed, rank, size):
+    """Each rank's generator: independent streams of one seed (SeedSequence.spawn)."""
+    if seed is not None and not isinstance(seed, (int, np.integer)):
+        raise ValueError(f"{WHAT}: seed must be an integer or None on several ranks "
+                         f"(the same on every rank), got {type(seed).__name__}")
+    return np.random.default_rng(np.random.SeedSequence(seed).spawn(size)[rank])
+
+
+@hint_on_exhaustion(LOWRANK_HINT)
+def svd_lowrank(a, eps=1e-6, delta=1e-6, *, comm=None, root=0, device="auto", max_rank=None,
+                seed=None):
+    """QUIC-SVD (:func:`gpusvd.svd_lowrank`) over the ranks of ``comm``, a partition each.
+
+    Call it on every rank with the same arguments (``a`` only on root). Root reads the
+    matrix by row blocks and sends each rank its rows; each rank grows a basis from its
+    rows on its GPU (or CPU), root merges the bases, every rank projects its rows, and
+    root extracts the result (module docstring). The guarantee is the single-process
+    one: ‖A − U·diag(S)·Vh‖²_F ≤ eps·‖A‖²_F, with the error computed exactly at the end.
+
+    Parameters
+    ----------
+    a : (M, N) array_like, ``.npy`` path or row-sliceable dataset, or None
+        The matrix, on ``root`` only (as :func:`gpusvd.svd_lowrank` takes it); ignored on
+        the other ranks. Each rank holds its ⌈M/ranks⌉ rows in memory.
+    eps, delta : float in (0, 1), optional
+        Bound on the squared relative Frobenius error, and the confidence 1 − delta of the
+        Monte Carlo stopping rule (split over the ranks).
+    comm : mpi4py.MPI.Comm or :class:`gpusvd.distributed.comm.Comm`, optional
+        The ranks that take part (default ``MPI.COMM_WORLD``), as in
+        :func:`gpusvd.distributed.jacobi_svd`.
+    root : int, optional
+        The rank that holds ``a`` and receives the result.
+    device : {"auto", "cpu", "gpu"}, optional
+        ``"auto"``: GPUs when every rank has one, else the CPU on every rank.
+    max_rank : int, optional
+        Largest rank to return (the merged basis grows to at most twice this).
+    seed : int, optional
+        Seed of the sampling; each rank draws from its own stream of it. The same seed,
+        input and number of ranks give the same result.
+
+    Returns
+    -------
+    On ``root``: LowRankSVD(U, S, Vh, error_bound, rank, basis_size, mc_bound, partitions,
+    passes, growth_steps), ``partitions`` being the number of ranks with rows; ``U``, ``S``
+    and ``Vh`` in the input's array type (NumPy for out-of-core input). None on the
+    other ranks.
+
+    Raises
+    ------
+    ValueError
+        Bad input or options (on every rank, whichever rank found it).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpusvd.distributed import svd_lowrank
+    >>> from gpusvd.testing import low_rank
+    >>> a = low_rank(300, 80, 6, seed=1)
+    >>> r = svd_lowrank(a, eps=1e-10, seed=0, device="cpu")    # also under mpiexec -n 2
+    >>> r.rank, r.error_bound <= 1e-10
+    (6, True)
+    """
+    comm = comm if isinstance(comm, Comm) else Comm(comm, device)
+    xp = comm.xp
+    with comm.device_context():
+        with comm.phase():
+            eps = _check_open_interval("eps", eps)
+            delta = _check_open_interval("delta", delta)
+            max_rank = _check_count("max_rank", max_rank)
+            rng = _rng(seed, comm.rank, comm.size)
+            header = restore = source = None
+            if comm.rank == root:
+                source, restore, _ = _as_source(a, "cpu")
+                m, n = source.shape
+                if m == 0 or n == 0:
+                    raise ValueError(f"{WHAT}: the matrix is empty (shape {source.shape}); "
+                                     "a low-rank approximation needs at least one entry")
+                dtype = validation.working_dtype(source.dtype, allow_complex=False, what=WHAT)
+                header = (m, n, dtype.str)
+        m, n, dtype = comm.bcast(header, root)
+        dtype = np.dtype(dtype)
+        bounds = partition_bounds(m, comm.size)
+        bounds += [(m, m)] * (comm.size - len(bounds))  # ranks without rows
+        block = _distribute_rows(comm, source, root, bounds, n, dtype)
+        with comm.phase():
+            largest = _largest_entry(block, xp, WHAT) if block.shape[0] else 0.0
+        largest = comm.world.allreduce(largest, op=_mpi().MAX)
+        scale = safe_scale(largest, dtype)
+        block = _scaled(block, scale)
+        out = _quic(comm, block, root, n, dtype, eps=eps, delta=delta, max_rank=max_rank,
+                    rng=rng, m=m)
+        if comm.rank != root:
+            return None
+        u, s, vh, error = out["extracted"]
+        return LowRankSVD(restore(u), restore(s / s.dtype.type(scale)), restore(vh), error,
+                          int(s.shape[0]), out["basis_size"], out["mc_bound"],
+                          sum(1 for r0, r1 in bounds if r1 > r0), out["passes"], out["steps"])
+
+
+def _quic(comm, block, root, n, dtype, *, eps, delta, max_rank, rng, m):
+    """Rounds of growth, merge and projection (module docstring); root extracts."""
+    xp = comm.xp
+    t = tunables.get()
+    limit = min(m, n) if max_rank is None else min(m, n, 2 * max_rank)
+    z = monte_carlo.z_score(delta / comm.size)
+    tree = PartitionTree(row_norms2(block, xp)) if block.shape[0] else None
+    basis = Basis(n, dtype, xp, limit)
+    grow, passes = tree is not None, 0
+    for round_ in range(MAX_ROUNDS):
+        more = MORE_SAMPLES ** round_
+        rule = (t.quic_global_samples[0] * more, t.quic_global_samples[1] * more)
+        with comm.phase():
+            if grow:
+                tree.grow(block, basis, t.quic_growth_margin * eps * tree.mass, z=z, rng=rng,
+                          xp=xp, global_rule=rule)
+        v = _merge(comm, basis, root, n, dtype, limit)
+        passes += 1
+        with comm.phase():
+            p, res, mass_r = project(block, v, xp)
+        residual, mass = (comm.world.allreduce(x) for x in (res, mass_r))
+        passes += 1
+        if residual <= eps * mass or v.shape[1] >= limit:
+            break
+        grow = tree is not None and res > t.quic_growth_margin * eps * mass_r
+        basis = Basis(n, dtype, xp, limit)
+        basis.extend(v)  # growth resumes from the merged basis
+    mc = tree.mc_bound / tree.mass * mass_r if tree is not None and tree.mass else 0.0
+    mc = comm.world.allreduce(mc)
+    steps = comm.world.allreduce(tree.steps if tree is not None else 0)
+    rows = comm.world.allgather(p.shape[0])
+    parts = comm.gather(p, root, [(r, v.shape[1]) for r in rows], dtype)
+    out = {"basis_size": int(v.shape[1]), "mc_bound": mc / mass if mass > 0 else 0.0,
+           "passes": passes, "steps": steps}
+    if comm.rank == root:
+        out["extracted"] = extract(xp.concatenate(parts), v, residual, mass, eps, max_rank,
+                                   xp)
+    return out
