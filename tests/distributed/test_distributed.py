@@ -75,6 +75,7 @@ def cases(run, names):
 
 SVD_NAMES = [c[0] for c in CASES]
 HSVD_NAMES = [c[0] for c in HSVD_CASES]
+LOWRANK_NAMES = [c[0] for c in LOWRANK_CASES]
 SIZES = {c[0]: min(c[1], c[2]) for c in CASES} | {c[0]: c[2] for c in HSVD_CASES}
 
 
@@ -211,9 +212,13 @@ def test_two_gpus():
     assert [seen[r]["transport"] for r in range(2)] == ["nccl"] * 2
     assert [seen[r]["errors"]["injected"] for r in range(2)] == ["RuntimeError"] * 2
     assert np.all([seen[r]["errors"]["after"] == "ok" for r in range(2)])
+    for name in LOWRANK_NAMES:  # QUIC-SVD over the two GPUs
+        rec = seen[0]["lowrank"][name]
+        assert seen[1]["lowrank"][name]["none"] is True, name
+        assert rec["type"] == "cupy" and rec["repeatable"], (name, rec)
+        assert rec["error_bound"] <= rec["eps"], (name, rec)
+        assert rec["true_error"] <= rec["eps"] * (1 + 1e-6) + 1e-14, (name, rec)
 
-
-LOWRANK_NAMES = [c[0] for c in LOWRANK_CASES]
 
 
 def test_lowrank_meets_eps_on_root_only(run):
