@@ -251,6 +251,14 @@ def test_lowrank_rank_as_single_process(run):
         assert rec["sv_vs_single"] <= 2 * np.sqrt(rec["eps"]) * rec["fro_over_s1"], (name, rec)
 
 
+def test_lowrank_reads_a_path_on_every_rank(run):
+    ranks, seen = run
+    rec = seen[0]["lowrank_path"]
+    assert all(seen[r]["lowrank_path"]["none"] for r in range(1, ranks))
+    assert rec["type"] == "numpy" and rec["rank"] == 5, rec
+    assert rec["error_bound"] <= 1e-8 and abs(rec["true_error"] - rec["error_bound"]) < 1e-14
+
+
 def test_lowrank_bad_input_raises_on_every_rank(run):
     ranks, seen = run
     for r in range(ranks):

@@ -172,6 +172,21 @@ def lowrank_case(rank, m, n, r, noise, eps, comm):
             "type": type(out.U).__module__.split(".")[0]}
 
 
+def lowrank_path_case(rank, out, comm):
+    """A .npy path on root: every rank reads its own rows of the file."""
+    a = low_rank(200, 60, 5, noise=1e-6, seed=11)
+    path = f"{out}.lowrank.npy"
+    if rank == 0:
+        np.save(path, a)
+    got = distributed.svd_lowrank(path if rank == 0 else None, 1e-8, comm=comm, seed=3)
+    if rank != 0:
+        return {"none": got is None}
+    u, s, vh = (host(x) for x in (got.U, got.S, got.Vh))
+    true = float(np.linalg.norm(a - (u * s) @ vh) ** 2 / np.linalg.norm(a) ** 2)
+    return {"rank": got.rank, "error_bound": got.error_bound, "true_error": true,
+            "type": type(got.U).__module__.split(".")[0]}
+
+
 def lowrank_errors(rank, comm):
     seen = {}
     seen["eps"] = outcome(lambda: distributed.svd_lowrank(
@@ -193,6 +208,7 @@ def main():
     results["errors"] = error_cases(rank, device)
     results["lowrank"] = {c[0]: lowrank_case(rank, *c[1:], comm) for c in LOWRANK_CASES}
     results["lowrank_errors"] = lowrank_errors(rank, comm)
+    results["lowrank_path"] = lowrank_path_case(rank, out, comm)
     results["transport"] = comm.transport
     with open(f"{out}.{rank}.json", "w") as f:
         json.dump(results, f)

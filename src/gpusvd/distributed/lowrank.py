@@ -20,6 +20,8 @@ Root gathers the P_r and extracts U, S, Vh exactly as the single driver does
 Input is scaled by one power of two into the safe range (``safe_scale``) on every rank.
 """
 
+import os
+
 import numpy as np
 
 from .._core import tunables, validation
@@ -33,6 +35,7 @@ from ..quic.extraction import extract, project
 from ..quic.gram_schmidt import Basis
 from ..quic.growth import PartitionTree
 from ..quic.lowrank import WHAT, _as_source, _check_count, _check_open_interval
+from ..quic.sources import open_source
 from .comm import Comm, _mpi
 
 
@@ -44,9 +47,18 @@ def _send_to_all(comm, array, root, shape, dtype):
     return array if comm.rank == root else got[0]
 
 
-def _distribute_rows(comm, source, root, bounds, n, dtype):
-    """Rank r's rows ``bounds[r]`` of root's ``source``, as an array of the ranks' xp."""
+def _distribute_rows(comm, source, root, bounds, n, dtype, path):
+    """Rank r's rows ``bounds[r]`` of root's ``source``, as an array of the ranks' xp.
+
+    A ``.npy`` ``path`` (given on root) is read by every rank itself, its own rows only;
+    other sources are read by root and sent.
+    """
     xp = comm.xp
+    if path is not None:
+        with comm.phase():
+            r0, r1 = bounds[comm.rank]
+            mine = xp.asarray(open_source(path).block(r0, r1)).astype(dtype, copy=False)
+        return mine
     mine = None
     for r, (r0, r1) in enumerate(bounds):
         if comm.rank == root:
@@ -97,7 +109,9 @@ def svd_lowrank(a, eps=1e-6, delta=1e-6, *, comm=None, root=0, device="auto", ma
     ----------
     a : (M, N) array_like, ``.npy`` path or row-sliceable dataset, or None
         The matrix, on ``root`` only (as :func:`gpusvd.svd_lowrank` takes it); ignored on
-        the other ranks. Each rank holds its ⌈M/ranks⌉ rows in memory.
+        the other ranks. Each rank holds its ⌈M/ranks⌉ rows in memory. A ``.npy`` path
+        is read by every rank, its own rows only (the file must be visible to all ranks);
+        any other input is read by root and sent.
     eps, delta : float in (0, 1), optional
         Bound on the squared relative Frobenius error, and the confidence 1 − delta of the
         Monte Carlo stopping rule (split over the ranks).
@@ -144,20 +158,22 @@ def svd_lowrank(a, eps=1e-6, delta=1e-6, *, comm=None, root=0, device="auto", ma
             delta = _check_open_interval("delta", delta)
             max_rank = _check_count("max_rank", max_rank)
             rng = _rng(seed, comm.rank, comm.size)
-            header = restore = source = None
+            header = restore = source = path = None
             if comm.rank == root:
+                if isinstance(a, (str, os.PathLike)):
+                    path = os.path.abspath(os.fspath(a))
                 source, restore, _ = _as_source(a, "cpu")
                 m, n = source.shape
                 if m == 0 or n == 0:
                     raise ValueError(f"{WHAT}: the matrix is empty (shape {source.shape}); "
                                      "a low-rank approximation needs at least one entry")
                 dtype = validation.working_dtype(source.dtype, allow_complex=False, what=WHAT)
-                header = (m, n, dtype.str)
-        m, n, dtype = comm.bcast(header, root)
+                header = (m, n, dtype.str, path)
+        m, n, dtype, path = comm.bcast(header, root)
         dtype = np.dtype(dtype)
         bounds = partition_bounds(m, comm.size)
         bounds += [(m, m)] * (comm.size - len(bounds))  # ranks without rows
-        block = _distribute_rows(comm, source, root, bounds, n, dtype)
+        block = _distribute_rows(comm, source, root, bounds, n, dtype, path)
         with comm.phase():
             largest = _largest_entry(block, xp, WHAT) if block.shape[0] else 0.0
         largest = comm.world.allreduce(largest, op=_mpi().MAX)
