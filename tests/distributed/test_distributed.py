@@ -251,6 +251,16 @@ def test_lowrank_rank_as_single_process(run):
         assert rec["sv_vs_single"] <= 2 * np.sqrt(rec["eps"]) * rec["fro_over_s1"], (name, rec)
 
 
+def test_lowrank_merged_basis_stays_small(run):
+    """Bases merged every quic_merge_chunk vectors stay within a chunk of one process's
+    basis; merged only at the end, each rank finds its own copy of the same directions."""
+    ranks, seen = run
+    rec = seen[0]["lowrank_merge"]
+    assert rec["chunked_rank"] == rec["end_only_rank"] == 30, rec
+    assert rec["chunked"] <= rec["single"] + rec["chunk"], rec
+    assert rec["end_only"] > rec["chunked"] + rec["chunk"] // 2, rec
+
+
 def test_lowrank_reads_a_path_on_every_rank(run):
     ranks, seen = run
     rec = seen[0]["lowrank_path"]

@@ -163,7 +163,8 @@ def lowrank_case(rank, m, n, r, noise, eps, comm):
     single = gpusvd.svd_lowrank(a, eps, seed=7, device="cpu")
     k = min(len(s), len(single.S))
     return {"eps": eps, "rank": out.rank, "error_bound": out.error_bound, "true_error": true,
-            "single_rank": single.rank, "partitions": out.partitions,
+            "single_rank": single.rank, "single_basis": single.basis_size,
+            "partitions": out.partitions,
             "basis_size": out.basis_size, "passes": out.passes,
             "orth": orthogonality(u), "orth_v": orthogonality(vh, rows=True),
             "sv_vs_single": float(np.max(np.abs(s[:k] - single.S[:k])) / single.S[0]),
@@ -185,6 +186,24 @@ def lowrank_path_case(rank, out, comm):
     true = float(np.linalg.norm(a - (u * s) @ vh) ** 2 / np.linalg.norm(a) ** 2)
     return {"rank": got.rank, "error_bound": got.error_bound, "true_error": true,
             "type": type(got.U).__module__.split(".")[0]}
+
+
+def lowrank_merge_case(rank, comm):
+    """Merged basis sizes: merging every quic_merge_chunk vectors against only at the end."""
+    from gpusvd._core import tunables
+
+    a = low_rank(4000, 300, 30, noise=1e-3, seed=5)
+    mine = a if rank == 0 else None
+    sizes = {}
+    for name, chunk in (("chunked", tunables.get().quic_merge_chunk), ("end_only", 0)):
+        with tunables.override(quic_merge_chunk=chunk):
+            out = distributed.svd_lowrank(mine, 1e-4, comm=comm, seed=2, device="cpu")
+        sizes[name] = out.basis_size if rank == 0 else None
+        sizes[name + "_rank"] = out.rank if rank == 0 else None
+    if rank == 0:
+        sizes["single"] = gpusvd.svd_lowrank(a, 1e-4, seed=2, device="cpu").basis_size
+        sizes["chunk"] = tunables.get().quic_merge_chunk
+    return sizes
 
 
 def lowrank_errors(rank, comm):
@@ -209,6 +228,8 @@ def main():
     results["lowrank"] = {c[0]: lowrank_case(rank, *c[1:], comm) for c in LOWRANK_CASES}
     results["lowrank_errors"] = lowrank_errors(rank, comm)
     results["lowrank_path"] = lowrank_path_case(rank, out, comm)
+    if device == "cpu":
+        results["lowrank_merge"] = lowrank_merge_case(rank, comm)
     results["transport"] = comm.transport
     with open(f"{out}.{rank}.json", "w") as f:
         json.dump(results, f)

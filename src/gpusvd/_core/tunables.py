@@ -74,6 +74,14 @@ class Tunables:
     # pass at 150000 × 140000 float32 on the H100 with 2). Measured there (S4,
     # bench_quic.py --ooc-tunables): 2 buffers 15.2 GB/s, 8 buffers 31.3 GB/s.
     quic_stream_depth: int = 8
+    # distributed.svd_lowrank: basis vectors the ranks add together (an equal share each)
+    # before their bases are merged and growth goes on from the merged one. Ranks growing
+    # apart find overlapping vectors that Gram–Schmidt cannot drop (near, not in, each
+    # other's span): merged only at the end, 2 and 4 CPU ranks made bases of 74 and 139
+    # vectors for a rank-30 matrix (8000 × 400) whose single-process basis had 30. Merging
+    # every chunk lets each rank's Monte Carlo bound see the others' vectors; measured on
+    # a 2-core CPU machine (S5), chunk 8, 16, 32: bases of 32–40 on 2 and 4 ranks.
+    quic_merge_chunk: int = 32
     # Lanes per pivot pair of the CUDA inner Jacobi kernel (jacobi/kernels/inner_jacobi.cu):
     # 4, 8, 16 or 32, or 0 for about 4 rows of g per lane. Fewer lanes mean fewer warps
     # computing the same rotation (less issue pressure) but longer loops per p-step; the

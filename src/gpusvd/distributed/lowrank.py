@@ -9,7 +9,12 @@ and does, per round:
    (union bound), as the single driver splits it over its partitions.
 2. Merge: root orthonormalizes the ranks' bases into one (``Basis.extend`` rank by rank,
    dropping vectors already in the span) and sends it to every rank. Each rank's basis
-   lies in the merged span, so each rank's bound holds for it too.
+   lies in the merged span, so each rank's bound holds for it too. Steps 1 and 2
+   alternate: the ranks add at most ``tunables.quic_merge_chunk`` vectors together (an
+   equal share each) before a merge,
+   and its next bound is taken against the merged basis, so that ranks do not all find
+   their own copies of the same directions (which Gram–Schmidt keeps: they are close to
+   each other's span, not in it).
 3. Projection: P_r = A_rV̂ and the exact ‖A_r − P_rV̂ᵀ‖²_F, summed over the ranks. If the
    sum misses eps·‖A‖²_F, the ranks that miss their share grow again from the merged
    basis with four times the samples (as the single driver does, at most ``MAX_ROUNDS``
@@ -201,11 +206,22 @@ def _quic(comm, block, root, n, dtype, *, eps, delta, max_rank, rng, m):
     for round_ in range(MAX_ROUNDS):
         more = MORE_SAMPLES ** round_
         rule = (t.quic_global_samples[0] * more, t.quic_global_samples[1] * more)
-        with comm.phase():
-            if grow:
-                tree.grow(block, basis, t.quic_growth_margin * eps * tree.mass, z=z, rng=rng,
-                          xp=xp, global_rule=rule)
-        v = _merge(comm, basis, root, n, dtype, limit)
+        while True:  # growth in chunks, merged after each (step 2)
+            capped = False
+            with comm.phase():
+                if grow:
+                    if t.quic_merge_chunk > 0:
+                        share = -(-t.quic_merge_chunk // comm.size)
+                        basis.limit = min(limit, basis.k + share)
+                    target = t.quic_growth_margin * eps * tree.mass
+                    tree.grow(block, basis, target, z=z, rng=rng, xp=xp, global_rule=rule)
+                    capped = basis.limit < limit and basis.full and tree.mc_bound > target
+            v = _merge(comm, basis, root, n, dtype, limit)
+            if not comm.world.allreduce(capped, op=_mpi().LOR) or v.shape[1] >= limit:
+                break
+            basis = Basis(n, dtype, xp, limit)
+            basis.extend(v)
+            grow = grow and capped
         passes += 1
         with comm.phase():
             p, res, mass_r = project(block, v, xp)
