@@ -45,11 +45,28 @@ from .comm import Comm, _mpi
 
 
 def _send_to_all(comm, array, root, shape, dtype):
-    """Root's ``array`` on every rank (root keeps its own)."""
-    sends = [(array, r) for r in range(comm.size) if r != root] if comm.rank == root else []
-    recvs = [] if comm.rank == root else [(shape, root)]
-    got = comm.exchange_many(sends, recvs, dtype)
-    return array if comm.rank == root else got[0]
+    """Root's ``array`` on every rank (root keeps its own). Empty arrays are not sent."""
+    if comm.rank == root:
+        if 0 not in shape:
+            comm.exchange_many([(array, r) for r in range(comm.size) if r != root], [], dtype)
+        return array
+    if 0 in shape:
+        return comm.xp.empty(shape, dtype)
+    return comm.exchange_many([], [(shape, root)], dtype)[0]
+
+
+def _gather(comm, mine, root, shapes, dtype):
+    """Every rank's ``mine`` (of ``shapes[rank]``) to root as a list by rank, None
+    elsewhere; empty arrays are not sent (NCCL and MPI take no message for them)."""
+    xp = comm.xp
+    if comm.rank != root:
+        if 0 not in shapes[comm.rank]:
+            comm.exchange_many([(mine, root)], [], dtype)
+        return None
+    senders = [r for r in range(comm.size) if r != root and 0 not in shapes[r]]
+    got = iter(comm.exchange_many([], [(shapes[r], r) for r in senders], dtype))
+    return [mine if r == root else next(got) if r in senders else xp.empty(shapes[r], dtype)
+            for r in range(comm.size)]
 
 
 def _distribute_rows(comm, source, root, bounds, n, dtype, path):
@@ -81,7 +98,7 @@ def _merge(comm, basis, root, n, dtype, limit):
     """The ranks' bases orthonormalized into one, on every rank (n × K)."""
     xp = comm.xp
     counts = comm.world.allgather(basis.k)
-    parts = comm.gather(basis.v, root, [(n, k) for k in counts], dtype)
+    parts = _gather(comm, basis.v, root, [(n, k) for k in counts], dtype)
     merged = None
     if comm.rank == root:
         merged = Basis(n, dtype, xp, limit)
@@ -236,7 +253,7 @@ def _quic(comm, block, root, n, dtype, *, eps, delta, max_rank, rng, m):
     mc = comm.world.allreduce(mc)
     steps = comm.world.allreduce(tree.steps if tree is not None else 0)
     rows = comm.world.allgather(p.shape[0])
-    parts = comm.gather(p, root, [(r, v.shape[1]) for r in rows], dtype)
+    parts = _gather(comm, p, root, [(r, v.shape[1]) for r in rows], dtype)
     out = {"basis_size": int(v.shape[1]), "mc_bound": mc / mass if mass > 0 else 0.0,
            "passes": passes, "steps": steps}
     if comm.rank == root:
