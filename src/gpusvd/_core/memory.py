@@ -18,6 +18,16 @@ import functools
 # cuBLAS and cuSOLVER statuses, and the CUDA runtime's.
 _ALLOCATION_FAILURES = ("ALLOC_FAILED", "cudaErrorMemoryAllocation")
 
+# What to try instead, by kind of decomposition (the message's second part).
+DENSE_HINT = ("The dense methods hold the matrix and its factors on one device: try "
+              "float32 (or complex64) for half the memory, compute_uv=False or "
+              "full_matrices=False, device='cpu', gpusvd.svd_lowrank for a low-rank "
+              "approximation (it streams matrices larger than memory), or "
+              "gpusvd.distributed over several GPUs.")
+LOWRANK_HINT = ("Pass the matrix as a NumPy memmap, a .npy path or an h5py dataset so "
+                "that it is streamed in row partitions, lower max_rank, or raise "
+                "partitions.")
+
 
 def is_exhaustion(exc):
     """Whether ``exc`` reports memory exhaustion.
@@ -78,13 +88,3 @@ def hint_on_exhaustion(hint):
             raise MemoryError(message)
         return wrapped
     return decorate
-
-
-DENSE_HINT = ("The dense methods hold the matrix and its factors on one device: try "
-              "float32 (or complex64) for half the memory, compute_uv=False or "
-              "full_matrices=False, device='cpu', gpusvd.svd_lowrank for a low-rank "
-              "approximation (it streams matrices larger than memory), or "
-              "gpusvd.distributed over several GPUs.")
-LOWRANK_HINT = ("Pass the matrix as a NumPy memmap, a .npy path or an h5py dataset so "
-                "that it is streamed in row partitions, lower max_rank, or raise "
-                "partitions.")

@@ -116,6 +116,57 @@ def _rng(seed, rank, size):
     return np.random.default_rng(np.random.SeedSequence(seed).spawn(size)[rank])
 
 
+def _quic(comm, block, root, n, dtype, *, eps, delta, max_rank, rng, m):
+    """Rounds of growth, merge and projection (module docstring); root extracts."""
+    xp = comm.xp
+    t = tunables.get()
+    limit = min(m, n) if max_rank is None else min(m, n, 2 * max_rank)
+    z = monte_carlo.z_score(delta / comm.size)
+    tree = PartitionTree(row_norms2(block, xp)) if block.shape[0] else None
+    basis = Basis(n, dtype, xp, limit)
+    grow, passes = tree is not None, 0
+    for round_ in range(MAX_ROUNDS):
+        more = MORE_SAMPLES ** round_
+        rule = (t.quic_global_samples[0] * more, t.quic_global_samples[1] * more)
+        while True:  # growth in chunks, merged after each (step 2)
+            capped = False
+            with comm.phase():
+                if grow:
+                    if t.quic_merge_chunk > 0:
+                        share = -(-t.quic_merge_chunk // comm.size)
+                        basis.limit = min(limit, basis.k + share)
+                    target = t.quic_growth_margin * eps * tree.mass
+                    tree.grow(block, basis, target, z=z, rng=rng, xp=xp, global_rule=rule)
+                    capped = basis.limit < limit and basis.full and tree.mc_bound > target
+            v = _merge(comm, basis, root, n, dtype, limit)
+            if not comm.world.allreduce(capped, op=_mpi().LOR) or v.shape[1] >= limit:
+                break
+            basis = Basis(n, dtype, xp, limit)
+            basis.extend(v)
+            grow = grow and capped
+        passes += 1
+        with comm.phase():
+            p, res, mass_r = project(block, v, xp)
+        residual, mass = (comm.world.allreduce(x) for x in (res, mass_r))
+        passes += 1
+        if residual <= eps * mass or v.shape[1] >= limit:
+            break
+        grow = tree is not None and res > t.quic_growth_margin * eps * mass_r
+        basis = Basis(n, dtype, xp, limit)
+        basis.extend(v)  # growth resumes from the merged basis
+    mc = tree.mc_bound / tree.mass * mass_r if tree is not None and tree.mass else 0.0
+    mc = comm.world.allreduce(mc)
+    steps = comm.world.allreduce(tree.steps if tree is not None else 0)
+    rows = comm.world.allgather(p.shape[0])
+    parts = _gather(comm, p, root, [(r, v.shape[1]) for r in rows], dtype)
+    out = {"basis_size": int(v.shape[1]), "mc_bound": mc / mass if mass > 0 else 0.0,
+           "passes": passes, "steps": steps}
+    if comm.rank == root:
+        out["extracted"] = extract(xp.concatenate(parts), v, residual, mass, eps, max_rank,
+                                   xp)
+    return out
+
+
 @hint_on_exhaustion(LOWRANK_HINT)
 def svd_lowrank(a, eps=1e-6, delta=1e-6, *, comm=None, root=0, device="auto", max_rank=None,
                 seed=None):
@@ -209,54 +260,3 @@ def svd_lowrank(a, eps=1e-6, delta=1e-6, *, comm=None, root=0, device="auto", ma
         return LowRankSVD(restore(u), restore(s / s.dtype.type(scale)), restore(vh), error,
                           int(s.shape[0]), out["basis_size"], out["mc_bound"],
                           sum(1 for r0, r1 in bounds if r1 > r0), out["passes"], out["steps"])
-
-
-def _quic(comm, block, root, n, dtype, *, eps, delta, max_rank, rng, m):
-    """Rounds of growth, merge and projection (module docstring); root extracts."""
-    xp = comm.xp
-    t = tunables.get()
-    limit = min(m, n) if max_rank is None else min(m, n, 2 * max_rank)
-    z = monte_carlo.z_score(delta / comm.size)
-    tree = PartitionTree(row_norms2(block, xp)) if block.shape[0] else None
-    basis = Basis(n, dtype, xp, limit)
-    grow, passes = tree is not None, 0
-    for round_ in range(MAX_ROUNDS):
-        more = MORE_SAMPLES ** round_
-        rule = (t.quic_global_samples[0] * more, t.quic_global_samples[1] * more)
-        while True:  # growth in chunks, merged after each (step 2)
-            capped = False
-            with comm.phase():
-                if grow:
-                    if t.quic_merge_chunk > 0:
-                        share = -(-t.quic_merge_chunk // comm.size)
-                        basis.limit = min(limit, basis.k + share)
-                    target = t.quic_growth_margin * eps * tree.mass
-                    tree.grow(block, basis, target, z=z, rng=rng, xp=xp, global_rule=rule)
-                    capped = basis.limit < limit and basis.full and tree.mc_bound > target
-            v = _merge(comm, basis, root, n, dtype, limit)
-            if not comm.world.allreduce(capped, op=_mpi().LOR) or v.shape[1] >= limit:
-                break
-            basis = Basis(n, dtype, xp, limit)
-            basis.extend(v)
-            grow = grow and capped
-        passes += 1
-        with comm.phase():
-            p, res, mass_r = project(block, v, xp)
-        residual, mass = (comm.world.allreduce(x) for x in (res, mass_r))
-        passes += 1
-        if residual <= eps * mass or v.shape[1] >= limit:
-            break
-        grow = tree is not None and res > t.quic_growth_margin * eps * mass_r
-        basis = Basis(n, dtype, xp, limit)
-        basis.extend(v)  # growth resumes from the merged basis
-    mc = tree.mc_bound / tree.mass * mass_r if tree is not None and tree.mass else 0.0
-    mc = comm.world.allreduce(mc)
-    steps = comm.world.allreduce(tree.steps if tree is not None else 0)
-    rows = comm.world.allgather(p.shape[0])
-    parts = _gather(comm, p, root, [(r, v.shape[1]) for r in rows], dtype)
-    out = {"basis_size": int(v.shape[1]), "mc_bound": mc / mass if mass > 0 else 0.0,
-           "passes": passes, "steps": steps}
-    if comm.rank == root:
-        out["extracted"] = extract(xp.concatenate(parts), v, residual, mass, eps, max_rank,
-                                   xp)
-    return out
