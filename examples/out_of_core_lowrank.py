@@ -11,6 +11,9 @@ Eckart–Young), computed at this small size by ``numpy.linalg.svd``.
 The test matrix is A = Z·diag(σ)·Vᵀ with Z Gaussian, V orthogonal and σ_i = decay^i, so
 its spectrum decays geometrically and the rank needed depends on ``eps``.
 Run ``python examples/out_of_core_lowrank.py`` (``--rows 2000000`` writes 3.2 GB).
+With ``--distributed``, under ``mpiexec -n 4``, ``gpusvd.distributed.svd_lowrank`` runs
+instead, one row partition per rank (a GPU each where there are GPUs): root writes the
+file, every rank reads its own rows of it, and root checks the result.
 """
 
 import argparse
@@ -69,22 +72,47 @@ def _parser():
                    help="auto, cpu, gpu or a GPU index")
     p.add_argument("--exact", action=argparse.BooleanOptionalAction, default=None,
                    help="compare with the exact SVD (default: when the file is < 1 GB)")
+    p.add_argument("--distributed", action="store_true",
+                   help="gpusvd.distributed.svd_lowrank over the MPI ranks (mpiexec)")
     p.add_argument("--seed", type=int, default=0)
     return p
 
 
+def _decompose(path, args):
+    """(result, what ran) on this process; the result is None on ranks other than root."""
+    if not args.distributed:
+        r = gpusvd.svd_lowrank(str(path), eps=args.eps, partitions=args.partitions,
+                               seed=args.seed, device=args.device)
+        return r, f"svd_lowrank(eps={args.eps:g}, partitions={args.partitions})"
+    from mpi4py import MPI
+
+    from gpusvd import distributed
+
+    world = MPI.COMM_WORLD
+    device = "gpu" if isinstance(args.device, int) else args.device
+    r = distributed.svd_lowrank(str(path) if world.rank == 0 else None, eps=args.eps,
+                                seed=args.seed, device=device)
+    return r, f"distributed.svd_lowrank(eps={args.eps:g}) on {world.size} rank(s)"
+
+
 def main(argv=None):
     args = _parser().parse_args(argv)
+    if args.distributed:
+        from mpi4py import MPI
+        if MPI.COMM_WORLD.rank != 0:  # root writes the file and checks; the others compute
+            _decompose(MPI.COMM_WORLD.bcast(None, root=0), args)
+            return None
     with tempfile.TemporaryDirectory() as folder:
         path = pathlib.Path(folder) / "a.npy"
         write_matrix(path, args.rows, args.cols, args.decay, args.seed)
+        if args.distributed:
+            MPI.COMM_WORLD.bcast(path, root=0)
         size = path.stat().st_size
         print(f"wrote {path.name}: {args.rows} x {args.cols} float64, {size / 1e6:.1f} MB")
         start = time.perf_counter()
-        r = gpusvd.svd_lowrank(str(path), eps=args.eps, partitions=args.partitions,
-                               seed=args.seed, device=args.device)
+        r, what = _decompose(path, args)
         seconds = time.perf_counter() - start
-        print(f"svd_lowrank(eps={args.eps:g}, partitions={args.partitions}): rank {r.rank} "
+        print(f"{what}: rank {r.rank} "
               f"(basis {r.basis_size}), {r.partitions} partitions, {r.passes} passes over "
               f"the file, {seconds:.2f} s")
         error, _ = true_error(path, r)

@@ -80,3 +80,15 @@ def test_out_of_core_lowrank(capsys):
     assert r["optimal_rank"] <= r["rank"] <= 1.25 * r["optimal_rank"]
     assert "true error" in capsys.readouterr().out
 
+
+
+def test_out_of_core_lowrank_distributed(capsys):
+    """The --distributed form in one process (one rank: one partition); mpiexec runs it
+    over several (tests/distributed covers distributed.svd_lowrank on 2 to 4 ranks)."""
+    r = run("out_of_core_lowrank", "--rows", "4000", "--cols", "100", "--eps", "1e-4",
+            "--distributed")
+    assert r["partitions"] == 1 and r["passes"] >= 2
+    assert r["error_bound"] <= r["eps"]
+    assert abs(r["true_error"] - r["error_bound"]) <= 1e-6 * r["eps"]
+    assert r["optimal_rank"] <= r["rank"] <= 1.25 * r["optimal_rank"]
+    assert "distributed.svd_lowrank" in capsys.readouterr().out
