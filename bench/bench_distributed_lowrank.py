@@ -22,13 +22,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 import common  # noqa: E402
+from bench_distributed import _timed  # noqa: E402  (barrier, synchronize, median)
 
 SCHEMA = "gpusvd-bench-distributed-lowrank/1"
 
@@ -58,20 +58,6 @@ def _matrix(m, n, rank, noise, dtype, seed):
     a /= np.sqrt(rank * n)
     a += (noise / np.sqrt(n)) * rng.standard_normal((m, n)).astype(dtype)
     return a
-
-
-def _timed(world, fn, repeat):
-    times, out = [], None
-    for _ in range(repeat):
-        out = None
-        common.synchronize()
-        world.Barrier()
-        start = time.perf_counter()
-        out = fn()
-        common.synchronize()
-        world.Barrier()
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2], times, out
 
 
 def main(argv=None):
@@ -106,7 +92,7 @@ def main(argv=None):
             for name, g in runs:
                 comm = comms.get(g) if g else None
 
-                def call(comm=comm, g=g):
+                def call(comm=comm, g=g, a=a):
                     if g is None:
                         return (gpusvd.svd_lowrank(a, args.eps, seed=args.seed,
                                                    device="cpu" if not on_gpu else "auto")

@@ -167,19 +167,25 @@ class Comm:
         """Post every send ``(array, dest)`` and receive ``(shape, source)`` at once.
 
         Returns the received arrays in the order of ``recvs``. Two ranks must list the
-        messages between them in the same order (they are matched in order). Timed,
-        between device synchronizations (the paper's phases (4) and (6)).
+        messages between them in the same order (they are matched in order). Empty arrays
+        are not sent: both sides know their shape, and neither NCCL nor MPI is given a
+        zero-byte message. Timed, between device synchronizations (the paper's phases (4)
+        and (6)).
         """
+        sends = [(send, dest) for send, dest in sends if send.size]
+        full = [i for i, (shape, _) in enumerate(recvs) if 0 not in shape]
         self.synchronize()
         start = time.perf_counter()
         if self._nccl is not None:
-            got = [self.xp.empty(shape, dtype) for shape, _ in recvs]
-            self._nccl_exchange(sends, [(g, source) for g, (_, source) in zip(got, recvs)])
+            received = [self.xp.empty(recvs[i][0], dtype) for i in full]
+            self._nccl_exchange(sends, [(g, recvs[i][1]) for g, i in zip(received, full)])
         else:
-            got = self._mpi_exchange(sends, recvs, dtype)
+            received = self._mpi_exchange(sends, [recvs[i] for i in full], dtype)
         self.synchronize()
         self.comm_seconds += time.perf_counter() - start
-        return got
+        got = dict(zip(full, received))
+        return [got[i] if i in got else self.xp.empty(shape, dtype)
+                for i, (shape, _) in enumerate(recvs)]
 
     def _nccl_exchange(self, sends, recvs):
         from cupy.cuda import nccl
@@ -216,6 +222,13 @@ class Comm:
             elif self.rank == r:
                 mine = self.exchange(None, None, shapes[r], dtype, root)
         return mine
+
+    def broadcast(self, array, root, shape, dtype):
+        """Root's ``array`` (of ``shape``) on every rank; root keeps its own."""
+        if self.rank == root:
+            self.exchange_many([(array, r) for r in range(self.size) if r != root], [], dtype)
+            return array
+        return self.exchange_many([], [(shape, root)], dtype)[0]
 
     def gather(self, mine, root, shapes, dtype):
         """Every rank's ``mine`` to root, as a list indexed by rank (None elsewhere)."""

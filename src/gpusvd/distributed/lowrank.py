@@ -44,31 +44,6 @@ from ..quic.sources import open_source
 from .comm import Comm, _mpi
 
 
-def _send_to_all(comm, array, root, shape, dtype):
-    """Root's ``array`` on every rank (root keeps its own). Empty arrays are not sent."""
-    if comm.rank == root:
-        if 0 not in shape:
-            comm.exchange_many([(array, r) for r in range(comm.size) if r != root], [], dtype)
-        return array
-    if 0 in shape:
-        return comm.xp.empty(shape, dtype)
-    return comm.exchange_many([], [(shape, root)], dtype)[0]
-
-
-def _gather(comm, mine, root, shapes, dtype):
-    """Every rank's ``mine`` (of ``shapes[rank]``) to root as a list by rank, None
-    elsewhere; empty arrays are not sent (NCCL and MPI take no message for them)."""
-    xp = comm.xp
-    if comm.rank != root:
-        if 0 not in shapes[comm.rank]:
-            comm.exchange_many([(mine, root)], [], dtype)
-        return None
-    senders = [r for r in range(comm.size) if r != root and 0 not in shapes[r]]
-    got = iter(comm.exchange_many([], [(shapes[r], r) for r in senders], dtype))
-    return [mine if r == root else next(got) if r in senders else xp.empty(shapes[r], dtype)
-            for r in range(comm.size)]
-
-
 def _distribute_rows(comm, source, root, bounds, n, dtype, path):
     """Rank r's rows ``bounds[r]`` of root's ``source``, as an array of the ranks' xp.
 
@@ -95,17 +70,18 @@ def _distribute_rows(comm, source, root, bounds, n, dtype, path):
 
 
 def _merge(comm, basis, root, n, dtype, limit):
-    """The ranks' bases orthonormalized into one, on every rank (n × K)."""
+    """The ranks' bases orthonormalized into one Basis, the same on every rank."""
     xp = comm.xp
     counts = comm.world.allgather(basis.k)
-    parts = _gather(comm, basis.v, root, [(n, k) for k in counts], dtype)
+    parts = comm.gather(basis.v, root, [(n, k) for k in counts], dtype)
     merged = None
     if comm.rank == root:
         merged = Basis(n, dtype, xp, limit)
         for part in parts:
             merged.extend(part)
     k = comm.bcast(merged.k if merged is not None else None, root)
-    return _send_to_all(comm, merged.v if merged is not None else None, root, (n, k), dtype)
+    v = comm.broadcast(merged.v if merged is not None else None, root, (n, k), dtype)
+    return merged if merged is not None else Basis.of(v, limit)
 
 
 def _rng(seed, rank, size):
@@ -138,27 +114,24 @@ def _quic(comm, block, root, n, dtype, *, eps, delta, max_rank, rng, m):
                     target = t.quic_growth_margin * eps * tree.mass
                     tree.grow(block, basis, target, z=z, rng=rng, xp=xp, global_rule=rule)
                     capped = basis.limit < limit and basis.full and tree.mc_bound > target
-            v = _merge(comm, basis, root, n, dtype, limit)
-            if not comm.world.allreduce(capped, op=_mpi().LOR) or v.shape[1] >= limit:
+            basis = _merge(comm, basis, root, n, dtype, limit)  # growth goes on from it
+            if not comm.world.allreduce(capped, op=_mpi().LOR) or basis.full:
                 break
-            basis = Basis(n, dtype, xp, limit)
-            basis.extend(v)
             grow = grow and capped
+        v = basis.v
         passes += 1
         with comm.phase():
             p, res, mass_r = project(block, v, xp)
         residual, mass = (comm.world.allreduce(x) for x in (res, mass_r))
         passes += 1
-        if residual <= eps * mass or v.shape[1] >= limit:
+        if residual <= eps * mass or basis.full:
             break
         grow = tree is not None and res > t.quic_growth_margin * eps * mass_r
-        basis = Basis(n, dtype, xp, limit)
-        basis.extend(v)  # growth resumes from the merged basis
     mc = tree.mc_bound / tree.mass * mass_r if tree is not None and tree.mass else 0.0
     mc = comm.world.allreduce(mc)
     steps = comm.world.allreduce(tree.steps if tree is not None else 0)
     rows = comm.world.allgather(p.shape[0])
-    parts = _gather(comm, p, root, [(r, v.shape[1]) for r in rows], dtype)
+    parts = comm.gather(p, root, [(r, v.shape[1]) for r in rows], dtype)
     out = {"basis_size": int(v.shape[1]), "mc_bound": mc / mass if mass > 0 else 0.0,
            "passes": passes, "steps": steps}
     if comm.rank == root:

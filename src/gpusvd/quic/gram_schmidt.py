@@ -41,7 +41,7 @@ import math
 import numpy as np
 
 from .._core import tunables
-from .._core.backend import to_host
+from .._core.backend import array_namespace, to_host
 
 # A candidate loses "most of its norm" when its remainder falls below this fraction of
 # its length: then one projection may leave components along V̂ of order u·‖x‖/‖x'‖, and
@@ -92,6 +92,15 @@ class Basis:
         self.limit = min(limit, n)
         self.k = 0
         self._v = xp.zeros((n, min(self.limit, 64)), dtype=self.dtype, order="F")
+
+    @classmethod
+    def of(cls, v, limit):
+        """A basis holding the orthonormal columns of ``v`` (n × k), as they are."""
+        basis = cls(v.shape[0], v.dtype, array_namespace(v), limit)
+        basis._reserve(v.shape[1])
+        basis._v[:, :v.shape[1]] = v
+        basis.k = v.shape[1]
+        return basis
 
     @property
     def v(self):
