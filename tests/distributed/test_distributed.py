@@ -55,8 +55,10 @@ def launch(ranks, tmp, device="cpu", which="all"):
            str(HERE / "worker.py"), str(out), device, which]
     try:
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"mpiexec -n {ranks} did not finish in {TIMEOUT:g} s (a hang?)")
+    except subprocess.TimeoutExpired as exc:
+        seen = exc.stderr.decode() if isinstance(exc.stderr, bytes) else exc.stderr or ""
+        pytest.fail(f"mpiexec -n {ranks} did not finish in {TIMEOUT:g} s (a hang?); "
+                    f"the ranks' trace:\n{seen[-3000:]}")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return [json.loads(Path(f"{out}.{r}.json").read_text()) for r in range(ranks)]
 

@@ -7,6 +7,7 @@ what it saw to ``OUT.<rank>.json`` for ``test_distributed.py`` to check.
 
 import json
 import sys
+import time
 
 import numpy as np
 from mpi4py import MPI
@@ -98,30 +99,33 @@ def hsvd_case(rank, m, n, comm):
             "orth": orthogonality(u)}
 
 
-def outcome(call):
-    """The exception type this rank saw (or 'ok'), and that the next call still works."""
-    try:
-        call()
-        return "ok"
-    except Exception as exc:
-        return type(exc).__name__
+def outcome(call, name=None):
+    """The exception type this rank saw (or 'ok'), and that the next call still works;
+    traced on stderr under ``name`` when given."""
+    def seen():
+        try:
+            call()
+            return "ok"
+        except Exception as exc:
+            return type(exc).__name__
+    return seen() if name is None else traced(MPI.COMM_WORLD.rank, f"errors {name}", seen)
 
 
 def error_cases(rank, device):
     a = random_matrix(20, 20, seed=3)
     bad = a.copy()
     bad[4, 5] = np.nan
-    seen = {"nan": outcome(lambda: distributed.jacobi_svd(bad if rank == 0 else None,
-                                                           device=device)),
+    seen = {"nan": outcome(lambda: distributed.jacobi_svd(
+                bad if rank == 0 else None, device=device), "nan"),
             "option": outcome(lambda: distributed.jacobi_svd(
-                a if rank == 0 else None, device=device, variant="bogus")),
+                a if rank == 0 else None, device=device, variant="bogus"), "option"),
             "stack": outcome(lambda: distributed.jacobi_svd(
-                np.stack([a, a]) if rank == 0 else None, device=device)),
+                np.stack([a, a]) if rank == 0 else None, device=device), "stack"),
             "signs": outcome(lambda: distributed.hsvd(
                 a if rank == 0 else None, np.zeros(20) if rank == 0 else None,
-                device=device)),
+                device=device), "signs"),
             "outer-option": outcome(lambda: distributed.jacobi_svd(
-                a if rank == 0 else None, device=device, pair_sweeps=0))}
+                a if rank == 0 else None, device=device, pair_sweeps=0), "outer-option")}
     step = local.outer_block_step
     calls = [0]
 
@@ -135,12 +139,13 @@ def error_cases(rank, device):
     import gpusvd.distributed.outer as outer
     outer.outer_block_step = failing
     seen["injected"] = outcome(lambda: distributed.jacobi_svd(
-        random_matrix(64, 64, seed=1) if rank == 0 else None, device=device))
+        random_matrix(64, 64, seed=1) if rank == 0 else None, device=device), "injected")
     outer.outer_block_step = local.outer_block_step = step
     seen["sweeps"] = outcome(lambda: distributed.jacobi_svd(
-        random_matrix(64, 64, seed=1) if rank == 0 else None, device=device, max_sweeps=1))
+        random_matrix(64, 64, seed=1) if rank == 0 else None, device=device, max_sweeps=1),
+        "sweeps")
     seen["after"] = outcome(lambda: distributed.jacobi_svd(a if rank == 0 else None,
-                                                            device=device))
+                                                            device=device), "after")
     return seen
 
 
@@ -215,21 +220,37 @@ def lowrank_errors(rank, comm):
     return seen
 
 
+def traced(rank, name, call):
+    """``call()``, with its start and end on stderr: a launch that times out shows
+    which case it was in."""
+    start = time.perf_counter()
+    print(f"rank {rank}: {name} ...", file=sys.stderr, flush=True)
+    out = call()
+    print(f"rank {rank}: {name} {time.perf_counter() - start:.1f} s", file=sys.stderr,
+          flush=True)
+    return out
+
+
 def main():
     out, device, which = sys.argv[1], sys.argv[2], sys.argv[3]
     rank = MPI.COMM_WORLD.rank
     wanted = (lambda name: which == "all" or name in SHORT)
-    comm = Comm(device=device)
-    results = {name: svd_case(rank, m, n, dict(opts), comm)
+    comm = traced(rank, "Comm", lambda: Comm(device=device))
+    results = {name: traced(rank, name, lambda: svd_case(rank, m, n, dict(opts), comm))
                for name, m, n, opts in CASES if wanted(name)}
-    results.update({name: hsvd_case(rank, m, n, comm)
+    results.update({name: traced(rank, name, lambda: hsvd_case(rank, m, n, comm))
                     for name, m, n in HSVD_CASES if wanted(name)})
-    results["errors"] = error_cases(rank, device)
-    results["lowrank"] = {c[0]: lowrank_case(rank, *c[1:], comm) for c in LOWRANK_CASES}
-    results["lowrank_errors"] = lowrank_errors(rank, comm)
-    results["lowrank_path"] = lowrank_path_case(rank, out, comm)
+    results["errors"] = traced(rank, "errors", lambda: error_cases(rank, device))
+    results["lowrank"] = {c[0]: traced(rank, f"lowrank {c[0]}",
+                                       lambda: lowrank_case(rank, *c[1:], comm))
+                          for c in LOWRANK_CASES}
+    results["lowrank_errors"] = traced(rank, "lowrank errors",
+                                       lambda: lowrank_errors(rank, comm))
+    results["lowrank_path"] = traced(rank, "lowrank path",
+                                     lambda: lowrank_path_case(rank, out, comm))
     if device == "cpu":
-        results["lowrank_merge"] = lowrank_merge_case(rank, comm)
+        results["lowrank_merge"] = traced(rank, "lowrank merge",
+                                          lambda: lowrank_merge_case(rank, comm))
     results["transport"] = comm.transport
     with open(f"{out}.{rank}.json", "w") as f:
         json.dump(results, f)

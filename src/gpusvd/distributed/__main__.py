@@ -57,6 +57,7 @@ def main(argv=None):
                      pair_sweeps=args.pair_sweeps, pairs_per_rank=args.pairs_per_rank,
                      skip_orthogonal=not args.no_skip)
     seconds = time.perf_counter() - start
+    comm.close()
     if world.rank != 0:
         return 0
     s = out if args.values_only else out.S

@@ -85,6 +85,17 @@ def _portable(exc):
         return RuntimeError(f"{type(exc).__name__}: {exc}")
 
 
+@contextlib.contextmanager
+def given_or_own(comm, device):
+    """``comm`` itself when it is a :class:`Comm`, else a Comm made over ``comm`` (an
+    mpi4py communicator or None for ``COMM_WORLD``) on ``device``, closed on leaving."""
+    if isinstance(comm, Comm):
+        yield comm
+        return
+    with Comm(comm, device) as own:
+        yield own
+
+
 class Comm:
     """The ranks of one distributed computation, its array namespace and its transports.
 
@@ -134,11 +145,39 @@ class Comm:
         except Exception as exc:
             error = exc
         failures = self.world.allgather(None if error is None else _portable(error))
-        if error is not None:
-            raise error
-        first = next((f for f in failures if f is not None), None)
+        first = error if error is not None else next(
+            (f for f in failures if f is not None), None)
+        # Dropped before raising: an exception held by this frame, whose traceback holds
+        # the frame, is a cycle that keeps the caller's arrays and communicator alive
+        # until the cyclic collector runs, at a different moment on every rank.
+        error = failures = None
         if first is not None:
-            raise first
+            try:
+                raise first
+            finally:
+                first = None
+
+    def close(self):
+        """Free the NCCL communicator, on every rank at once (a collective; idempotent).
+
+        NCCL's destroy is a collective among the GPUs of a node: one rank destroying a
+        communicator while another waits in a different one hangs both. The decompositions
+        close a Comm they made themselves before returning; a Comm passed to them stays
+        open for reuse until its owner closes it.
+        """
+        if self._nccl is None:
+            return
+        with self.device_context():
+            self.synchronize()
+            self.world.Barrier()
+            self._nccl.destroy()
+        self._nccl = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def bcast(self, obj, root):
         return self.world.bcast(obj, root=root)

@@ -27,7 +27,7 @@ from ..jacobi import driver
 from ..jacobi.norms import column_norms
 from ..jacobi.precondition import inverse_permutation, precondition
 from . import outer
-from .comm import Comm
+from .comm import given_or_own
 from .outer import OuterOptions
 
 VARIANT = "block-oriented"
@@ -173,7 +173,7 @@ def _run(comm, root, make_job):
         comm.last_run = None
         with comm.phase():
             if comm.rank == root:
-                job = make_job()
+                job = make_job(comm)
         options, outer_options, trivial = comm.bcast(
             (job.options, job.outer, job.trivial) if comm.rank == root else None, root)
         res = None
@@ -255,16 +255,15 @@ def jacobi_svd(a, full_matrices=True, compute_uv=True, *, comm=None, root=0, dev
     >>> bool(np.allclose(U @ np.diag(S) @ Vh, a))
     True
     """
-    comm = comm if isinstance(comm, Comm) else Comm(comm, device)
-
-    def make_job():
+    def make_job(comm):
         options = check_options(strategy, variant, shorten, vectors, tol, max_sweeps,
                                 precondition)
         job = _SVDJob(a, comm, full_matrices, compute_uv, options, check_finite)
         job.outer = _check_outer(pair_sweeps, skip_orthogonal, pairs_per_rank)
         return job
 
-    return _run(comm, root, make_job)
+    with given_or_own(comm, device) as comm:
+        return _run(comm, root, make_job)
 
 
 def hsvd(g, signs, *, comm=None, root=0, device="auto", strategy=DEFAULTS.strategy,
@@ -299,13 +298,12 @@ def hsvd(g, signs, *, comm=None, root=0, device="auto", strategy=DEFAULTS.strate
     >>> bool(np.allclose(g @ V, U * S)), bool(np.allclose(V.T @ np.diag([1, -1]) @ V, np.diag(J)))
     (True, True)
     """
-    comm = comm if isinstance(comm, Comm) else Comm(comm, device)
-
-    def make_job():
+    def make_job(comm):
         options = check_options(strategy, variant, shorten, "accumulate", tol, max_sweeps,
                                 True)
         job = _HSVDJob(g, signs, comm, options, check_finite)
         job.outer = _check_outer(pair_sweeps, skip_orthogonal, pairs_per_rank)
         return job
 
-    return _run(comm, root, make_job)
+    with given_or_own(comm, device) as comm:
+        return _run(comm, root, make_job)

@@ -41,7 +41,7 @@ from ..quic.gram_schmidt import Basis
 from ..quic.growth import PartitionTree
 from ..quic.lowrank import WHAT, _as_source, _check_count, _check_open_interval
 from ..quic.sources import open_source
-from .comm import Comm, _mpi
+from .comm import _mpi, given_or_own
 
 
 def _distribute_rows(comm, source, root, bounds, n, dtype, path):
@@ -140,6 +140,46 @@ def _quic(comm, block, root, n, dtype, *, eps, delta, max_rank, rng, m):
     return out
 
 
+def _decompose(comm, a, eps, delta, root, max_rank, seed):
+    """:func:`svd_lowrank` over the ranks of the :class:`Comm` ``comm``."""
+    xp = comm.xp
+    with comm.device_context():
+        with comm.phase():
+            eps = _check_open_interval("eps", eps)
+            delta = _check_open_interval("delta", delta)
+            max_rank = _check_count("max_rank", max_rank)
+            rng = _rng(seed, comm.rank, comm.size)
+            header = restore = source = path = None
+            if comm.rank == root:
+                if isinstance(a, (str, os.PathLike)):
+                    path = os.path.abspath(os.fspath(a))
+                source, restore, _ = _as_source(a, "cpu")
+                m, n = source.shape
+                if m == 0 or n == 0:
+                    raise ValueError(f"{WHAT}: the matrix is empty (shape {source.shape}); "
+                                     "a low-rank approximation needs at least one entry")
+                dtype = validation.working_dtype(source.dtype, allow_complex=False, what=WHAT)
+                header = (m, n, dtype.str, path)
+        m, n, dtype, path = comm.bcast(header, root)
+        dtype = np.dtype(dtype)
+        bounds = partition_bounds(m, comm.size)
+        bounds += [(m, m)] * (comm.size - len(bounds))  # ranks without rows
+        block = _distribute_rows(comm, source, root, bounds, n, dtype, path)
+        with comm.phase():
+            largest = _largest_entry(block, xp, WHAT) if block.shape[0] else 0.0
+        largest = comm.world.allreduce(largest, op=_mpi().MAX)
+        scale = safe_scale(largest, dtype)
+        block = _scaled(block, scale)
+        out = _quic(comm, block, root, n, dtype, eps=eps, delta=delta, max_rank=max_rank,
+                    rng=rng, m=m)
+        if comm.rank != root:
+            return None
+        u, s, vh, error = out["extracted"]
+        return LowRankSVD(restore(u), restore(s / s.dtype.type(scale)), restore(vh), error,
+                          int(s.shape[0]), out["basis_size"], out["mc_bound"],
+                          sum(1 for r0, r1 in bounds if r1 > r0), out["passes"], out["steps"])
+
+
 @hint_on_exhaustion(LOWRANK_HINT)
 def svd_lowrank(a, eps=1e-6, delta=1e-6, *, comm=None, root=0, device="auto", max_rank=None,
                 seed=None):
@@ -196,40 +236,5 @@ def svd_lowrank(a, eps=1e-6, delta=1e-6, *, comm=None, root=0, device="auto", ma
     >>> r.rank, r.error_bound <= 1e-10
     (6, True)
     """
-    comm = comm if isinstance(comm, Comm) else Comm(comm, device)
-    xp = comm.xp
-    with comm.device_context():
-        with comm.phase():
-            eps = _check_open_interval("eps", eps)
-            delta = _check_open_interval("delta", delta)
-            max_rank = _check_count("max_rank", max_rank)
-            rng = _rng(seed, comm.rank, comm.size)
-            header = restore = source = path = None
-            if comm.rank == root:
-                if isinstance(a, (str, os.PathLike)):
-                    path = os.path.abspath(os.fspath(a))
-                source, restore, _ = _as_source(a, "cpu")
-                m, n = source.shape
-                if m == 0 or n == 0:
-                    raise ValueError(f"{WHAT}: the matrix is empty (shape {source.shape}); "
-                                     "a low-rank approximation needs at least one entry")
-                dtype = validation.working_dtype(source.dtype, allow_complex=False, what=WHAT)
-                header = (m, n, dtype.str, path)
-        m, n, dtype, path = comm.bcast(header, root)
-        dtype = np.dtype(dtype)
-        bounds = partition_bounds(m, comm.size)
-        bounds += [(m, m)] * (comm.size - len(bounds))  # ranks without rows
-        block = _distribute_rows(comm, source, root, bounds, n, dtype, path)
-        with comm.phase():
-            largest = _largest_entry(block, xp, WHAT) if block.shape[0] else 0.0
-        largest = comm.world.allreduce(largest, op=_mpi().MAX)
-        scale = safe_scale(largest, dtype)
-        block = _scaled(block, scale)
-        out = _quic(comm, block, root, n, dtype, eps=eps, delta=delta, max_rank=max_rank,
-                    rng=rng, m=m)
-        if comm.rank != root:
-            return None
-        u, s, vh, error = out["extracted"]
-        return LowRankSVD(restore(u), restore(s / s.dtype.type(scale)), restore(vh), error,
-                          int(s.shape[0]), out["basis_size"], out["mc_bound"],
-                          sum(1 for r0, r1 in bounds if r1 > r0), out["passes"], out["steps"])
+    with given_or_own(comm, device) as comm:
+        return _decompose(comm, a, eps, delta, root, max_rank, seed)
