@@ -204,7 +204,11 @@ def test_two_gpus():
     for name in SHORT:
         rec = seen[0][name]
         assert seen[1][name]["none"] is True
-        assert rec["sv_vs_single"] <= SV_UNITS * SIZES[name], (name, rec)
+        # Other rounding than the CPU's: the two differ by the error each has, of the
+        # order of the single process's own distance from LAPACK (κ·ε for Jacobi; 1526 ε
+        # against 828 ε from LAPACK for "pairs", 260 columns, on two H200s).
+        bound = SV_UNITS * SIZES[name] + 4 * rec.get("sv_single_vs_lapack", 0.0)
+        assert rec["sv_vs_single"] <= bound, (name, rec)
         if "residual" in rec:
             assert rec["type"] == "cupy"
             assert rec["residual"] <= WORSE * rec["residual_single"] + 1, (name, rec)
