@@ -196,7 +196,7 @@ def _plot(payload, path):
     modes = sorted({c["mode"] for c in payload["cases"]})
     sizes = sorted({c["n"] for c in payload["cases"]})
     colour = {n: f"C{i}" for i, n in enumerate(sizes)}
-    fig, axes = plt.subplots(1, len(modes), figsize=(6 * len(modes), 4.5), squeeze=False)
+    fig, axes = plt.subplots(1, len(modes), figsize=(7.5 * len(modes), 4.5), squeeze=False)
     for ax, mode in zip(axes[0], modes):
         for case in (c for c in payload["cases"] if c["mode"] == mode):
             n = case["n"]
@@ -223,7 +223,7 @@ def _plot(payload, path):
         ax.set_title(f"distributed Jacobi SVD, float64, {mode} "
                      f"({payload['device'].get('gpu', '?')})")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # off the data
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
