@@ -79,6 +79,16 @@ def _with_zeros(n, seed, where):
     return d, e
 
 
+def _small_inside(n, seed, e_mid):
+    """A small value whose vector sits inside the block (row n/3), above an e of e_mid
+    at row 2n/3: negligible by Demmel & Kahan's test (|e| <= 4ε·mu, mu ≈ 1e-8 here) at
+    1e-30, so dqds splits there; not at 1e-18."""
+    d, e = _random(n, seed)
+    d[n // 3] = 1e-8
+    e[2 * n // 3] = e_mid
+    return d, e
+
+
 CASES = {
     "1x1": ([3.0], []),
     "1x1-negative": ([-2.5], []),
@@ -103,6 +113,9 @@ CASES = {
     "identical": (np.ones(10), np.full(9, 1e-9)),
     "testing-graded": testing.bidiagonal(16, kind="graded", seed=13),
     "toeplitz": (np.ones(15), np.ones(14)),
+    "small-inside-split": _small_inside(30, 14, 1e-30),
+    "small-inside-kept": _small_inside(30, 15, 1e-18),
+    "random-60": _random(60, 16),   # i.i.d.: localized vectors, values down to ~1e-3
 }
 
 
@@ -114,6 +127,20 @@ def test_relative_accuracy(name):
     assert s.dtype == np.float64 and s.shape == d.shape
     assert np.all(s[:-1] >= s[1:]) and np.all(s >= 0)
     assert testing.relative_sv_error(s, ref) <= BOUND * len(d) * EPS
+
+
+@pytest.mark.parametrize("e_mid, negligible", [(1e-16, True), (1e-14, False)])
+def test_step_drops_a_negligible_e(e_mid, negligible):
+    """The dqds step takes an e negligible by Demmel & Kahan's test as zero (so the
+    caller splits there), and only such an e: the test uses the shifted d."""
+    q = np.array([4.0, 1.0, 9.0])        # qd array: squares of B's entries
+    # d at the second row: 4·1/(4+1) = 0.8 (tau = 0), so the bound is 4ε·√0.8 ≈ 8e-16
+    e = np.array([1.0, e_mid ** 2])
+    qq, ee = np.empty(3), np.empty(2)
+    dmin2, dn1, dn, emin = dqds._dqds_step(q, e, qq, ee, 0, 2, 0.0, dqds._TOL ** 2)
+    assert dmin2 > 0 and dn1 > 0 and dn > 0
+    assert (ee[1] == 0.0) == negligible and (emin == 0.0) == negligible
+    assert ee[0] > 0
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -34,7 +34,8 @@ after three failures.
 Deflation (Parlett & Marques, Sec. 6; dlasq3): the last value when
 e_{n-1} <= tol²·(sigma + q_n), the last two (by the 2×2 SVD) when e_{n-2} <= tol²·sigma;
 the qd array is reversed when its top entry is much smaller than its bottom one, so that
-the small values converge at the bottom; an e that underflows to zero splits the array.
+the small values converge at the bottom; an e that underflows to zero, or that a step
+finds negligible by Demmel & Kahan's test (see :func:`_dqds_step`), splits the array.
 As in dlasq1, B is scaled by a power of two so that its squares can neither overflow
 nor underflow needlessly; a singular value below about 2^-996 (1e-300) times the largest
 entry of B loses accuracy to underflow in its square.
@@ -73,12 +74,21 @@ _MAX_STEPS_PER_VALUE = 100
 
 
 @numba.njit(cache=True)
-def _dqds_step(q, e, qq, ee, lo, hi, tau):
+def _dqds_step(q, e, qq, ee, lo, hi, tau, tol2):
     """One dqds step with shift tau from (q, e) on lo..hi into (qq, ee).
 
     Returns (dmin2, dn1, dn, emin): the smallest d over lo..hi-2, d_{hi-1}, d_hi, and the
     smallest new e. The step failed if dmin2 < 0 or dn1 < 0 (it stops at the first
     negative d) or dn < 0.
+
+    An e_k negligible by Demmel & Kahan's test (SIAM J. Sci. Stat. Comput. 11, 1990),
+    e_k <= tol²·mu_k with mu_k the zero-shift dqd's d_k, is taken as zero, so the new
+    e_k is zero and the caller splits the block there. Dropping it perturbs every value
+    by a small relative amount. The test uses the shifted d_k, which is at most mu_k
+    (the recurrence is increasing in d), so it only drops what the test allows. This is
+    what isolates a small value whose vector sits inside the block, where the bottom
+    shifts cannot reach it (CPU, n = 2000: i.i.d. random bidiagonal 265 → 67 ms, graded
+    26 → 7.5 ms; the bidiagonal of a Gaussian matrix unchanged at 61 ms).
     """
     d = q[lo] - tau
     dmin2 = math.inf
@@ -89,6 +99,13 @@ def _dqds_step(q, e, qq, ee, lo, hi, tau):
             return -1.0, -1.0, -1.0, emin
         if k < hi - 1:
             dmin2 = min(dmin2, d)
+        if e[k] <= tol2 * d:  # rare: a branch, which keeps the test off the d chain
+            qq[k] = d
+            ee[k] = 0.0
+            emin = 0.0
+            dn1 = d
+            d = q[k + 1] - tau
+            continue
         s = d + e[k]
         qq[k] = s
         ek = q[k + 1] * (e[k] / s)
@@ -178,7 +195,7 @@ def _dqds(q, e, lam, max_steps):
                 steps += 1
                 if steps > max_steps:
                     return -1
-                dmin2, dn1, dn, emin = _dqds_step(q, e, qq, ee, i0, n0, tau)
+                dmin2, dn1, dn, emin = _dqds_step(q, e, qq, ee, i0, n0, tau, tol2)
                 if dmin2 >= 0.0 and dn1 >= 0.0 and dn >= 0.0:
                     break
                 failures += 1
