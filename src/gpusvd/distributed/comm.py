@@ -103,6 +103,7 @@ class Comm:
     ``comm_seconds`` adds up the wall time spent in :meth:`exchange_many`,
     :meth:`scatter` and :meth:`gather` (measured between device synchronizations);
     ``last_run`` is the :class:`.outer.OuterInfo` of the last decomposition (None before).
+    A context manager: leaving it calls :meth:`close` on every rank.
     """
 
     def __init__(self, world=None, device="auto"):
