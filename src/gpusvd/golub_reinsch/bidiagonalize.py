@@ -294,9 +294,17 @@ def bidiagonalize(a, *, block_size):
     while n - k > nb:  # steps 2–21: a panel, then the trailing update
         sub, xs, ys = a[k:, k:], x[:m - k], y[:n - k]
         reduce_panel(sub, nb, xs, ys, d[k:], e[k:], tauq[k:], taup[k:])
-        # Step 20: A(k+L:, k+L:) ← A − V·Yᴴ − X·W, two GEMMs (the deferred rank-2
-        # updates after paper 000 eq. (8), L at a time).
-        sub[nb:, nb:] -= sub[nb:, :nb] @ _ct(ys[nb:]) + xs[nb:] @ sub[:nb, nb:]
+        # Step 20: A(k+L:, k+L:) ← A − V·Yᴴ − X·W, the deferred rank-2 updates after
+        # paper 000 eq. (8), L at a time. On the CPU as one GEMM of inner size 2L,
+        # [V X]·[Yᴴ; W], with one temporary instead of three: 0.24 → 0.16 s of the
+        # update at n = 1500 (cProfile, 2 cores; the whole reduction ~0.70 → 0.62 s,
+        # within this machine's noise). The GPU keeps two GEMMs until the fused form
+        # is measured there.
+        if xp is np:
+            sub[nb:, nb:] -= (np.concatenate([sub[nb:, :nb], xs[nb:]], axis=1)
+                              @ np.concatenate([_ct(ys[nb:]), sub[:nb, nb:]], axis=0))
+        else:
+            sub[nb:, nb:] -= sub[nb:, :nb] @ _ct(ys[nb:]) + xs[nb:] @ sub[:nb, nb:]
         # The panel kept the unit entries of the reflectors on the diagonal and the
         # superdiagonal; put B back there.
         idx = xp.arange(nb)
