@@ -81,8 +81,8 @@ def _with_zeros(n, seed, where):
 
 def _small_inside(n, seed, e_mid):
     """A small value whose vector sits inside the block (row n/3), above an e of e_mid
-    at row 2n/3: negligible by Demmel & Kahan's test (|e| <= 4ε·mu, mu ≈ 1e-8 here) at
-    1e-30, so dqds splits there; not at 1e-18."""
+    at row 2n/3: negligible (|e| <= 4ε/‖B⁻¹·e_k‖, about 4ε·1e-8 here) at 1e-30, so
+    dqds splits there; not at 1e-18."""
     d, e = _random(n, seed)
     d[n // 3] = 1e-8
     e[2 * n // 3] = e_mid
@@ -131,8 +131,8 @@ def test_relative_accuracy(name):
 
 @pytest.mark.parametrize("e_mid, negligible", [(1e-16, True), (1e-14, False)])
 def test_step_drops_a_negligible_e(e_mid, negligible):
-    """The dqds step takes an e negligible by Demmel & Kahan's test as zero (so the
-    caller splits there), and only such an e: the test uses the shifted d."""
+    """The dqds step takes a negligible e as zero (so the caller splits there), and
+    only such an e: |e_k| <= tol·√d_k."""
     q = np.array([4.0, 1.0, 9.0])        # qd array: squares of B's entries
     # d at the second row: 4·1/(4+1) = 0.8 (tau = 0), so the bound is 4ε·√0.8 ≈ 8e-16
     e = np.array([1.0, e_mid ** 2])
@@ -141,6 +141,16 @@ def test_step_drops_a_negligible_e(e_mid, negligible):
     assert dmin2 > 0 and dn1 > 0 and dn > 0
     assert (ee[1] == 0.0) == negligible and (emin == 0.0) == negligible
     assert ee[0] > 0
+
+
+def test_zero_shift_d_is_the_inverse_column_norm():
+    """What makes the split test sound: with no shift, d_k = 1/‖B⁻¹·e_k‖²."""
+    d, e = _random(9, 17)
+    b = np.diag(d) + np.diag(e, 1)
+    qq, ee = np.empty(9), np.empty(8)
+    *_, dn, _ = dqds._dqds_step(d ** 2, e ** 2, qq, ee, 0, 8, 0.0, 0.0)
+    column = np.linalg.solve(b, np.eye(9)[:, 8])
+    assert dn * (column @ column) == pytest.approx(1.0, rel=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(4))
