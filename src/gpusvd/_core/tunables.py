@@ -14,6 +14,11 @@ class Tunables:
     # LAPACK's dgebrd uses 32; on the GPU a wider panel makes the trailing update a
     # larger GEMM. Chosen by measurement (NOTES.md).
     bidiag_block_size: int = 32
+    # The bidiagonalization's trailing update A −= V·Yᴴ + X·W as one GEMM of inner size 2L
+    # ([V X]·[Yᴴ; W], one temporary) rather than two GEMMs and a sum (three temporaries).
+    # Always on the CPU (the update 0.24 → 0.16 s at n = 1500); on the GPU off until it is
+    # measured there.
+    bidiag_fused_update_gpu: bool = False
     # Reflectors per compact-WY block when applying Q and P (apply_q/apply_p), independent
     # of the panel width: wider blocks are fewer, larger GEMMs and fewer GPU launches, at
     # about nb/m more flops. NumPy, Q·I for n = 2000: 0.41–0.47 s at 32, 0.30–0.37 s at 64,
