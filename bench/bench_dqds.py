@@ -54,18 +54,6 @@ def _graded(n, rng):
 FAMILIES = {"gaussian-matrix": _gaussian, "iid": _iid, "uniform": _uniform, "graded": _graded}
 
 
-def _steps(d, e):
-    """dqds steps per value, through the module's own scaling."""
-    from gpusvd.golub_reinsch import dqds
-
-    d, e = np.abs(d), np.abs(e)
-    exponent = dqds._SCALE_EXPONENT - int(np.frexp(max(d.max(), e.max()))[1])
-    lam = np.empty(len(d))
-    steps = dqds._dqds(np.ldexp(d, exponent) ** 2, np.ldexp(e, exponent) ** 2, lam,
-                       dqds._MAX_STEPS_PER_VALUE * len(d))
-    return steps / len(d)
-
-
 def _bisection(d, e):
     n = len(d)
     off = np.empty(2 * n - 1)
@@ -77,6 +65,7 @@ def _bisection(d, e):
 
 
 def run(sizes, repeat, seed):
+    from gpusvd.golub_reinsch import dqds
     from gpusvd.golub_reinsch.dqds import bidiagonal_singular_values
 
     bidiagonal_singular_values(*_iid(8, np.random.default_rng(0)))   # compile
@@ -91,7 +80,8 @@ def run(sizes, repeat, seed):
                 times.append(time.perf_counter() - start)
             ref = _bisection(d, e)
             error = float(np.max(np.abs(s - ref) / ref) / np.finfo(float).eps)
-            cases.append({"family": name, "n": n, "steps_per_value": _steps(d, e),
+            steps = dqds._values_and_steps(np.abs(d), np.abs(e))[1]
+            cases.append({"family": name, "n": n, "steps_per_value": steps / n,
                           "seconds": float(np.median(times[1:])), "times": times[1:],
                           "error_vs_bisection_eps": error})
             print(f"{name:16s} n={n:6d}: {cases[-1]['steps_per_value']:5.2f} steps/value, "
@@ -108,9 +98,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     cases = run(args.sizes, args.repeat, args.seed)
     if args.out:
-        info = common.device_info() if "cupy" in sys.modules else {}
-        common.write_json(args.out, {"schema": SCHEMA, "device": info or "cpu",
-                                     "cpu_count": os.cpu_count(), "cases": cases})
+        common.write_json(args.out, {"schema": SCHEMA, "device": common.device_info(),
+                                     "cases": cases})
 
 
 if __name__ == "__main__":

@@ -227,6 +227,24 @@ def _dqds(q, e, lam, max_steps):
     return steps
 
 
+def _values_and_steps(d, e):
+    """The descending singular values of B (|d|, |e| checked: float64, finite) and the
+    dqds steps taken (``bench/bench_dqds.py`` reports them per value)."""
+    n = d.shape[0]
+    amax = max(d.max(initial=0.0), e.max(initial=0.0))
+    if amax == 0.0:
+        return np.zeros(n), 0
+    exponent = _SCALE_EXPONENT - int(np.frexp(amax)[1])
+    q = np.ldexp(d, exponent) ** 2
+    ee = np.ldexp(e, exponent) ** 2
+    lam = np.empty(n)
+    steps = _dqds(q, ee, lam, _MAX_STEPS_PER_VALUE * n)
+    if steps < 0:
+        raise LinAlgError(f"dqds did not converge in {_MAX_STEPS_PER_VALUE * n} steps "
+                          f"({_MAX_STEPS_PER_VALUE}·n, n = {n})")
+    return np.sort(np.ldexp(np.sqrt(lam), -exponent))[::-1], steps
+
+
 def bidiagonal_singular_values(d, e):
     """Singular values of the upper bidiagonal B (diagonal d, superdiagonal e) by dqds.
 
@@ -266,15 +284,4 @@ def bidiagonal_singular_values(d, e):
         raise ValueError(f"e must have n-1 = {max(n - 1, 0)} entries, got {e.shape[0]}")
     if not (np.isfinite(d).all() and np.isfinite(e).all()):
         raise ValueError("d and e must be finite")
-    amax = max(d.max(initial=0.0), e.max(initial=0.0))
-    if amax == 0.0:
-        return np.zeros(n)
-    exponent = _SCALE_EXPONENT - int(np.frexp(amax)[1])
-    q = np.ldexp(d, exponent) ** 2
-    ee = np.ldexp(e, exponent) ** 2
-    lam = np.empty(n)
-    steps = _dqds(q, ee, lam, _MAX_STEPS_PER_VALUE * n)
-    if steps < 0:
-        raise LinAlgError(f"dqds did not converge in {_MAX_STEPS_PER_VALUE * n} steps "
-                          f"({_MAX_STEPS_PER_VALUE}·n, n = {n})")
-    return np.sort(np.ldexp(np.sqrt(lam), -exponent))[::-1]
+    return _values_and_steps(d, e)[0]
