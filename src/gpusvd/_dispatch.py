@@ -17,6 +17,7 @@ from ._core.results import SVDResult
 from .golub_reinsch import driver as golub_reinsch
 from .jacobi import driver as jacobi
 from .jacobi.blocked import block_width
+from .polar import driver as polar
 
 
 def _golub_reinsch(stack, xp, *, full_matrices, compute_uv, overwrite_a):
@@ -38,7 +39,17 @@ def _jacobi(stack, xp, *, full_matrices, compute_uv, overwrite_a):
                             options=jacobi.DEFAULTS)
 
 
-_METHODS = {"gr": _golub_reinsch, "jacobi": _jacobi}
+def _polar(stack, xp, *, full_matrices, compute_uv, overwrite_a):
+    """The polar-decomposition SVD (QDWH + eigh) of each matrix of ``stack``."""
+    parts = [polar.svd(mat, xp, full_matrices=full_matrices, compute_uv=compute_uv,
+                       overwrite_a=overwrite_a) for mat in stack]
+    s = xp.stack([p[1] for p in parts])
+    if not compute_uv:
+        return None, s, None
+    return xp.stack([p[0] for p in parts]), s, xp.stack([p[2] for p in parts])
+
+
+_METHODS = {"gr": _golub_reinsch, "jacobi": _jacobi, "polar": _polar}
 
 
 def _choose_method(shape, dtype, xp):
@@ -107,8 +118,10 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
         (..., M, K) and (..., K, N) with K = min(M, N).
     compute_uv : bool, optional
         If false, only the singular values are computed and returned.
-    method : {"auto", "gr", "jacobi"}, optional
-        ``"gr"``: Golub–Reinsch (Householder bidiagonalization, implicitly shifted QR on
+    method : {"auto", "gr", "jacobi", "polar"}, optional
+        ``"polar"``: the QDWH polar decomposition A = U_p·H, then the Hermitian
+        eigendecomposition of H (Nakatsukasa & Higham 2013), nearly all in matrix
+        products and QR/Cholesky factorizations; real or complex. ``"gr"``: Golub–Reinsch (Householder bidiagonalization, implicitly shifted QR on
         the bidiagonal, dqds for values only; Lahabar & Narayanan 2009), real or complex
         (complex reflectors, real bidiagonal). ``"jacobi"``: the blocked one-sided
         Jacobi SVD of :func:`gpusvd.jacobi_svd` with its defaults (Novaković 2015): real
@@ -216,10 +229,11 @@ def svdvals(a, *, method="auto", overwrite_a=False, check_finite=True, device="a
     a : (..., M, N) array_like
         Matrix or stack of matrices, real or complex: NumPy, CuPy, or anything with
         ``__dlpack__`` or ``__array__`` (PyTorch, JAX, …). Integers are promoted to float64.
-    method : {"auto", "gr", "jacobi"}, optional
+    method : {"auto", "gr", "jacobi", "polar"}, optional
         As in :func:`svd`: Golub–Reinsch (``"gr"``, values by dqds), the blocked one-sided
-        Jacobi SVD (``"jacobi"``, relatively accurate), or ``"auto"`` (default), the rule
-        in the Notes of :func:`svd`.
+        Jacobi SVD (``"jacobi"``, relatively accurate), the polar method (``"polar"``,
+        eigenvalues of H only), or ``"auto"`` (default), the rule in the Notes of
+        :func:`svd`.
     overwrite_a : bool, optional
         Allow the input's memory to be used as workspace. Otherwise ``a`` is never changed.
         Ignored for immutable input (JAX arrays).

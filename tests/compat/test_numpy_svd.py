@@ -3,8 +3,9 @@
 Each test names the upstream test it mirrors (numpy/linalg/tests/test_linalg.py and
 test_regression.py, NumPy 2.4) and asserts the same properties, with the same
 tolerances, on the same matrices (``numpy_svd_cases``). ``TestNumPySVD_GR`` runs them
-with ``method="gr"``, ``TestNumPySVD_Jacobi`` with ``method="jacobi"``, on the CPU; the
-``_GPU`` classes rerun both on the GPU (NumPy in, NumPy out).
+with ``method="gr"``, ``TestNumPySVD_Jacobi`` with ``method="jacobi"`` and
+``TestNumPySVD_Polar`` with ``method="polar"``, on the CPU; the
+``_GPU`` classes rerun each on the GPU (NumPy in, NumPy out).
 
 Departures: gpusvd has no ``hermitian=`` argument, so NumPy's Hermitian cases run
 through the general SVD and are held to the Hermitian tests' properties.
@@ -140,6 +141,10 @@ class TestNumPySVD_Jacobi(TestNumPySVD_GR):
     method = "jacobi"
 
 
+class TestNumPySVD_Polar(TestNumPySVD_GR):
+    method = "polar"
+
+
 @pytest.mark.gpu
 class TestNumPySVD_GR_GPU(TestNumPySVD_GR):
     device = "gpu"
@@ -148,4 +153,10 @@ class TestNumPySVD_GR_GPU(TestNumPySVD_GR):
 @pytest.mark.gpu
 class TestNumPySVD_Jacobi_GPU(TestNumPySVD_GR):
     method = "jacobi"
+    device = "gpu"
+
+
+@pytest.mark.gpu
+class TestNumPySVD_Polar_GPU(TestNumPySVD_GR):
+    method = "polar"
     device = "gpu"

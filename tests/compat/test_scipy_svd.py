@@ -4,8 +4,9 @@ Each test names the upstream test it mirrors (scipy/linalg/tests/test_decomp.py:
 TestSVD_GESDD, which TestSVD_GESVD reruns with the other LAPACK driver; TestSVDVals;
 TestOverwrite.test_svd and test_svdvals; test_gesdd_nan_error_message) and asserts the
 same properties on the same matrices. As upstream subclasses one class per LAPACK
-driver, ``TestSciPySVD_Jacobi`` reruns ``TestSciPySVD_GR`` with ``method="jacobi"``; the
-``_GPU`` classes rerun both on the GPU (NumPy in, NumPy out).
+driver, ``TestSciPySVD_Jacobi`` and ``TestSciPySVD_Polar`` rerun ``TestSciPySVD_GR`` with
+``method="jacobi"`` and ``method="polar"``; the
+``_GPU`` classes rerun each on the GPU (NumPy in, NumPy out).
 
 Departures: gpusvd has no ``lapack_driver``: its ``method`` takes that test's place, and
 a method that is not a string is a ``ValueError`` (SciPy: ``TypeError``). gpusvd makes no
@@ -227,6 +228,10 @@ class TestSciPySVD_Jacobi(TestSciPySVD_GR):
     method = "jacobi"
 
 
+class TestSciPySVD_Polar(TestSciPySVD_GR):
+    method = "polar"
+
+
 @pytest.mark.gpu
 class TestSciPySVD_GR_GPU(TestSciPySVD_GR):
     device = "gpu"
@@ -235,4 +240,10 @@ class TestSciPySVD_GR_GPU(TestSciPySVD_GR):
 @pytest.mark.gpu
 class TestSciPySVD_Jacobi_GPU(TestSciPySVD_GR):
     method = "jacobi"
+    device = "gpu"
+
+
+@pytest.mark.gpu
+class TestSciPySVD_Polar_GPU(TestSciPySVD_GR):
+    method = "polar"
     device = "gpu"

@@ -1,0 +1,1 @@
+"""SVD through the polar decomposition: QDWH, then the Hermitian eigendecomposition."""

@@ -1,0 +1,182 @@
+"""SVD through the polar decomposition (``method="polar"``).
+
+Higham & Papadimitriou, *A parallel algorithm for computing the polar decomposition*,
+Parallel Comput. 20, 1994, §4, with the QDWH polar factor of Nakatsukasa & Higham, SIAM J.
+Sci. Comput. 35(3), 2013, Algorithm 5.1 (QDWH-SVD):
+
+1. A = U_p·H, the polar decomposition, by QDWH (qdwh.py);
+2. H = V·Σ·Vᴴ, the Hermitian eigendecomposition of H = U_pᴴ·A (LAPACK/cuSOLVER syevd);
+3. U = U_p·V, so A = U·Σ·Vᴴ.
+
+Nearly all the work is matrix products, QR and Cholesky factorizations and one
+eigendecomposition: on a GPU these run near the GEMM rate, where the Golub–Reinsch SVD's
+one-stage bidiagonalization is memory bound and its QR loop sequential.
+
+Shapes: a wide A is decomposed through Aᴴ. A tall A with m > 1.15·n is first reduced by
+a QR factorization A = Q·R (as NH §5 and JAX do: QDWH on the n×n R costs O(n³) instead of
+O(mn²) per step), and U = Q·U_R. Values only skip step 3 and take eigenvalues only.
+
+Numerical rank deficiency: U_p is unique only for full-rank A; its columns on singular
+values below about l₀·‖A‖₂ need not be orthonormal (NH §5.3; cuSOLVER's gesvdp documents
+that its U "may not be a full unitary"). Where σ_min ≤ n·ε·σ_max the driver replaces U by
+the Q factor of U's Householder QR, signs fixed: the columns of large σ change by O(ε),
+the others become an orthonormal completion, and the residual grows by at most
+2·σ_i ≤ 2n·ε·σ_max per replaced column. ``full_matrices`` completes U in the same way.
+
+A is scaled by a power of two to max|A| ≈ 1 first (exact; dgesvd's dlascl scales only
+outside its safe range): the power iteration for ‖A‖₂ squares norms of AᴴA·x, which
+overflow from max|A| ≈ 10⁷⁷ in float64 (10¹⁰ in float32) and underflow likewise.
+"""
+
+import numpy as np
+
+from .._core import profile
+from .._core.errors import LinAlgError
+from . import qdwh
+
+# NH §5 and JAX's svd.py: QR first for m > 1.15·n. LAPACK's dgesvd crosses over at 1.6·n
+# for its one-stage bidiagonalization; QDWH's steps cost O(m·n²) each, so it gains sooner.
+QR_FIRST_RATIO = 1.15
+
+
+def _ct(x):
+    return x.conj().T
+
+
+def _orthonormal_columns(u, xp, *, complete):
+    """Q of the Householder QR of ``u`` (m×k), each column's sign that of R's diagonal:
+    orthonormal even where ``u``'s columns are not, equal to them to O(ε) where they are
+    (R ≈ ±I there). ``complete``: m columns, the last m − k an orthonormal completion."""
+    m, k = u.shape
+    q, r = xp.linalg.qr(u, mode="complete" if complete else "reduced")
+    signs = xp.sign(xp.diagonal(r).real)
+    signs = xp.where(signs == 0, 1, signs).astype(u.dtype)
+    q[:, :k] *= signs
+    return q
+
+
+def _times_power_of_two(x, k):
+    """x·2^k, exact, in two factors: 2^k alone need not be representable (subnormal
+    input in float64 needs k up to 1074, past the largest float64 2^1023)."""
+    if k == 0:
+        return x
+    half = k // 2
+    return (x * x.dtype.type(2.0 ** half)) * x.dtype.type(2.0 ** (k - half))
+
+
+def _svd_square(a, xp, *, compute_uv, triangular):
+    """The economy SVD of an m×n, m ≥ n, finite, scaled matrix by steps 1–3 (U_p only
+    when no QR came first, so ``a`` is square or nearly). Returns ``(U, S, Vh, exact)``;
+    ``exact`` is false where QDWH left U_p a partial isometry."""
+    m, n = a.shape
+    real = np.finfo(a.dtype).dtype
+    with profile.phase("qdwh_estimates", xp):
+        alpha = qdwh.NORM_SAFETY * qdwh.norm2_estimate(a, xp)
+        l0 = (qdwh.lower_bound(a, alpha, xp, triangular=triangular) if m == n
+              else float(np.finfo(a.dtype).eps))
+    up, _, converged = qdwh.qdwh(a, xp, alpha=alpha, l0=l0)
+    with profile.phase("polar_h", xp):
+        h = _ct(up) @ a
+        h = (h + _ct(h)) * real.type(0.5)
+    with profile.phase("eigh", xp):
+        if not compute_uv:
+            lam = xp.linalg.eigvalsh(h)
+            return None, xp.sort(xp.abs(lam))[::-1].astype(real), None, converged
+        lam, v = xp.linalg.eigh(h)
+    # H is positive semidefinite; an eigenvalue below 0 is rounding (|λ| ≤ O(ε)‖A‖):
+    # σ = |λ| with u = −U_p·v keeps A = U·Σ·Vᴴ exact.
+    order = xp.argsort(-xp.abs(lam), kind="stable")
+    lam, v = lam[order], v[:, order]
+    s = xp.abs(lam).astype(real)
+    with profile.phase("polar_u", xp):
+        u = up @ (v * xp.where(lam < 0, -1, 1).astype(a.dtype))
+    return u, s, _ct(v), converged
+
+
+def _needs_completion(s, n):
+    """Whether U may be only a partial isometry: σ_min ≤ n·ε·σ_max (module docstring)."""
+    if s.shape[0] == 0:
+        return False
+    eps = float(np.finfo(s.dtype).eps)
+    return float(s[-1]) <= n * eps * float(s[0])
+
+
+def _svd_tall(a, xp, *, full_matrices, compute_uv):
+    """SVD of an m×n, m ≥ n ≥ 1, finite matrix."""
+    m, n = a.shape
+    anrm = float(xp.abs(a).max())
+    if not np.isfinite(anrm):
+        raise LinAlgError("polar: the input is not finite (NaN or infinity with "
+                          "check_finite=False)")
+    if anrm == 0.0:
+        return _svd_zero(m, n, xp, a.dtype, full_matrices, compute_uv)
+    exponent = -int(np.round(np.log2(anrm)))
+    work = _times_power_of_two(a, exponent)
+    q = None
+    if m > QR_FIRST_RATIO * n:
+        with profile.phase("qr", xp):
+            if compute_uv:
+                q, r = xp.linalg.qr(work, mode="complete" if full_matrices else "reduced")
+                r = r[:n]
+            else:
+                r = xp.linalg.qr(work, mode="r")[:n]
+            r = xp.triu(r)
+        u, s, vh, exact = _svd_square(r, xp, compute_uv=compute_uv, triangular=True)
+    else:
+        u, s, vh, exact = _svd_square(work, xp, compute_uv=compute_uv,
+                                         triangular=False)
+    s = _times_power_of_two(s, -exponent)
+    if not compute_uv:
+        return None, s, None
+    with profile.phase("polar_u", xp):
+        if not exact or _needs_completion(s, n):
+            u = _orthonormal_columns(u, xp, complete=False)
+        if q is not None:
+            if full_matrices:
+                q[:, :n] = q[:, :n] @ u
+                u = q
+            else:
+                u = q @ u
+        elif full_matrices and m > n:
+            u = _orthonormal_columns(u, xp, complete=True)
+    return xp.ascontiguousarray(u), s, xp.ascontiguousarray(vh)
+
+
+def _svd_zero(m, n, xp, dtype, full_matrices, compute_uv):
+    s = xp.zeros(n, dtype=np.finfo(dtype).dtype)
+    if not compute_uv:
+        return None, s, None
+    u = xp.eye(m, m if full_matrices else n, dtype=dtype)
+    return u, s, xp.eye(n, dtype=dtype)
+
+
+def svd(a, xp, *, full_matrices, compute_uv, overwrite_a):
+    """SVD of one finite matrix ``a`` (NumPy or CuPy) through its polar decomposition.
+
+    Returns ``(U, S, Vh)``; ``U`` and ``Vh`` are ``None`` when ``compute_uv`` is false, and
+    ``S`` has the real dtype of ``a``. ``a`` is never written (``overwrite_a`` is accepted
+    for the common driver signature: A is needed again for H = U_pᴴ·A).
+
+    Examples
+    --------
+    >>> a = np.array([[3.0, 0.0], [4.0, 5.0]])
+    >>> u, s, vh = svd(a, np, full_matrices=False, compute_uv=True, overwrite_a=False)
+    >>> np.round(s ** 2, 10)
+    array([45.,  5.])
+    >>> bool(np.allclose(u * s @ vh, a))
+    True
+    """
+    del overwrite_a
+    m, n = a.shape
+    if m == 0 or n == 0:
+        s = xp.zeros(0, dtype=np.finfo(a.dtype).dtype)
+        if not compute_uv:
+            return None, s, None
+        k_u, k_v = (m, n) if full_matrices else (0, 0)
+        return xp.eye(m, k_u, dtype=a.dtype), s, xp.eye(k_v, n, dtype=a.dtype)
+    if m < n:
+        u, s, vh = _svd_tall(_ct(a), xp, full_matrices=full_matrices, compute_uv=compute_uv)
+        if not compute_uv:
+            return None, s, None
+        return xp.ascontiguousarray(_ct(vh)), s, xp.ascontiguousarray(_ct(u))
+    return _svd_tall(a, xp, full_matrices=full_matrices, compute_uv=compute_uv)

@@ -1,0 +1,244 @@
+"""QDWH: the polar decomposition A = U_p·H by the QR-based dynamically weighted Halley
+iteration.
+
+Nakatsukasa, Bai & Gygi, *Optimizing Halley's iteration for computing the matrix polar
+decomposition*, SIAM J. Matrix Anal. Appl. 31(5), 2010 (NBG), and Nakatsukasa & Higham,
+*Stable and efficient spectral divide and conquer algorithms for the symmetric eigenvalue
+decomposition and the SVD*, SIAM J. Sci. Comput. 35(3), 2013 (NH). With X₀ = A/α,
+α ≥ ‖A‖₂, and l₀ a lower bound on σ_min(X₀), each step applies the best rational
+function of type (3, 2) on [l_k, 1] to the singular values (NBG eq. (3.3)–(3.5)):
+
+    a_k = h(l_k),  b_k = (a_k − 1)²/4,  c_k = a_k + b_k − 1,
+    X_{k+1} = (b_k/c_k)·X_k + (a_k − b_k/c_k)·X_k·(I + c_k·X_kᴴX_k)⁻¹,
+    l_{k+1} = l_k·(a_k + b_k·l_k²)/(1 + c_k·l_k²).
+
+The inverse is applied through a QR factorization of [√c·X; I] while c_k is large (NH
+eq. (3.5), backward stable), and through the Cholesky factor of I + c·XᴴX once c_k ≤ 100
+(NH §4.1: then κ(I + c·XᴴX) ≤ 101 and the Cholesky step is as stable, at half the cost
+and all in GEMM-like kernels). The singular values reach 1 to working precision in at
+most six steps for κ(A) ≤ 10¹⁶ (NBG §3), two of them QR steps when l₀ ≈ ε.
+
+Departures, each measured or argued in NOTES.md ("polar"):
+
+- α is a power-iteration estimate of ‖A‖₂ (times 1.1), not ‖A‖_F or √(‖A‖₁‖A‖_∞):
+  those overstate ‖A‖₂ by up to √n and so shrink l₀ by as much.
+- l₀ is estimated, not set to ε: ‖A⁻¹‖₂ by a few steps of inverse power iteration with
+  the LU factors of A (or with R when a QR came first). One QR step fewer, where
+  l₀ ≥ 10⁻⁵ (κ ≲ 10⁵, e.g. Gaussian matrices): the table in NOTES.md. An estimate that
+  is too large costs only extra (cheap, Cholesky) steps, never accuracy: the iteration
+  stops on NH's criterion on the iterates themselves, not on l_k alone.
+- l₀ too large is caught: the iterate still moves SETTLE_STEPS steps after l_k reached 1.
+  The weights then restart from l = ε at the current iterate (valid: its singular values
+  lie in [0, 1], where every step's rational function is increasing), which bounds the
+  steps where NH's criterion alone would let Halley's iteration crawl (×3 a step).
+- Singular values of A below ε·α (A numerically rank deficient) need not reach 1 at all:
+  U_p is then only a partial isometry, reported as not converged, and the SVD driver
+  re-orthonormalizes U (NH §5.5, driver.py).
+"""
+
+import functools
+
+import numpy as np
+
+from .._core import profile
+from .._core.errors import LinAlgError
+
+# NH §4.1: the Cholesky-based step is used once c_k ≤ 100 (κ(I + c·XᴴX) ≤ 101).
+CHOLESKY_MAX_C = 100.0
+# Steps after l_k reached 1 that the iterate may still move before the driver's remedy:
+# two Halley steps take a value ≥ l₀/9 to 1 (×3 each while small, then cubically).
+SETTLE_STEPS = 2
+# Steps: NBG §3 proves ≤ 6 from l₀ = ε for κ ≤ 10¹⁶; an estimated l₀ that proves too
+# large costs its own schedule (≤ 6) and SETTLE_STEPS before that restart: 6 + 2 + 6 + 2.
+MAX_ITERATIONS = 16
+# NH Algorithm 4.1's stopping criterion: ‖X_k − X_{k−1}‖_F ≤ (5ε)^(1/3) and
+# |1 − l_k| ≤ 10ε. After it the next step would change X by O(ε) (cubic convergence).
+_STOP_CHANGE_FACTOR = 5.0
+_STOP_L_FACTOR = 10.0
+# Power iteration for ‖A‖₂: steps, and the factor that makes the estimate (a lower bound
+# that converges from below) an upper bound in practice.
+NORM_STEPS = 12
+NORM_SAFETY = 1.1
+# Inverse power iteration for ‖A⁻¹‖₂ (with the LU or R factor): steps, and the factor by
+# which l₀ is taken below the estimate's σ_min (the estimate is an upper bound on σ_min).
+INVERSE_STEPS = 4
+SIGMA_MIN_SAFETY = 2.0
+
+
+@functools.cache
+def _scipy_linalg(xp_name):
+    """SciPy's linalg for NumPy, CuPy's cupyx.scipy.linalg for CuPy (the only twins the
+    iteration needs: triangular solves and the LU factorization)."""
+    if xp_name == "cupy":
+        import cupyx.scipy.linalg
+        return cupyx.scipy.linalg
+    import scipy.linalg
+    return scipy.linalg
+
+
+def _linalg(xp):
+    return _scipy_linalg(xp.__name__)
+
+
+def _ct(x):
+    return x.conj().T
+
+
+def coefficients(l):
+    """The weights (a, b, c) of the step for the lower bound ``l`` (NBG eq. (3.5)).
+
+    Examples
+    --------
+    >>> a, b, c = coefficients(1.0)            # l = 1: Halley's iteration
+    >>> round(a, 12), round(b, 12), round(c, 12)
+    (3.0, 1.0, 3.0)
+    """
+    l2 = l * l
+    gamma = np.cbrt(4.0 * (1.0 - l2) / (l2 * l2))
+    root = np.sqrt(1.0 + gamma)
+    a = root + 0.5 * np.sqrt(8.0 - 4.0 * gamma + 8.0 * (2.0 - l2) / (l2 * root))
+    b = (a - 1.0) ** 2 / 4.0
+    return float(a), float(b), float(a + b - 1.0)
+
+
+def next_lower_bound(l, a, b, c):
+    """l_{k+1} = l_k·(a + b·l_k²)/(1 + c·l_k²), capped at 1 (NBG eq. (3.4))."""
+    return min(1.0, l * (a + b * l * l) / (1.0 + c * l * l))
+
+
+def norm2_estimate(a, xp):
+    """An estimate of ‖A‖₂ from below, by power iteration on AᴴA from a fixed start.
+
+    The start is a seeded Gaussian vector (deterministic, and almost surely not orthogonal
+    to the top singular vector). Each step is two matrix–vector products.
+    """
+    n = a.shape[1]
+    start = np.random.default_rng(0).standard_normal(n).astype(a.dtype)
+    x = xp.asarray(start / np.linalg.norm(start))
+    est = xp.zeros((), dtype=np.finfo(a.dtype).dtype)
+    for _ in range(NORM_STEPS):
+        y = a @ x
+        z = _ct(a) @ y
+        est = xp.linalg.norm(y)
+        norm_z = xp.linalg.norm(z)
+        x = z / xp.where(norm_z > 0, norm_z, 1)
+    return float(est)
+
+
+def inverse_norm2_estimate(solve, solve_ct, n, dtype, xp):
+    """An estimate of ‖A⁻¹‖₂ from below by inverse power iteration: ``solve(y)`` returns
+    A⁻¹·y and ``solve_ct(y)`` A⁻ᴴ·y (with the LU or triangular factor of A)."""
+    start = np.random.default_rng(1).standard_normal(n).astype(dtype)
+    x = xp.asarray(start / np.linalg.norm(start))
+    est = 0.0
+    for _ in range(INVERSE_STEPS):
+        y = solve(x)
+        z = solve_ct(y)
+        norm_z = float(xp.linalg.norm(z))
+        est = float(xp.linalg.norm(y))
+        if not np.isfinite(norm_z) or norm_z == 0.0:
+            return np.inf if not np.isfinite(norm_z) else est
+        x = z / norm_z
+    return est
+
+
+def lower_bound(a, alpha, xp, *, triangular=False):
+    """l₀: an estimate of σ_min(A)/α, kept in [ε, 1].
+
+    ``a`` square; ``triangular``: ``a`` is upper triangular (R of a QR), so its own
+    triangular solves serve; otherwise its LU factors do.
+    """
+    n = a.shape[0]
+    eps = float(np.finfo(a.dtype).eps)
+    sla = _linalg(xp)
+    if triangular:
+        def solve(y):
+            return sla.solve_triangular(a, y, lower=False)
+
+        def solve_ct(y):
+            return sla.solve_triangular(a, y, lower=False, trans="C")
+    else:
+        lu = sla.lu_factor(a, check_finite=False)
+
+        def solve(y):
+            return sla.lu_solve(lu, y, check_finite=False)
+
+        def solve_ct(y):
+            return sla.lu_solve(lu, y, trans=2, check_finite=False)
+    with np.errstate(all="ignore"):
+        try:
+            inv_norm = inverse_norm2_estimate(solve, solve_ct, n, a.dtype, xp)
+        except np.linalg.LinAlgError:  # SciPy's solves refuse an exactly singular factor
+            return eps
+    if not np.isfinite(inv_norm) or inv_norm <= 0.0:
+        return eps
+    return float(min(1.0, max(eps, 1.0 / (inv_norm * alpha * SIGMA_MIN_SAFETY))))
+
+
+def _qr_step(x, a, b, c, xp):
+    """X·(b/c) + (a − b/c)/√c · Q₁·Q₂ᴴ with [√c·X; I] = [Q₁; Q₂]·R (NH eq. (3.5))."""
+    m, n = x.shape
+    stacked = xp.concatenate([x * x.dtype.type(np.sqrt(c)), xp.eye(n, dtype=x.dtype)])
+    q, _ = xp.linalg.qr(stacked, mode="reduced")
+    scale = (a - b / c) / np.sqrt(c)
+    return x * x.dtype.type(b / c) + (q[:m] @ _ct(q[m:])) * x.dtype.type(scale)
+
+
+def _cholesky_step(x, a, b, c, xp):
+    """X·(b/c) + (a − b/c)·X·Z⁻¹ with Z = I + c·XᴴX = L·Lᴴ (NH eq. (4.2))."""
+    n = x.shape[1]
+    z = (_ct(x) @ x) * x.dtype.type(c)
+    z[np.diag_indices(n)] += 1
+    try:
+        low = xp.linalg.cholesky(z)
+    except np.linalg.LinAlgError as err:  # only a non-finite iterate breaks κ(Z) ≤ 101
+        raise LinAlgError("polar: the QDWH iterate is not finite (is the input finite?)") \
+            from err
+    sla = _linalg(xp)
+    w = sla.solve_triangular(low, _ct(x), lower=True, check_finite=False)
+    w = sla.solve_triangular(low, w, lower=True, trans="C", check_finite=False)  # Z⁻¹·Xᴴ
+    return x * x.dtype.type(b / c) + _ct(w) * x.dtype.type(a - b / c)
+
+
+def qdwh(a, xp, *, alpha, l0):
+    """The unitary polar factor U_p of ``a`` (m×n, m ≥ n), with ``alpha`` ≥ ‖A‖₂ (about)
+    and ``l0`` ≤ σ_min(A)/alpha (about). Returns ``(U_p, steps, converged)``.
+
+    ``converged`` is false when singular values below ε·α never reached 1 (A numerically
+    rank deficient): U_p is then a partial isometry on them, which the SVD driver
+    completes (NH §5.5). An estimated ``l0`` that proves too large (the iterate still
+    moves :data:`SETTLE_STEPS` steps after l_k reached 1) restarts the weights from the
+    worst-case bound ε at the current iterate, whose singular values all lie in [0, 1].
+
+    Raises :class:`gpusvd.LinAlgError` when the iterate is not finite (non-finite input)
+    or does not settle within :data:`MAX_ITERATIONS` steps.
+    """
+    eps = float(np.finfo(a.dtype).eps)
+    tol_change = (_STOP_CHANGE_FACTOR * eps) ** (1.0 / 3.0)
+    tol_l = _STOP_L_FACTOR * eps
+    x = a / a.dtype.type(alpha)
+    l, l_start, settling = l0, l0, 0
+    for step in range(1, MAX_ITERATIONS + 1):
+        a_k, b_k, c_k = coefficients(l)
+        with profile.phase("qdwh_qr" if c_k > CHOLESKY_MAX_C else "qdwh_cholesky", xp):
+            if c_k > CHOLESKY_MAX_C:
+                x_next = _qr_step(x, a_k, b_k, c_k, xp)
+            else:
+                x_next = _cholesky_step(x, a_k, b_k, c_k, xp)
+            change = float(xp.linalg.norm(x_next - x))
+        x = x_next
+        l = next_lower_bound(l, a_k, b_k, c_k)
+        if not np.isfinite(change):
+            raise LinAlgError("polar: the QDWH iterate is not finite (is the input finite?)")
+        if 1.0 - l > tol_l:
+            continue
+        if change <= tol_change:
+            return x, step, True
+        settling += 1
+        if settling < SETTLE_STEPS:
+            continue
+        if l_start <= eps:
+            return x, step, False
+        l, l_start, settling = eps, eps, 0
+    raise LinAlgError(f"polar: QDWH did not converge in {MAX_ITERATIONS} steps "
+                      f"(last change {change:.2e}, criterion {tol_change:.2e})")

@@ -1,0 +1,175 @@
+"""gpusvd.svd(method="polar") and svdvals(method="polar") (issue 17, acceptance 1 and 2).
+
+The polar method meets the contract of ``gr``: every property test of
+``TestSVD_GR_CPU`` reruns with ``method="polar"`` (shapes, dtypes, the LAPACK ddrvbd
+types, graded, rank-deficient, stacks, input unchanged, same bits twice), on the CPU and
+with CuPy input on the GPU; the complex cases of ``test_svd_gr_complex`` rerun through it
+too. Below them, what is particular to the polar method: the QDWH iteration itself,
+numerical rank deficiency (U_p only a partial isometry), the shape paths (QR first,
+transposition) and the error paths.
+"""
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+import gpusvd
+from gpusvd import testing
+from gpusvd.polar import qdwh
+
+from golub_reinsch import test_svd_gr as gr_cases
+from golub_reinsch import test_svd_gr_complex as complex_cases
+
+BOUND = 30  # units of n·ε, as for gr
+
+
+class TestSVD_Polar_CPU(gr_cases.TestSVD_GR_CPU):
+    method = "polar"
+
+
+@pytest.mark.gpu
+class TestSVD_Polar_GPU(gr_cases.TestSVD_GR_GPU):
+    method = "polar"
+
+
+def _svd_polar(a, **kw):
+    return gpusvd.svd(a, method="polar", device="cpu", **kw)
+
+
+def _svd_polar_gpu(a, **kw):
+    import cupy
+
+    out = gpusvd.svd(cupy.asarray(a), method="polar", **kw)
+    return tuple(x.get() for x in out)
+
+
+@pytest.mark.parametrize("dtype", complex_cases.DTYPES)
+@pytest.mark.parametrize("shape", complex_cases.SHAPES)
+@pytest.mark.parametrize("full_matrices", [False, True])
+def test_complex(shape, dtype, full_matrices):
+    complex_cases._check(testing.random_matrix(*shape, dtype=dtype, seed=1), full_matrices,
+                         _svd_polar)
+
+
+@pytest.mark.parametrize("dtype", complex_cases.DTYPES)
+@pytest.mark.parametrize("kind", ["rank", "graded", "near_underflow", "near_overflow"])
+def test_complex_hard(kind, dtype):
+    if kind == "rank":
+        a = testing.low_rank(50, 40, 5, dtype=dtype, seed=5)
+    elif kind == "graded":
+        a = testing.graded(45, 33, side="both", dtype=dtype, seed=3)
+    else:
+        a = testing.lapack_type(kind, 40, 21, dtype=dtype, seed=4)
+    complex_cases._check(a, False, _svd_polar)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", complex_cases.DTYPES)
+@pytest.mark.parametrize("shape", complex_cases.GPU_SHAPES)
+@pytest.mark.parametrize("full_matrices", [False, True])
+def test_gpu_complex(shape, dtype, full_matrices):
+    complex_cases._check(testing.random_matrix(*shape, dtype=dtype, seed=1), full_matrices,
+                         _svd_polar_gpu)
+
+
+# Rank-deficient and nearly so: σ_min at or below n·ε·σ_max, where U_p is not unique and
+# QDWH leaves its columns on the null space unnormalized (module docstring of driver.py).
+RANKS = [(60, 60, 1), (60, 60, 5), (60, 60, 59), (90, 40, 5), (40, 90, 5), (70, 70, 0)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
+@pytest.mark.parametrize("m, n, rank", RANKS)
+@pytest.mark.parametrize("full_matrices", [False, True])
+def test_rank_deficient_u_orthonormal(m, n, rank, dtype, full_matrices):
+    a = (testing.low_rank(m, n, rank, dtype=dtype, seed=rank) if rank
+         else np.zeros((m, n), dtype))
+    u, s, vh = _svd_polar(a, full_matrices=full_matrices)
+    assert testing.orthogonality(u) < BOUND
+    assert testing.orthogonality(vh, rows=True) < BOUND
+    assert testing.svd_residual(a, u, s, vh) < BOUND
+    s_ref = scipy.linalg.svdvals(a.astype(np.complex128))
+    assert testing.sv_error(s, s_ref) < BOUND * max(m, n)
+
+
+@pytest.mark.parametrize("cond", [1e2, 1e8, 1e15])
+def test_ill_conditioned(cond):
+    """Known spectrum, geometric from 1 to 1/cond: the values to gr's accuracy at every
+    condition number, whichever lower bound l₀ the estimate gives."""
+    n = 80
+    s_true = np.geomspace(1.0, 1.0 / cond, n)
+    a = testing.with_singular_values(s_true, 100, n, seed=7)
+    u, s, vh = _svd_polar(a)
+    assert testing.svd_residual(a, u, s, vh) < BOUND
+    assert testing.orthogonality(u) < BOUND
+    assert testing.sv_error(s, scipy.linalg.svdvals(a)) < BOUND * n
+
+
+def test_qr_first_path_equals_square_path():
+    """Tall input past the QR-first ratio and input just under it both meet the contract;
+    their values agree with each other's reference to n·ε."""
+    n = 30
+    for m in (int(qdwh_ratio() * n), int(qdwh_ratio() * n) + 5):
+        a = testing.random_matrix(m, n, seed=m)
+        u, s, vh = _svd_polar(a)
+        assert testing.svd_residual(a, u, s, vh) < BOUND
+        assert testing.orthogonality(u) < BOUND
+
+
+def qdwh_ratio():
+    from gpusvd.polar import driver
+    return driver.QR_FIRST_RATIO
+
+
+def test_coefficients_halley_limit_and_bound_growth():
+    """NBG eq. (3.5) at l = 1 is Halley's (3, 1, 3); the bound l_k rises to 1 within six
+    steps from l₀ = ε (NBG §3), and never passes 1."""
+    assert np.allclose(qdwh.coefficients(1.0 - 1e-15), (3.0, 1.0, 3.0), rtol=1e-6)
+    l, steps = float(np.finfo(np.float64).eps), 0
+    while 1.0 - l > 10 * np.finfo(np.float64).eps:
+        l = qdwh.next_lower_bound(l, *qdwh.coefficients(l))
+        steps += 1
+        assert l <= 1.0
+    assert steps <= 6
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_qdwh_polar_factor(dtype):
+    """U_p is unitary and H = U_pᴴ·A is Hermitian positive definite, to n·ε."""
+    n = 50
+    a = testing.random_matrix(n, n, dtype=dtype, seed=11)
+    alpha = qdwh.NORM_SAFETY * qdwh.norm2_estimate(a, np)
+    up, steps, converged = qdwh.qdwh(a, np, alpha=alpha, l0=qdwh.lower_bound(a, alpha, np))
+    eps = np.finfo(dtype).eps
+    assert testing.orthogonality(up) < BOUND
+    h = up.conj().T @ a
+    assert np.linalg.norm(h - h.conj().T) < BOUND * n * eps * np.linalg.norm(a)
+    assert np.linalg.eigvalsh((h + h.conj().T) / 2).min() > 0
+    assert converged and steps <= 6
+
+
+def test_lower_bound_is_below_sigma_min():
+    """The estimate l₀ ≤ σ_min/α: an estimate above it would cost steps (NOTES)."""
+    a = testing.with_singular_values(np.geomspace(1.0, 1e-6, 40), 40, 40, seed=3)
+    alpha = qdwh.NORM_SAFETY * qdwh.norm2_estimate(a, np)
+    l0 = qdwh.lower_bound(a, alpha, np)
+    assert 1e-6 / alpha / 10 <= l0 <= 1e-6 / alpha
+
+
+def test_values_only_no_vectors():
+    a = testing.random_matrix(50, 40, seed=12)
+    s = gpusvd.svdvals(a, method="polar", device="cpu")
+    assert testing.sv_error(s, scipy.linalg.svdvals(a)) < BOUND * 50
+
+
+def test_non_finite_with_check_finite_false_raises():
+    a = testing.random_matrix(20, 20, seed=13)
+    a[3, 4] = np.nan
+    with pytest.raises(gpusvd.LinAlgError, match="not finite"):
+        gpusvd.svd(a, method="polar", device="cpu", check_finite=False)
+
+
+def test_no_convergence_raises(monkeypatch):
+    monkeypatch.setattr(qdwh, "MAX_ITERATIONS", 1)
+    a = testing.random_matrix(20, 20, seed=14)
+    with pytest.raises(gpusvd.LinAlgError, match="did not converge in 1 step"):
+        _svd_polar(a)
