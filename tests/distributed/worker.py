@@ -10,7 +10,11 @@ import sys
 import time
 
 import numpy as np
-from mpi4py import MPI
+
+try:
+    from mpi4py import MPI
+except ModuleNotFoundError:  # imported for its case tables, or collected for doctests:
+    MPI = None               # the launches themselves skip without mpi4py
 
 import gpusvd
 from gpusvd import distributed
