@@ -94,6 +94,5 @@ def results(out):
 def as_numpy(out, convert):
     """The results with every array converted by ``convert``, the rest as they are."""
     if isinstance(out, tuple):
-        return type(out)(*(x if isinstance(x, (int, float, np.number)) else convert(x)
-                           for x in out))
+        return out._replace(**{f: convert(getattr(out, f)) for f in out._fields})
     return convert(out)

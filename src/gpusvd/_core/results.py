@@ -37,10 +37,12 @@ class SVDResult(NamedTuple):
     Vh: Any
 
 
-class LowRankSVD(NamedTuple):
+class LowRankSVD(tuple):
     """``A ≈ U @ diag(S) @ Vh`` of rank ``rank`` from ``gpusvd.svd_lowrank`` (QUIC-SVD).
 
-    The arrays have the input's array type (NumPy for out-of-core input).
+    It unpacks as ``U, S, Vh = result``, as ``torch.svd_lowrank`` and scikit-learn's
+    ``randomized_svd`` do; the fields beyond the three arrays are attributes only. The
+    arrays have the input's array type (NumPy for out-of-core input).
 
     Attributes
     ----------
@@ -77,18 +79,37 @@ class LowRankSVD(NamedTuple):
     ('LowRankSVD', 3, (40, 3), (3,), (3, 30))
     >>> r.error_bound <= 1e-10
     True
+    >>> U, S, Vh = r
     """
 
-    U: Any
-    S: Any
-    Vh: Any
-    error_bound: float
-    rank: int
-    basis_size: int
-    mc_bound: float
-    partitions: int
-    passes: int
-    growth_steps: int
+    _fields = ("U", "S", "Vh")
+    _INFO = ("error_bound", "rank", "basis_size", "mc_bound", "partitions", "passes",
+             "growth_steps")
+
+    def __new__(cls, U, S, Vh, error_bound, rank, basis_size, mc_bound, partitions, passes,
+                growth_steps):
+        self = super().__new__(cls, (U, S, Vh))
+        self.error_bound, self.rank, self.basis_size = error_bound, rank, basis_size
+        self.mc_bound, self.partitions, self.passes = mc_bound, partitions, passes
+        self.growth_steps = growth_steps
+        return self
+
+    U = property(lambda self: self[0], doc="Left singular vectors as columns.")
+    S = property(lambda self: self[1], doc="The singular values, descending.")
+    Vh = property(lambda self: self[2], doc="Right singular vectors as rows.")
+
+    def __getnewargs__(self):
+        return (*self, *(getattr(self, name) for name in self._INFO))
+
+    def _replace(self, **arrays):
+        """A copy with some of ``U``, ``S``, ``Vh`` replaced, as a named tuple's."""
+        parts = dict(zip(self._fields, self)) | arrays
+        return type(self)(*(parts[f] for f in self._fields),
+                          *(getattr(self, name) for name in self._INFO))
+
+    def __repr__(self):
+        info = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._INFO)
+        return f"LowRankSVD(U={self.U!r}, S={self.S!r}, Vh={self.Vh!r}, {info})"
 
 
 class TakagiResult(NamedTuple):

@@ -216,10 +216,9 @@ def svd_lowrank(a, eps=1e-6, delta=1e-6, *, comm=None, root=0, device="auto", ma
 
     Returns
     -------
-    On ``root``: LowRankSVD(U, S, Vh, error_bound, rank, basis_size, mc_bound, partitions,
-    passes, growth_steps), ``partitions`` being the number of ranks with rows; ``U``, ``S``
-    and ``Vh`` in the input's array type (NumPy for out-of-core input). None on the
-    other ranks.
+    On ``root``: a LowRankSVD, which unpacks as ``U, S, Vh`` (in the input's array type,
+    NumPy for out-of-core input), with the attributes of :func:`gpusvd.svd_lowrank`'s,
+    ``partitions`` being the number of ranks with rows. None on the other ranks.
 
     Raises
     ------

@@ -149,10 +149,11 @@ def svd_lowrank(a, eps=1e-6, delta=1e-6, *, max_rank=None, partitions=None, seed
 
     Returns
     -------
-    LowRankSVD(U, S, Vh, error_bound, rank, basis_size, mc_bound, partitions, passes,
-               growth_steps)
-        ``U`` (M × rank), ``S`` (rank, descending), ``Vh`` (rank × N) in the input's array
-        type (NumPy for out-of-core input); ``error_bound`` the squared relative error.
+    LowRankSVD
+        Unpacks as ``U, S, Vh``: ``U`` (M × rank), ``S`` (rank, descending), ``Vh``
+        (rank × N) in the input's array type (NumPy for out-of-core input). Attributes
+        ``error_bound`` (the squared relative error), ``rank``, ``basis_size``,
+        ``mc_bound``, ``partitions``, ``passes``, ``growth_steps``.
 
     Raises
     ------
