@@ -88,4 +88,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except (ValueError, MemoryError) as exc:  # a bad option, no GPU: one line, as argparse
+        raise SystemExit(f"{_parser().prog}: error: {exc}") from None

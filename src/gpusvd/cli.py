@@ -27,12 +27,18 @@ stderr: one step per Jacobi or Takagi sweep, or per QUIC-SVD partition (``lowran
 The time printed is of one call, first-use compilation (Numba, NVRTC) included; ``gpusvd
 bench`` measures medians after a warm-up. With no subcommand, or options only (``gpusvd --m 2000``), ``gpusvd`` runs ``demo``.
 Errors (missing file, bad shape, bad option, no convergence) print one line
-``gpusvd: error: ...`` on stderr and exit with status 1 (2 for a bad command line);
-``--debug`` shows the traceback instead.
+``gpusvd: error: ...`` on stderr and exit with status 1 (2 for a bad command line, 130
+when interrupted), on a line of its own after a progress bar; ``--debug`` shows the
+traceback instead. ``lowrank`` exits with status 3 (``EXIT_EPS_MISSED``), after writing
+its result and a warning, when ``--max-rank`` stopped the rank before the error bound met
+``--eps``: the factors are valid, but not the approximation that was asked for.
+Non-finite input is an error unless ``--no-check-finite`` is given (``check_finite=False``
+of the library: NaN in gives NaN out or a convergence error).
 """
 
 import argparse
 import contextlib
+import math
 import sys
 import time
 import zipfile
@@ -52,6 +58,11 @@ DTYPES = ("float32", "float64", "complex64", "complex128")
 # Rows of an out-of-core matrix read at once by the lowrank --check (about 32 MB of float64).
 CHECK_BLOCK_ENTRIES = 1 << 22
 PREVIEW = 6  # singular values shown in the summary line
+# Exit status of ``lowrank`` when --max-rank kept the error bound above --eps. 1 and 2 are
+# errors (argparse's convention); 3 is the next free status and says: a result, not the one
+# asked for.
+EXIT_EPS_MISSED = 3
+NO_GPU = "no GPU is usable (CuPy missing, no CUDA driver or no device)"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -59,6 +70,28 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(2, f"gpusvd: error: {message} (see '{self.prog} -h')\n")
+
+
+class _LineTracker:
+    """stderr that remembers whether its last write ended a line, so that a message after
+    a progress bar (which redraws one line with carriage returns) starts a line of its
+    own."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.fresh = True
+
+    def write(self, text):
+        if text:
+            self.fresh = text.endswith("\n")
+        return self.stream.write(text)
+
+    def end_line(self):
+        if not self.fresh:
+            self.write("\n")
+
+    def __getattr__(self, name):  # flush, isatty, fileno ... of the stream
+        return getattr(self.stream, name)
 
 
 def _device(text):
@@ -74,7 +107,8 @@ def _device(text):
 def _matrices(*arrays):
     """Matching matrices (or vectors) of stacked arrays, one tuple per matrix."""
     batch = arrays[0].shape[:-2]
-    flat = [x.reshape(-1, *x.shape[len(batch):]) for x in arrays]
+    # The count is spelled out: reshape cannot infer -1 from an array with no entries.
+    flat = [x.reshape(math.prod(batch), *x.shape[len(batch):]) for x in arrays]
     return zip(*flat)
 
 
@@ -109,12 +143,13 @@ def _svd(args, a):
                                 strategy=args.strategy, variant=args.variant,
                                 shorten=args.shorten, vectors=args.vectors, tol=args.tol,
                                 max_sweeps=args.max_sweeps, precondition=args.precondition,
-                                device=args.device)
+                                check_finite=args.check_finite, device=args.device)
     elif compute_uv:
         out = gpusvd.svd(a, full_matrices=args.full_matrices, method=args.method,
-                         device=args.device)
+                         check_finite=args.check_finite, device=args.device)
     else:
-        out = gpusvd.svdvals(a, method=args.method, device=args.device)
+        out = gpusvd.svdvals(a, method=args.method, check_finite=args.check_finite,
+                             device=args.device)
     if compute_uv:
         u, s, vh = map(to_host, out)
         return {"U": u, "S": s, "Vh": vh}, lambda: _check_svd(np.asarray(a), u, s, vh), ""
@@ -153,7 +188,7 @@ def _hsvd(args, g):
     signs = _hsvd_signs(args.signs, g.shape[-1])
     out = gpusvd.hsvd(g, signs, strategy=args.strategy, variant=args.variant,
                       shorten=args.shorten, tol=args.tol, max_sweeps=args.max_sweeps,
-                      device=args.device)
+                      check_finite=args.check_finite, device=args.device)
     u, s, v, j = map(to_host, out)
     return ({"U": u, "S": s, "V": v, "J": j},
             lambda: _check_hsvd(np.asarray(g), signs, u, s, v, j), "")
@@ -168,7 +203,8 @@ def _check_takagi(a, s, u):
 
 
 def _takagi(args, a):
-    out = gpusvd.takagi(a, tol=args.tol, max_sweeps=args.max_sweeps, device=args.device)
+    out = gpusvd.takagi(a, tol=args.tol, max_sweeps=args.max_sweeps,
+                        check_finite=args.check_finite, device=args.device)
     s, u = map(to_host, out)
     return {"S": s, "U": u}, lambda: _check_takagi(np.asarray(a), s, u), ""
 
@@ -209,6 +245,15 @@ def _lowrank(args, a):
     return arrays, lambda: _check_lowrank(a, u, s, vh), note
 
 
+def _eps_missed(args, arrays):
+    """The warning when ``lowrank``'s bound misses --eps (only --max-rank can cause it)."""
+    if args.command != "lowrank" or float(arrays["error_bound"]) <= args.eps:
+        return None
+    bound = float(arrays["error_bound"])
+    return (f"gpusvd: warning: the error bound {bound:.3g} misses --eps {args.eps:g}: "
+            f"--max-rank {args.max_rank} stopped the rank first; raise --max-rank or --eps")
+
+
 _RUN = {"svd": _svd, "svdvals": _svd, "jacobi": _svd, "hsvd": _hsvd, "takagi": _takagi,
         "lowrank": _lowrank}
 
@@ -228,7 +273,7 @@ def _decompose(args):
             arrays, check, note = _RUN[args.command](args, a)
         seconds = time.perf_counter() - start
         s = arrays["S"]
-        first = s.reshape(-1, s.shape[-1])[0] if s.ndim > 1 else s
+        first = s.reshape(math.prod(s.shape[:-1]), s.shape[-1])[:1].ravel()
         shown = ", ".join(f"{x:.6g}" for x in first[:PREVIEW])
         where = "CPU" if cupy_or_none() is None else f"device={args.device}"
         print(f"{args.command}: {'x'.join(map(str, a.shape))} {np.dtype(a.dtype)} on {where}, "
@@ -238,6 +283,10 @@ def _decompose(args):
             check()
         if args.out:
             write(args.out, arrays)
+    warning = _eps_missed(args, arrays)
+    if warning:
+        print(warning, file=sys.stderr)
+        return EXIT_EPS_MISSED
     return 0
 
 
@@ -332,9 +381,14 @@ def _parser():
     files.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                        help="progress bar on stderr per sweep (lowrank: per partition; "
                             "default: when stderr is a terminal)")
+    # Every command but lowrank: svd_lowrank checks finiteness block by block as it reads.
+    checked = _Parser(add_help=False, parents=[files])
+    checked.add_argument("--no-check-finite", dest="check_finite", action="store_false",
+                         help="skip the check for NaN and infinity (then NaN in gives NaN "
+                              "out or a convergence error)")
     sub = top.add_subparsers(dest="command", metavar="COMMAND")
 
-    def command(name, help, parents=(files,)):
+    def command(name, help, parents=(checked,)):
         return sub.add_parser(name, help=help, description=help, parents=list(parents))
 
     p = command("svd", "singular value decomposition A = U diag(S) Vh")
@@ -356,7 +410,8 @@ def _parser():
                    "relative to ||A||_F (default 4 n eps)")
     p.add_argument("--max-sweeps", type=int, default=TAKAGI_MAX_SWEEPS,
                    help="sweeps before giving up (default %(default)s)")
-    p = command("lowrank", "low-rank SVD with a guaranteed error (QUIC-SVD), out of core")
+    p = command("lowrank", "low-rank SVD with a guaranteed error (QUIC-SVD), out of core",
+                parents=(files,))
     p.add_argument("--eps", type=float, default=1e-6,
                    help="bound on ||A - U S Vh||_F^2 / ||A||_F^2 (default %(default)g)")
     p.add_argument("--delta", type=float, default=1e-6,
@@ -409,23 +464,37 @@ def main(argv=None):
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "demo")
     args = _parser().parse_args(argv)
+    stderr = _LineTracker(sys.stderr)
     try:
-        if args.command == "info":
-            return _info(args)
-        if args.command == "bench":
-            from gpusvd import _bench
-            return _bench.run(args)
-        if args.command == "demo":
-            return _demo(args)
-        return _decompose(args)
+        with contextlib.redirect_stderr(stderr):
+            return _command(args)
     except (ValueError, TypeError, OSError, EOFError, KeyError, MemoryError, zipfile.BadZipFile,
             np.linalg.LinAlgError) as exc:
         if args.debug:
             raise
-        print(f"gpusvd: error: {message(exc)}", file=sys.stderr)
+        stderr.end_line()
+        # The library's advice names its keyword; here the flag is what the user can pass.
+        text = message(exc).replace("check_finite=False", "--no-check-finite")
+        print(f"gpusvd: error: {text}", file=stderr)
         return 1
     except KeyboardInterrupt:
         if args.debug:
             raise
-        print("gpusvd: interrupted", file=sys.stderr)
+        stderr.end_line()
+        print("gpusvd: interrupted", file=stderr)
         return 130
+
+
+def _command(args):
+    device = getattr(args, "device", "auto")
+    if device not in ("auto", "cpu") and cupy_or_none() is None:
+        # Named as the user wrote it: the library's own message says device='gpu' for 3.
+        raise ValueError(f"--device {device}: {NO_GPU}")
+    if args.command == "info":
+        return _info(args)
+    if args.command == "bench":
+        from gpusvd import _bench
+        return _bench.run(args)
+    if args.command == "demo":
+        return _demo(args)
+    return _decompose(args)

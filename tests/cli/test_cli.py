@@ -266,6 +266,85 @@ def test_errors_are_one_line(files, capsys, argv, status, message):
     assert message in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("shape", [(0, 5), (5, 0), (2, 0, 3)])
+@pytest.mark.parametrize("command", ["svd", "svdvals", "jacobi"])
+def test_empty_input_checks(tmp_path, capsys, command, shape):
+    np.save(tmp_path / "empty.npy", np.zeros(shape))
+    out = tmp_path / "out.npz"
+    rc, text, err = run(capsys, command, tmp_path / "empty.npy", "--check", "--device", "cpu",
+                        "-o", out)
+    assert rc == 0 and err == ""
+    assert check_lines(text) and all(v == 0 for v in check_lines(text).values())
+    with np.load(out) as z:
+        assert z["S"].shape == (*shape[:-2], 0)
+
+
+@pytest.mark.parametrize("command", ["svd", "svdvals", "jacobi", "hsvd", "takagi"])
+def test_nan_error_names_the_flag_that_skips_the_check(files, tmp_path, capsys, monkeypatch,
+                                                       command):
+    a = files["c.npy"] if command == "takagi" else files["a.npy"]
+    x = np.load(a)
+    x[1, 1] = np.nan
+    np.save(tmp_path / "nan.npy", x)
+    extra = ("--signs", "15") if command == "hsvd" else ()
+    rc, _, err = run(capsys, command, tmp_path / "nan.npy", "--device", "cpu", *extra)
+    assert rc == 1 and "NaN" in err
+    assert "--no-check-finite" in err and "check_finite=False" not in err
+    # The flag reaches the library call: it is given check_finite=False.
+    name = {"jacobi": "jacobi_svd"}.get(command, command)
+    seen = []
+    real = getattr(gpusvd, name)
+    monkeypatch.setattr(gpusvd, name, lambda *a, **kw: seen.append(kw) or real(*a, **kw))
+    run(capsys, command, a, "--device", "cpu", "--no-check-finite", *extra)
+    assert seen and seen[0]["check_finite"] is False
+
+
+@pytest.mark.skipif(cupy_or_none() is not None, reason="a GPU is usable here")
+@pytest.mark.parametrize("argv", [["svd", "{a.npy}"], ["lowrank", "{a.npy}"],
+                                  ["demo", "--m", "4"], ["bench", "svd", "--sizes", "4"]])
+@pytest.mark.parametrize("device", ["3", "gpu"])
+def test_device_error_echoes_the_option(files, capsys, argv, device):
+    argv = [a.replace("{a.npy}", str(files["a.npy"])) for a in argv]
+    rc, _, err = run(capsys, *argv, "--device", device)
+    assert rc == 1 and err == (f"gpusvd: error: --device {device}: no GPU is usable (CuPy "
+                               "missing, no CUDA driver or no device)\n")
+
+
+def test_lowrank_says_when_max_rank_misses_eps(tmp_path, capsys):
+    np.save(tmp_path / "big.npy", testing.random_matrix(60, 40, seed=5))
+    out = tmp_path / "lr.npz"
+    rc, text, err = run(capsys, "lowrank", tmp_path / "big.npy", "--max-rank", "5", "--seed",
+                        "0", "--no-progress", "-o", out)
+    with np.load(out) as z:  # the result is still written: it is the best of rank 5
+        bound = float(z["error_bound"])
+        assert int(z["rank"]) == 5 and bound > 1e-6
+    assert rc == cli.EXIT_EPS_MISSED and rc not in (0, 1, 2)
+    assert err == (f"gpusvd: warning: the error bound {bound:.3g} misses --eps 1e-06: "
+                   "--max-rank 5 stopped the rank first; raise --max-rank or --eps\n")
+    rc, _, err = run(capsys, "lowrank", tmp_path / "big.npy", "--max-rank", "40", "--seed",
+                     "0", "--no-progress")
+    assert rc == 0 and err == ""
+
+
+@pytest.mark.parametrize("stop, line", [(KeyboardInterrupt, "gpusvd: interrupted"),
+                                        (ValueError("bad"), "gpusvd: error: bad")])
+def test_interrupt_and_error_start_a_fresh_line(files, capsys, monkeypatch, stop, line):
+    from gpusvd._core.progress import ProgressBar
+
+    def stopped(*args, **kwargs):  # the QUIC-SVD bar is drawn and never closed
+        ProgressBar("QUIC-SVD grow", 3).update(1, "basis 4")
+        raise stop
+
+    monkeypatch.setattr(gpusvd, "svd_lowrank", stopped)
+    rc, _, err = run(capsys, "lowrank", files["a.npy"], "--progress")
+    assert rc == (130 if stop is KeyboardInterrupt else 1)
+    bar, rest = err.split("\n", 1)
+    assert bar.startswith("\rQUIC-SVD grow [") and rest == line + "\n"
+    # Where the bar has ended its line already, no empty line is added.
+    rc, _, err = run(capsys, "jacobi", files["a.npy"], "--progress", "--max-sweeps", "1")
+    assert "\n\n" not in err
+
+
 @needs_h5py
 def test_hdf5_without_h5py(files, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "h5py", None)  # import h5py now fails

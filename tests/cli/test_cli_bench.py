@@ -1,6 +1,8 @@
 """``gpusvd bench``: the JSON of every algorithm at tiny sizes, and the plot (or its absence)."""
 
 import json
+import pathlib
+import re
 import sys
 
 import pytest
@@ -31,8 +33,18 @@ def test_bench_writes_json(tmp_path, capsys, algorithm):
             assert r[_bench.METRICS[algorithm][0]] < 50
 
 
+def test_the_test_install_brings_matplotlib():
+    """A plot is part of ``gpusvd bench``: the README's test install (the one CI runs)
+    brings matplotlib, so the plot tests below run instead of skipping."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text()
+    extra = re.search(r'pip install -e "\.\[(\w+)\]" && python -m pytest', readme).group(1)
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    assert any(d.startswith("matplotlib") for d in project["optional-dependencies"][extra])
+
+
 def test_bench_plot(tmp_path, capsys):
-    pytest.importorskip("matplotlib")
     out = tmp_path / "svd.json"
     assert cli.main(["bench", "svd", "--sizes", "8", "16", "--repeat", "1", "-o", str(out)]) == 0
     png = tmp_path / "svd.png"
@@ -46,3 +58,18 @@ def test_bench_says_when_matplotlib_is_missing(tmp_path, capsys, monkeypatch):
     assert cli.main(["bench", "svdvals", "--sizes", "8", "--repeat", "1", "-o", str(out)]) == 0
     assert "no plot: matplotlib is not installed" in capsys.readouterr().out
     assert out.exists() and not (tmp_path / "svdvals.png").exists()
+
+
+def test_plot_draws_the_values_of_the_table(tmp_path, monkeypatch):
+    """Squared errors of 1e-30 are drawn at 1e-30, not at a floor."""
+    import matplotlib.figure
+
+    drawn = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k:
+                        drawn.extend(line.get_ydata() for line in fig.axes[1].lines))
+    records = [{"method": "gpusvd", "where": "cpu", "n": n, "seconds": 0.1, "times": [0.1],
+                "error": error, "rank": 2} for n, error in ((8, 3e-30), (16, 2e-31))]
+    result = {"algorithm": "lowrank", "dtype": "float64", "sizes": [8, 16],
+              "machine": {"gpus": []}, "records": records}
+    assert _bench.plot(result, tmp_path / "lowrank.png")
+    assert [list(y) for y in drawn] == [[3e-30, 2e-31]]

@@ -6,8 +6,13 @@ where there is one (scikit-learn's PCA, the eigenvalues of the adjacency matrix)
 
 import importlib.util
 import pathlib
+import runpy
+import sys
 
 import numpy as np
+import pytest
+
+from gpusvd._core.backend import cupy_or_none
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 EPS = np.finfo(np.float64).eps
@@ -24,6 +29,22 @@ def run(name, *argv):
 def test_every_example_is_tested():
     tested = {"pca_digits", "gbs_squeezing", "indefinite_eigh", "out_of_core_lowrank"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
+
+
+SMALL = {"pca_digits": ["--size", "60"], "gbs_squeezing": ["--size", "6"],
+         "indefinite_eigh": ["--size", "6"],
+         "out_of_core_lowrank": ["--rows", "400", "--cols", "20"]}
+
+
+@pytest.mark.skipif(cupy_or_none() is not None, reason="a GPU is usable here")
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_no_gpu_is_one_line(monkeypatch, name):
+    """``python examples/NAME.py --device gpu`` without a GPU: one line, no traceback."""
+    monkeypatch.setattr(sys, "argv", [f"{name}.py", *SMALL[name], "--device", "gpu"])
+    with pytest.raises(SystemExit) as stop:
+        runpy.run_path(str(EXAMPLES / f"{name}.py"), run_name="__main__")
+    assert stop.value.code == (f"{name}.py: error: device='gpu' was asked for but no GPU is "
+                               "usable (CuPy missing, no CUDA driver or no device)")
 
 
 def test_pca_digits(capsys):
@@ -79,7 +100,6 @@ def test_out_of_core_lowrank(capsys):
     # No rank-k approximation beats the truncated SVD; QUIC's rank is close to it.
     assert r["optimal_rank"] <= r["rank"] <= 1.25 * r["optimal_rank"]
     assert "true error" in capsys.readouterr().out
-
 
 
 def test_out_of_core_lowrank_distributed(capsys):
