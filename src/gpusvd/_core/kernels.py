@@ -66,7 +66,10 @@ def _module(relpath, device_id):
 
     with cupy.cuda.Device(device_id):
         entry = REGISTRY[relpath]
-        return cupy.RawModule(code=source(relpath), options=_NVRTC_OPTIONS,
+        # The kernel's own folder is on the include path, so its relative #include of
+        # _core/cuda/complex.cuh resolves as it does for nvcc and g++.
+        include = f"-I{(_PACKAGE / relpath).parent}"
+        return cupy.RawModule(code=source(relpath), options=(*_NVRTC_OPTIONS, include),
                               name_expressions=entry.names,
                               enable_cooperative_groups=entry.cooperative)
 

@@ -27,38 +27,14 @@
 
 #include <cooperative_groups.h>
 
-// ------------------------------------------------------------------ scalar types
-// A two-member complex (NVRTC here has no CuPy or CUDA complex headers; nvcc in CI compiles
-// this file alone), and the few operations the kernel needs, real and complex alike.
+#include "../../_core/cuda/complex.cuh"
 
-template <typename R> struct alignas(2 * sizeof(R)) Complex { R re, im; };
+// ------------------------------------------------------------------ scalar types
+// The few operations the kernel needs beyond complex.cuh's, real and complex alike.
 
 template <typename T> struct RealOf { typedef T Type; };
 template <typename R> struct RealOf<Complex<R>> { typedef R Type; };
 
-template <typename R> __device__ __forceinline__ Complex<R> cplx(R re, R im)
-{
-    Complex<R> z;
-    z.re = re;
-    z.im = im;
-    return z;
-}
-template <typename R> __device__ __forceinline__ Complex<R> operator+(Complex<R> a, Complex<R> b)
-{
-    return cplx(a.re + b.re, a.im + b.im);
-}
-template <typename R> __device__ __forceinline__ Complex<R> operator-(Complex<R> a, Complex<R> b)
-{
-    return cplx(a.re - b.re, a.im - b.im);
-}
-template <typename R> __device__ __forceinline__ Complex<R> operator*(Complex<R> a, Complex<R> b)
-{
-    return cplx(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);
-}
-template <typename R> __device__ __forceinline__ Complex<R> operator*(R a, Complex<R> b)
-{
-    return cplx(a * b.re, a * b.im);
-}
 template <typename R> __device__ __forceinline__ Complex<R> &operator+=(Complex<R> &a, Complex<R> b)
 {
     return a = a + b;
@@ -73,10 +49,6 @@ template <typename R> __device__ __forceinline__ Complex<R> &operator*=(Complex<
 }
 
 template <typename T> __device__ __forceinline__ T conj(T x) { return x; }
-template <typename R> __device__ __forceinline__ Complex<R> conj(Complex<R> x)
-{
-    return cplx(x.re, -x.im);
-}
 template <typename T> __device__ __forceinline__ T real(T x) { return x; }
 template <typename R> __device__ __forceinline__ R real(Complex<R> x) { return x.re; }
 template <typename T> __device__ __forceinline__ T imag(T) { return T(0); }

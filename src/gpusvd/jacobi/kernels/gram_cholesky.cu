@@ -22,10 +22,7 @@
 // With one thread per block (the host build of tests/jacobi/host_gram_cholesky.py) every
 // loop runs sequentially and the kernel computes the same operations in the same order.
 
-template <typename R>
-struct alignas(2 * sizeof(R)) Complex {
-    R re, im;
-};
+#include "../../_core/cuda/complex.cuh"
 
 // The type the kernel computes in, by element type.
 template <typename T> struct Wide { typedef double Type; };

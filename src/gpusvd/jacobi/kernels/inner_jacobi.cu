@@ -41,10 +41,7 @@
 
 // ------------------------------------------------------------------ scalar types
 
-template <typename R>
-struct alignas(2 * sizeof(R)) Complex {
-    R re, im;
-};
+#include "../../_core/cuda/complex.cuh"
 
 template <typename T> struct Scalar;
 template <> struct Scalar<float> { typedef float Real; static const bool complex = false; };

@@ -25,10 +25,7 @@
 
 // ------------------------------------------------------------------ scalar types
 
-template <typename R>
-struct alignas(2 * sizeof(R)) Complex {
-    R re, im;
-};
+#include "../../_core/cuda/complex.cuh"
 
 // The type the kernel computes in, by element type.
 template <typename T> struct Wide { typedef double Type; };
@@ -49,7 +46,6 @@ __device__ __forceinline__ void narrow(Complex<double> x, Complex<R> &out)
 }
 
 __device__ __forceinline__ double conj(double x) { return x; }
-__device__ __forceinline__ Complex<double> conj(Complex<double> x) { return {x.re, -x.im}; }
 __device__ __forceinline__ double real(double x) { return x; }
 __device__ __forceinline__ double real(Complex<double> x) { return x.re; }
 __device__ __forceinline__ double imag(double) { return 0; }
@@ -61,23 +57,6 @@ __device__ __forceinline__ double max_part(Complex<double> x)
 }
 __device__ __forceinline__ double abs2(double x) { return x * x; }
 __device__ __forceinline__ double abs2(Complex<double> x) { return x.re * x.re + x.im * x.im; }
-
-__device__ __forceinline__ Complex<double> operator+(Complex<double> a, Complex<double> b)
-{
-    return {a.re + b.re, a.im + b.im};
-}
-__device__ __forceinline__ Complex<double> operator-(Complex<double> a, Complex<double> b)
-{
-    return {a.re - b.re, a.im - b.im};
-}
-__device__ __forceinline__ Complex<double> operator*(Complex<double> a, Complex<double> b)
-{
-    return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
-}
-__device__ __forceinline__ Complex<double> operator*(double a, Complex<double> b)
-{
-    return {a * b.re, a * b.im};
-}
 
 template <typename W> __device__ __forceinline__ W make(double re, double im);
 template <> __device__ __forceinline__ double make<double>(double re, double) { return re; }

@@ -18,30 +18,9 @@
 //                        pairs of a step computed by Alg. 1 on the fly), two barriers per
 //                        step (see the kernel).
 //
-// Complex numbers are a two-member struct (no CuPy or CUDA headers: nvcc in CI compiles
-// this file alone); arrays are C-contiguous (row-major) n x n.
+// Arrays are C-contiguous (row-major) n x n.
 
-template <typename T> struct Complex { T re, im; };
-
-template <typename T> __device__ __forceinline__ Complex<T> make(T re, T im)
-{
-    Complex<T> z;
-    z.re = re;
-    z.im = im;
-    return z;
-}
-template <typename T> __device__ __forceinline__ Complex<T> operator*(Complex<T> x, Complex<T> y)
-{
-    return make(x.re * y.re - x.im * y.im, x.re * y.im + x.im * y.re);
-}
-template <typename T> __device__ __forceinline__ Complex<T> operator+(Complex<T> x, Complex<T> y)
-{
-    return make(x.re + y.re, x.im + y.im);
-}
-template <typename T> __device__ __forceinline__ Complex<T> conj(Complex<T> x)
-{
-    return make(x.re, -x.im);
-}
+#include "../../_core/cuda/complex.cuh"
 
 __device__ __forceinline__ float mabs(float x) { return fabsf(x); }
 __device__ __forceinline__ double mabs(double x) { return fabs(x); }
@@ -59,16 +38,16 @@ template <typename T> __device__ __forceinline__ T cabs(Complex<T> z) { return m
 template <typename T> __device__ __forceinline__ Complex<T> half_phase_offset(Complex<T> z)
 {
     const T m = mabs(z.re) > mabs(z.im) ? mabs(z.re) : mabs(z.im);
-    if (m == T(0)) return make(T(0), T(0));
+    if (m == T(0)) return cplx(T(0), T(0));
     const T zr = z.re / m, zi = z.im / m;
     const T r = mhypot(zr, zi);
     if (zr >= T(0)) {
         const T gap = zi * zi / ((r + zr) * r);
         const T re = msqrt(T(1) - T(0.5) * gap);
-        return make(T(-0.5) * gap / (T(1) + re), zi / (r * (T(2) * re)));
+        return cplx(T(-0.5) * gap / (T(1) + re), zi / (r * (T(2) * re)));
     }
     const T im = mcopysign(msqrt(T(0.5) * (T(1) - zr / r)), zi);
-    return make(zi / (r * (T(2) * im)) - T(1), im);
+    return cplx(zi / (r * (T(2) * im)) - T(1), im);
 }
 
 // The Takagi step g = (w1, w2, mu, sn) of [[a, b], [b, c]] (rotation.py, takagi_rotation):
@@ -78,10 +57,10 @@ template <typename T>
 __device__ void takagi_rotation(Complex<T> a, Complex<T> b, Complex<T> c, Complex<T> *g)
 {
     if (b.re == T(0) && b.im == T(0)) {
-        g[0] = make(T(0), T(0));
-        g[1] = make(T(0), T(0));
-        g[2] = make(T(0), T(0));
-        g[3] = make(T(0), T(0));
+        g[0] = cplx(T(0), T(0));
+        g[1] = cplx(T(0), T(0));
+        g[2] = cplx(T(0), T(0));
+        g[3] = cplx(T(0), T(0));
         return;
     }
     const T abs_a = cabs(a), abs_b = cabs(b), abs_c = cabs(c);
@@ -90,8 +69,8 @@ __device__ void takagi_rotation(Complex<T> a, Complex<T> b, Complex<T> c, Comple
     scale = abs_c > scale ? abs_c : scale;
     const Complex<T> w1 = half_phase_offset(a);
     const Complex<T> w2 = half_phase_offset(c);
-    b = make(b.re / scale, b.im / scale);
-    const Complex<T> bp = b * conj(make(T(1) + w1.re, w1.im) * make(T(1) + w2.re, w2.im));
+    b = cplx(b.re / scale, b.im / scale);
+    const Complex<T> bp = b * conj(cplx(T(1) + w1.re, w1.im) * cplx(T(1) + w2.re, w2.im));
     const T ar = abs_a / scale, cr = abs_c / scale, bm = abs_b / scale;
     const T sigma = ar >= cr ? T(1) : T(-1);
     const T x = -sigma * (ar + cr) * bp.re;
@@ -108,8 +87,8 @@ __device__ void takagi_rotation(Complex<T> a, Complex<T> b, Complex<T> c, Comple
     const T t = tau / r;
     g[0] = w1;
     g[1] = w2;
-    g[2] = make(tau * tau / (r * (T(1) + r)), T(0));
-    g[3] = make(t * cos_psi, t * sin_psi);
+    g[2] = cplx(tau * tau / (r * (T(1) + r)), T(0));
+    g[3] = cplx(t * cos_psi, t * sin_psi);
 }
 
 // (x, y) <- (x1 - (mu x1 + s y1), y1 + (conj(s) x1 - mu y1)) with x1 = x + w1 x,
@@ -124,8 +103,8 @@ __device__ __forceinline__ void rotate(Complex<T> &x, Complex<T> &y, Complex<T> 
     const Complex<T> x1 = x + w1 * x, y1 = y + w2 * y;
     const Complex<T> sy = s * y1;
     const Complex<T> dy = conj(s) * x1;
-    x = make(x1.re - (mu * x1.re + sy.re), x1.im - (mu * x1.im + sy.im));
-    y = y1 + make(dy.re - mu * y1.re, dy.im - mu * y1.im);
+    x = cplx(x1.re - (mu * x1.re + sy.re), x1.im - (mu * x1.im + sy.im));
+    y = y1 + cplx(dy.re - mu * y1.re, dy.im - mu * y1.im);
 }
 
 template <typename T>
@@ -224,7 +203,7 @@ __global__ void takagi_solve_block_pairs(const Complex<T> *__restrict__ a, int n
         const int gr = r < block ? bi * block + r : bj * block + r - block;
         const int gc = c < block ? bi * block + c : bj * block + c - block;
         tile[r * ld + c] = a[(size_t)gr * n + gc];
-        g[r * ld + c] = make(T(r == c ? 1 : 0), T(0));
+        g[r * ld + c] = cplx(T(r == c ? 1 : 0), T(0));
     }
     __syncthreads();
     const int steps = sweeps * (width - 1);
