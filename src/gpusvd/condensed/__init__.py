@@ -1,0 +1,1 @@
+"""Two-stage reduction: dense → band (GEMMs) → bidiagonal (bulge chasing), and its solvers."""

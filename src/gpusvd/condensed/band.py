@@ -1,0 +1,231 @@
+"""Stage 1 of the two-stage reduction: a dense m×n matrix (m ≥ n) to upper band form.
+
+B = Qᴴ·A·P with B[i, j] = 0 unless 0 ≤ j − i ≤ b, the bandwidth b: the diagonal and b
+superdiagonals.  Panel k (columns and rows k·b … k·b + b − 1) takes two steps:
+
+1. QR of the column panel A(kb:, kb:kb+b) = Q_k·R_k; A(kb:, kb+b:) ← Q_kᴴ·A(kb:, kb+b:).
+   The panel becomes R_k, upper triangular.
+2. LQ of the row panel A(kb:kb+b, kb+b:) = L_k·P_kᴴ, taken as the QR of its conjugate
+   transpose; A(kb+b:, kb+b:) ← A(kb+b:, kb+b:)·P_k.  The row panel becomes L_k, lower
+   trapezoidal, so row i keeps columns up to i + b.
+
+This is the first stage of Großer & Lang's two-stage bidiagonalization (B. Großer,
+B. Lang, "Efficient parallel reduction to bidiagonal form", Parallel Comput. 25 (1999)
+969–986) and of Ltaief, Luszczek & Dongarra, "High performance bidiagonal reduction using
+tile algorithms on homogeneous multicore architectures", ACM TOMS 39 (2013), Alg. 1 (there
+on tiles; here on panels, as SLATE's ge2tb and our DESIGN's GPU prototype).  Unlike the
+one-stage reduction (golub_reinsch/bidiagonalize.py, paper 000 Alg. 2), whose panel needs
+matrix–vector products with the whole trailing matrix, every flop outside the panel QRs is
+a GEMM: each Q_k and P_k is held in compact WY form I − V·T·Vᴴ (Schreiber & Van Loan,
+SIAM J. Sci. Stat. Comput. 10 (1989) 53–57), and a trailing update is three GEMMs.
+
+The panel QR is LAPACK's (cuSOLVER's) geqrf through ``xp.linalg.qr(mode="raw")``, which
+NumPy and CuPy both have.  T is made from V and τ without a column loop (one launch per
+step on a GPU would be 2n launches): T⁻¹ = diag(1/τ) + striu(VᴴV) (Puglisi, 1992;
+Joffrain, Low, Quintana-Ortí, van de Geijn & Van Zee, ACM TOMS 32 (2006) 169–179, eq. (4),
+whose 1/τ = vᴴv/2 holds for real reflectors; LAPACK's dlarft recurrence
+T(:j, j) = −τ_j·T(:j, :j)·VᴴV(:j, j) is the same triangular inverse taken column by
+column), then one triangular solve.  That solve is the one call with no ``xp.linalg`` form;
+``_SOLVE_TRIANGULAR`` maps the namespace to SciPy's or CuPy's (cupyx) solver.
+
+Complex A: geqrf's R has a real diagonal, so B's diagonal is real, but the rest of the band
+is complex: two diagonal unitaries cannot make a band of more than two diagonals real.
+Stage 2 (bulge.py) works in complex arithmetic and makes the bidiagonal real at its end.
+
+Storage, as LAPACK's gebrd (m ≥ n): the factors overwrite A.  In panel k, V_k lies below
+the diagonal of the column panel (unit diagonal implied), the rows of U_kᴴ (U_k the vectors
+of P_k) lie right of the b-th superdiagonal of the row panel (unit entries implied on
+it), and B is the band itself.  T_k of every step is kept in a (panels, b, b) array.
+"""
+
+import importlib
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .._core.backend import array_namespace
+
+# The namespace's triangular solver: the only step here without an xp.linalg form.
+_SOLVE_TRIANGULAR = {"numpy": "scipy.linalg", "cupy": "cupyx.scipy.linalg"}
+
+
+def _ct(x):
+    """The conjugate transpose xᴴ, a view (xᵀ) when real."""
+    return x.conj().T if x.dtype.kind == "c" else x.T
+
+
+def _solve_upper(t_inverse):
+    xp = array_namespace(t_inverse)
+    solver = importlib.import_module(_SOLVE_TRIANGULAR[xp.__name__]).solve_triangular
+    eye = xp.eye(t_inverse.shape[0], dtype=t_inverse.dtype)
+    return solver(t_inverse, eye, lower=False)
+
+
+def _panel_qr(panel):
+    """(h, τ) of LAPACK's geqrf on ``panel``: R on and above h's diagonal, the Householder
+    vectors below it.  NumPy and CuPy return h transposed (their "raw" mode) and may
+    compute float32 in float64; both are undone here."""
+    xp = array_namespace(panel)
+    h, tau = xp.linalg.qr(panel, mode="raw")
+    return h.T.astype(panel.dtype, copy=False), tau.astype(panel.dtype, copy=False)
+
+
+def _unit_lower(h):
+    """V: the strictly lower part of h with ones on the diagonal."""
+    xp = array_namespace(h)
+    return xp.tril(h, -1) + xp.eye(*h.shape, dtype=h.dtype)
+
+
+def _wy_factor(v, tau):
+    """T with H_0·H_1·…·H_{k−1} = I − V·T·Vᴴ, H_j = I − τ_j·v_j·v_jᴴ (module docstring).
+
+    A reflector with τ = 0 (H = I: geqrf's x was already zero) gets a zero row and
+    column of T; its column of V is masked out of VᴴV so that 1/τ is never needed."""
+    xp = array_namespace(v)
+    active = tau != 0
+    v = v * active
+    t_inverse = xp.triu(_ct(v) @ v, 1) + xp.diag(xp.where(active, 1 / xp.where(active, tau, 1), 1))
+    return _solve_upper(t_inverse) * active
+
+
+class BandReduction(NamedTuple):
+    """A = Q·B·Pᴴ as :func:`reduce_to_band` returns it (m ≥ n)."""
+
+    factors: Any   # (m, n): B's band and the Householder vectors of Q and P (module docstring)
+    t_left: Any    # (panels, b, b): T of each Q_k, zero-padded in the last panel
+    t_right: Any   # (panels, b, b): T of each P_k; zero where a panel has no P_k
+    bandwidth: int
+
+
+def _panels(n, b):
+    return range(0, n, b)
+
+
+def reduce_to_band(a, *, bandwidth):
+    """Reduce ``a`` to upper band form, A = Q·B·Pᴴ, by panel QR and LQ (module docstring).
+
+    Parameters
+    ----------
+    a : (m, n) float32, float64, complex64 or complex128 NumPy or CuPy array, m ≥ n
+        OVERWRITTEN with the factors and returned in them: pass a copy to keep it.
+    bandwidth : int
+        b ≥ 1: B[i, j] = 0 unless 0 ≤ j − i ≤ b.  b = 1 gives a bidiagonal.
+
+    Returns
+    -------
+    BandReduction
+        :func:`band_of` takes B out of it; :func:`apply_q` and :func:`apply_p` apply Q, P.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.random.default_rng(0).standard_normal((9, 7))
+    >>> red = reduce_to_band(a.copy(), bandwidth=3)
+    >>> band = band_of(red)                      # (7, 4): band[i, k] = B[i, i + k]
+    >>> s = np.linalg.svd(band_matrix(band, 9), compute_uv=False)
+    >>> bool(np.allclose(s, np.linalg.svd(a, compute_uv=False)))
+    True
+    """
+    xp = array_namespace(a)
+    m, n = a.shape
+    if m < n:
+        raise ValueError(f"reduce_to_band needs m >= n, got a of shape {a.shape}; "
+                         "pass the transpose of a wide matrix")
+    if bandwidth < 1:
+        raise ValueError(f"bandwidth must be a positive integer, got {bandwidth}")
+    b = bandwidth
+    panels = _panels(n, b)
+    t_left = xp.zeros((len(panels), b, b), dtype=a.dtype)
+    t_right = xp.zeros((len(panels), b, b), dtype=a.dtype)
+    for p, k in enumerate(panels):
+        kb = min(b, n - k)
+        # Step 1: QR of the column panel, Q_kᴴ applied to the columns right of it.
+        h, tau = _panel_qr(a[k:, k:k + kb])
+        a[k:, k:k + kb] = h
+        v = _unit_lower(h)
+        t = t_left[p, :kb, :kb] = _wy_factor(v, tau)
+        right = a[k:, k + kb:]
+        if right.shape[1] == 0:
+            break
+        right -= v @ (_ct(t) @ (_ct(v) @ right))
+        # Step 2: LQ of the row panel (QR of its conjugate transpose), P_k applied to the
+        # rows below it.
+        h, tau = _panel_qr(_ct(a[k:k + kb, k + kb:]))
+        a[k:k + kb, k + kb:] = _ct(h)
+        u = _unit_lower(h[:, :tau.shape[0]])  # min(kb, n − k − kb) reflectors
+        t = t_right[p, :tau.shape[0], :tau.shape[0]] = _wy_factor(u, tau)
+        below = a[k + kb:, k + kb:]
+        below -= ((below @ u) @ t) @ _ct(u)
+    return BandReduction(a, t_left, t_right, b)
+
+
+def band_of(reduction):
+    """B's band, (n, b + 1) with band[i, k] = B[i, i + k] (zero past column n − 1): the
+    diagonal in column 0, superdiagonal k in column k, in the factors' namespace."""
+    xp = array_namespace(reduction.factors)
+    f = reduction.factors
+    n = f.shape[1]
+    rows = xp.arange(n)[:, None]
+    cols = rows + xp.arange(reduction.bandwidth + 1)[None, :]
+    inside = cols < n
+    return xp.where(inside, f[rows, xp.minimum(cols, n - 1)], 0)
+
+
+def band_matrix(band, m=None):
+    """The dense m×n upper band matrix of ``band`` ((n, b + 1) as :func:`band_of`), m ≥ n
+    (default n); rows n: are zero."""
+    xp = array_namespace(band)
+    n, width = band.shape
+    dense = xp.zeros((n if m is None else m, n), dtype=band.dtype)
+    for k in range(min(width, n)):
+        idx = xp.arange(n - k)
+        dense[idx, idx + k] = band[:n - k, k]
+    return dense
+
+
+def apply_q(reduction, c):
+    """Q·c, Q = Q_0·Q_1·… of :func:`reduce_to_band`; ``c`` (m, k) is overwritten and
+    returned.  One compact WY block per panel, the last panel first: three GEMMs each.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.random.default_rng(1).standard_normal((6, 5))
+    >>> red = reduce_to_band(a.copy(), bandwidth=2)
+    >>> q = apply_q(red, np.eye(6))
+    >>> bool(np.allclose(q.T @ q, np.eye(6)))
+    True
+    """
+    f, n = reduction.factors, reduction.factors.shape[1]
+    b = reduction.bandwidth
+    for p, k in reversed(list(enumerate(_panels(n, b)))):
+        kb = min(b, n - k)
+        v = _unit_lower(f[k:, k:k + kb])
+        c[k:] -= v @ (reduction.t_left[p, :kb, :kb] @ (_ct(v) @ c[k:]))
+    return c
+
+
+def apply_p(reduction, c):
+    """P·c, P = P_0·P_1·… of :func:`reduce_to_band` (A = Q·B·Pᴴ); ``c`` (n, k) is
+    overwritten and returned.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.random.default_rng(2).standard_normal((6, 6))
+    >>> red = reduce_to_band(a.copy(), bandwidth=2)
+    >>> b = band_matrix(band_of(red))
+    >>> q, p = apply_q(red, np.eye(6)), apply_p(red, np.eye(6))
+    >>> bool(np.allclose(q @ b @ p.T, a))
+    True
+    """
+    f, n = reduction.factors, reduction.factors.shape[1]
+    b = reduction.bandwidth
+    for p, k in reversed(list(enumerate(_panels(n, b)))):
+        kb = min(b, n - k)
+        w = min(kb, n - k - kb)  # reflectors of P_k
+        if w == 0:
+            continue
+        u = _unit_lower(_ct(f[k:k + w, k + kb:]))
+        c[k + kb:] -= u @ (reduction.t_right[p, :w, :w] @ (_ct(u) @ c[k + kb:]))
+    return c

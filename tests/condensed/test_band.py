@@ -1,0 +1,108 @@
+"""Stage 1, dense → band (condensed/band.py), against LAPACK and the unblocked oracle.
+
+Bounds are in units of n·ε (ε of the working dtype) relative to ‖A‖.
+"""
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+from gpusvd import testing
+from gpusvd.condensed import band as stage1
+
+import naive_condensed as naive
+
+BOUND = 30  # in units of n·ε, as gr's property tests (issue 2)
+DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+# (m, n, b): panels of full and short width, tall, b = 1 (bidiagonal), b ≥ n, one column.
+CASES = [(9, 7, 3), (40, 40, 8), (67, 30, 8), (30, 30, 1), (12, 12, 20), (1, 1, 4),
+         (5, 1, 2), (33, 33, 32), (26, 26, 5)]
+
+
+def _units(x, a):
+    """max |x| in units of n·ε·max|A|."""
+    m, n = a.shape
+    scale = max(float(np.abs(a).max()), float(np.finfo(a.dtype).tiny))
+    return float(np.abs(x).max(initial=0.0)) / (scale * max(m, n) * np.finfo(a.dtype).eps)
+
+
+def _reduce(a, b):
+    red = stage1.reduce_to_band(np.array(a, order="F"), bandwidth=b)
+    m, n = a.shape
+    bmat = stage1.band_matrix(stage1.band_of(red), m)
+    q = stage1.apply_q(red, np.eye(m, dtype=a.dtype))
+    p = stage1.apply_p(red, np.eye(n, dtype=a.dtype))
+    return red, bmat, q, p
+
+
+def _band_mask(m, n, b):
+    i, j = np.indices((m, n))
+    return (j - i >= 0) & (j - i <= b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m, n, b", CASES)
+def test_band_keeps_values_and_factors(m, n, b, dtype):
+    a = testing.random_matrix(m, n, dtype=dtype, seed=m + n + b)
+    red, bmat, q, p = _reduce(a, b)
+    assert bmat.dtype == a.dtype and red.factors.shape == (m, n)
+    assert not bmat[~_band_mask(m, n, b)].any()  # the band, exactly
+    s_ref = scipy.linalg.svdvals(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64))
+    assert testing.sv_error(scipy.linalg.svdvals(bmat), s_ref) < BOUND * max(m, n)
+    assert testing.orthogonality(q) < BOUND
+    assert testing.orthogonality(p) < BOUND
+    assert _units(q @ bmat @ p.conj().T - a, a) < BOUND
+    # Qᴴ·A·P is B: in the band to rounding, and negligible outside it.
+    assert _units(q.conj().T @ a @ p - bmat, a) < BOUND
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m, n, b", [(9, 7, 3), (24, 20, 4), (16, 16, 16)])
+def test_band_matches_the_unblocked_oracle(m, n, b, dtype):
+    """The blocked panels make the very reflectors of the column-by-column reduction."""
+    a = testing.random_matrix(m, n, dtype=dtype, seed=7)
+    bmat_naive, q_naive, p_naive = naive.reduce_to_band(a, b)
+    _, bmat, _, _ = _reduce(a, b)
+    assert _units(bmat - bmat_naive, a) < BOUND
+    assert _units(q_naive @ bmat_naive @ p_naive.conj().T - a, a) < BOUND
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_apply_q_and_p_to_a_block(dtype):
+    a = testing.random_matrix(30, 22, dtype=dtype, seed=3)
+    red, _, q, p = _reduce(a, 6)
+    c = testing.random_matrix(30, 4, dtype=dtype, seed=4)
+    assert _units(stage1.apply_q(red, c.copy()) - q @ c, a) < BOUND
+    c = testing.random_matrix(22, 3, dtype=dtype, seed=5)
+    assert _units(stage1.apply_p(red, c.copy()) - p @ c, a) < BOUND
+
+
+def test_degenerate_columns():
+    """Zero and already-triangular columns make reflectors with τ = 0 (H = I)."""
+    a = np.eye(12, 10)
+    a[:, 3] = np.arange(12.0)
+    a[:, 5] = 0.0
+    a[0, 7] = 2.0
+    _, bmat, q, p = _reduce(a, 4)
+    assert testing.sv_error(scipy.linalg.svdvals(bmat), scipy.linalg.svdvals(a)) < BOUND * 12
+    assert testing.orthogonality(q) < BOUND and testing.orthogonality(p) < BOUND
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="m >= n"):
+        stage1.reduce_to_band(np.zeros((3, 5)), bandwidth=2)
+    with pytest.raises(ValueError, match="bandwidth"):
+        stage1.reduce_to_band(np.zeros((5, 3)), bandwidth=0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+def test_gpu_band_matches_cpu(dtype):
+    import cupy
+
+    a = testing.random_matrix(200, 150, dtype=dtype, seed=11)
+    band_cpu = stage1.band_of(stage1.reduce_to_band(np.array(a, order="F"), bandwidth=16))
+    red = stage1.reduce_to_band(cupy.asarray(a, order="F"), bandwidth=16)
+    assert _units(stage1.band_of(red).get() - band_cpu, a) < BOUND
+    q = stage1.apply_q(red, cupy.eye(200, dtype=dtype))
+    assert testing.orthogonality(q) < BOUND
