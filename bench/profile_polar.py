@@ -29,6 +29,7 @@ GEMM_CEILING = {"float64": 60e12, "float32": 51e12}  # DESIGN.md, measured on th
 
 
 def _blocks(x, cp):
+    import cupy.cublas  # noqa: F401  (a submodule CuPy does not import itself)
     import cupyx.scipy.linalg as sla
 
     from gpusvd.polar import qdwh
@@ -59,11 +60,43 @@ def _blocks(x, cp):
     return blocks
 
 
+def _schedules(args, dt, cp, np):
+    """QDWH's steps on Gaussian matrices of several seeds for each σ_min safety factor:
+    the estimate l₀ against σ_min/‖A‖₂ (from gesvd), the step kinds and the time."""
+    from gpusvd._core import profile
+    from gpusvd.polar import qdwh
+
+    rows = []
+    for seed in range(args.seeds):
+        a = cp.asarray(np.random.default_rng(100 + seed).standard_normal((args.n, args.n))
+                       .astype(dt))
+        s = cp.linalg.svd(a.astype(cp.float64), compute_uv=False)
+        true_l = float(s[-1] / s[0])
+        for safety in args.safeties:
+            qdwh.SIGMA_MIN_SAFETY = safety
+            common.synchronize()
+            with profile.recording() as phases:
+                alpha = qdwh.NORM_SAFETY * qdwh.norm2_estimate(a, cp)
+                l0 = qdwh.lower_bound(a, alpha, cp)
+                _, steps, converged = qdwh.qdwh(a, cp, alpha=alpha, l0=l0)
+            row = {"seed": seed, "safety": safety, "alpha_over_norm": alpha / float(s[0]),
+                   "l0": l0, "true_l": true_l, "steps": steps, "converged": converged,
+                   "phases": dict(phases)}
+            rows.append(row)
+            print(f"{dt} seed {seed} safety {safety}: l0 {l0:.3g} (sigma_min/norm "
+                  f"{true_l:.3g}, alpha/norm {row['alpha_over_norm']:.4f}), {steps} steps, "
+                  + ", ".join(f"{k} {v:.3f}" for k, v in phases.items()), flush=True)
+    return rows
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=8192)
     p.add_argument("--dtypes", nargs="+", default=["float64", "float32"])
     p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--safeties", type=float, nargs="+", default=[2.0, 1.0])
+    p.add_argument("--skip-blocks", action="store_true")
     p.add_argument("--out", default="bench/results/polar_blocks.json")
     args = p.parse_args(argv)
 
@@ -76,7 +109,7 @@ def main(argv=None):
         x = cp.asarray(rng.standard_normal((args.n, args.n)).astype(dt))
         x /= 2 * np.sqrt(args.n)
         rows = {}
-        for name, (fn, flops) in _blocks(x, cp).items():
+        for name, (fn, flops) in ({} if args.skip_blocks else _blocks(x, cp)).items():
             try:
                 t = common.time_gpu(fn, warmup=1, repeat=args.repeat).median
                 floor = flops / GEMM_CEILING[dt]
@@ -87,13 +120,7 @@ def main(argv=None):
                 rows[name] = {"error": common.short_error(exc)}
                 print(f"{dt} {name:20s} error {common.short_error(exc, 120)}", flush=True)
             common.free_gpu_memory()
-        from gpusvd.polar import qdwh
-        a = x * 2 * np.sqrt(args.n)
-        alpha = qdwh.NORM_SAFETY * qdwh.norm2_estimate(a, cp)
-        l0 = qdwh.lower_bound(a, alpha, cp)
-        _, steps, converged = qdwh.qdwh(a, cp, alpha=alpha, l0=l0)
-        rows["qdwh"] = {"alpha": alpha, "l0": l0, "steps": steps, "converged": converged}
-        print(f"{dt} qdwh: alpha {alpha:.4g}, l0 {l0:.3g}, {steps} steps, converged {converged}")
+        rows["qdwh"] = _schedules(args, dt, cp, np)
         payload["blocks"][dt] = rows
         common.write_json(args.out, payload)
     return 0
