@@ -139,6 +139,11 @@ class Tunables:
     # With takagi_update="strided" on the GPU: U's GEMM on a second stream, overlapping
     # the next inner solve (which occupies only n/(2b) SMs). Same source as above.
     takagi_update_overlap: bool = True
+    # Bandwidth b of the two-stage reduction (condensed/): stage 1 (dense → band, GEMMs)
+    # gets faster as b grows, stage 2 (bulge chasing, ≈ 8n²b flops in a sequential loop)
+    # slower. Provisional, pending the CPU measurement of stage 1 + stage 2 at
+    # n = 1000-2000 for b in 8, 16, 32, 64 (NOTES.md, "Two-stage reduction").
+    two_stage_bandwidth: int = 32
 
 
 _TUNABLES = Tunables()

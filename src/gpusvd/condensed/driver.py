@@ -1,0 +1,83 @@
+"""Singular values by the two-stage reduction: dense → band → bidiagonal → dqds.
+
+1. Stage 1 (band.py): A = Q·B_band·Pᴴ, all but the panel QRs as GEMMs, on the device that
+   holds A.
+2. Stage 2 (bulge.py): B_band → real bidiagonal by bulge chasing, on the host (Numba);
+   only the (n, b + 1) band crosses to the host.
+3. dqds (golub_reinsch/dqds.py) for the bidiagonal's values, each to a few ulps.
+
+This is the split of LAPACK's dgesvd2stage/dgebrd2stage (xGEBRD_2STAGE: xGE2TB then
+xGBBRD-like bulge chasing) and of Haidar et al. (SC'13, "An improved parallel singular
+value algorithm and its implementation for multicore hardware"): stage 1 does ~8n³/3
+flops in GEMMs instead of the one-stage reduction's memory-bound half, and stage 2 does
+O(n²·b) on data of O(n·b).  Both stages are orthogonal, so every value moves by at most a
+modest multiple of n·ε·‖A‖ (Weyl), as with the one-stage reduction.
+
+As in golub_reinsch/driver.py: A is scaled by a power of two into the safe range first
+(``safe_scale``, LAPACK's dlascl), a wide A is reduced through its transpose (same
+values), and for m ≥ 1.6·n a QR of A leaves the n×n R to reduce.
+"""
+
+import numpy as np
+
+from .._core import tunables
+from .._core.backend import array_namespace, to_host
+from .._core.scaling import safe_scale
+from ..golub_reinsch.dqds import bidiagonal_singular_values
+from .band import band_of, reduce_to_band
+from .bulge import band_to_bidiagonal
+
+# dgesvd's crossover (LAPACK ILAENV ispec 6: MNTHR = 1.6·min(m, n)): from m ≥ 1.6·n a QR
+# first makes stage 1 reduce n×n instead of m×n (2mn² flops of QR instead of 4mn²).
+_QR_FIRST_RATIO = 1.6
+
+
+def _bandwidth(n, bandwidth):
+    """The requested (or tuned) bandwidth, at most n − 1 and at least 1: a bandwidth of
+    n − 1 or more is an upper triangle, which a plain QR already gives."""
+    b = tunables.get().two_stage_bandwidth if bandwidth is None else int(bandwidth)
+    if b < 1:
+        raise ValueError(f"bandwidth must be a positive integer, got {bandwidth}")
+    return max(1, min(b, n - 1))
+
+
+def two_stage_singular_values(a, xp=None, *, bandwidth=None):
+    """Singular values of one finite matrix by the two-stage reduction (module docstring).
+
+    Parameters
+    ----------
+    a : (m, n) NumPy or CuPy array, float32, float64, complex64 or complex128
+        Finite; not modified.
+    xp : module, optional
+        ``numpy`` or ``cupy``, the namespace of ``a`` (taken from ``a`` when omitted).
+    bandwidth : int, optional
+        b of stage 1; ``tunables.get().two_stage_bandwidth`` when omitted.
+
+    Returns
+    -------
+    s : (min(m, n),) array of the real dtype, in the namespace of ``a``, descending
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.random.default_rng(0).standard_normal((40, 30))
+    >>> s = two_stage_singular_values(a, bandwidth=8)
+    >>> bool(np.allclose(s, np.linalg.svd(a, compute_uv=False), rtol=0, atol=1e-13))
+    True
+    """
+    xp = array_namespace(a) if xp is None else xp
+    real = np.finfo(a.dtype).dtype
+    m, n = a.shape
+    if m < n:
+        return two_stage_singular_values(a.T, xp, bandwidth=bandwidth)
+    if n == 0:
+        return xp.zeros(0, dtype=real)
+    b = _bandwidth(n, bandwidth)
+    scale = safe_scale(float(xp.abs(a).max()), a.dtype)
+    work = a * a.dtype.type(scale) if scale != 1.0 else a.copy()
+    if m >= _QR_FIRST_RATIO * n:
+        work = xp.triu(xp.linalg.qr(work, mode="r")[:n]).astype(a.dtype, copy=False)
+    band = to_host(band_of(reduce_to_band(xp.asfortranarray(work), bandwidth=b)))
+    bd = band_to_bidiagonal(band)
+    s = bidiagonal_singular_values(bd.d.astype(np.float64), bd.e.astype(np.float64))
+    return xp.asarray((s / scale).astype(real))
