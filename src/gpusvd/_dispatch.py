@@ -14,6 +14,7 @@ from ._core import validation
 from ._core.arrays import place
 from ._core.memory import DENSE_HINT, hint_on_exhaustion
 from ._core.results import SVDResult
+from ._core.threads import single_threaded_blas
 from .golub_reinsch import driver as golub_reinsch
 from .jacobi import driver as jacobi
 from .jacobi.blocked import block_width
@@ -49,7 +50,9 @@ def _polar(stack, xp, *, full_matrices, compute_uv, overwrite_a):
     return xp.stack([p[0] for p in parts]), s, xp.stack([p[2] for p in parts])
 
 
-_METHODS = {"gr": _golub_reinsch, "jacobi": _jacobi, "polar": _polar}
+# The Jacobi SVD's sweeps interleave its Numba kernel with GEMMs of one block pair, so
+# BLAS runs one thread for the whole of it (_core/threads.py has the measurements).
+_METHODS = {"gr": _golub_reinsch, "jacobi": single_threaded_blas()(_jacobi), "polar": _polar}
 
 
 def _choose_method(shape, dtype, xp):

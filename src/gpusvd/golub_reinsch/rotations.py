@@ -15,6 +15,8 @@ The log's format is documented in :class:`gpusvd.golub_reinsch.bidiagonal_qr.Bid
 import numba
 import numpy as np
 
+from .._core.threads import single_threaded_blas
+
 
 # Rows handled together: each (c, s) is loaded once per block, and the block is held
 # transposed (n × _ROW_BLOCK) so that one rotation updates _ROW_BLOCK contiguous rows with
@@ -88,4 +90,5 @@ def apply_rotations(x, sweeps, cs):
     if count.sum() > cs.shape[0]:
         raise ValueError(f"cs has {cs.shape[0]} rows, the sweeps need {count.sum()}")
     if x.size and len(sweeps):
-        _apply_rotations(x, sweeps, np.ascontiguousarray(cs))
+        with single_threaded_blas():  # the cores to Numba's threads (_core/threads.py)
+            _apply_rotations(x, sweeps, np.ascontiguousarray(cs))

@@ -43,6 +43,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
+from .._core.threads import single_threaded_blas
 from .rotations import rotation
 
 
@@ -212,7 +213,8 @@ def inner_jacobi(g, v, signs, pairs, max_sweeps, tol):
     sweeps = np.zeros(g.shape[0], np.int32)
     if g.shape[0] and g.shape[2]:
         real = g.real.dtype.type
-        _inner_jacobi(g, v, signs, pairs, int(max_sweeps), real(tol), rotations, sweeps)
+        with single_threaded_blas():  # the cores to Numba's threads (_core/threads.py)
+            _inner_jacobi(g, v, signs, pairs, int(max_sweeps), real(tol), rotations, sweeps)
     return rotations, sweeps
 
 

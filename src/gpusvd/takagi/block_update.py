@@ -31,6 +31,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._core import profile
+from .._core.threads import single_threaded_blas
 
 # The three GEMM families of a block step and their operands, in the driver's order.
 ROWS, COLUMNS, VECTORS = 0, 1, 2
@@ -166,7 +167,7 @@ class HostUpdate:
                    "g": self._g.reshape(-1), "gbar": self._g.conj().reshape(-1),
                    "u_in": self._ut[self._parity].reshape(-1),
                    "u_out": self._ut[1 - self._parity].reshape(-1)}
-        with profile.phase("takagi_update", np):
+        with profile.phase("takagi_update", np), single_threaded_blas():  # tiny GEMMs
             for gemm in self._plan.steps[s]:                # rows, columns, vectors
                 gemm_batched(gemm, buffers)
         self._parity ^= 1

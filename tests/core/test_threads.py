@@ -1,0 +1,75 @@
+"""CPU thread limits (issue 19 item 7): inside :func:`gpusvd._core.threads.single_threaded_blas`
+every BLAS pool runs one thread, the earlier sizes come back afterwards (also after an
+error, and when nested), and the CPU call sites of the Numba parallel kernels, the Takagi
+block update and the Jacobi SVD run under the limit."""
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
+
+import gpusvd
+from gpusvd import testing
+from gpusvd._core import threads
+from gpusvd.golub_reinsch import rotations
+from gpusvd.jacobi import driver as jacobi_driver, inner
+from gpusvd.takagi import block_update
+
+
+def blas_threads():
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+
+@pytest.fixture
+def two_blas_threads():
+    """BLAS pools of two threads, so that a limit to one is visible (CI may have one core)."""
+    with threadpool_limits(2, user_api="blas"):
+        assert blas_threads() and set(blas_threads()) == {2}
+        yield
+
+
+def test_limit_in_force_and_restored(two_blas_threads):
+    with threads.single_threaded_blas():
+        assert set(blas_threads()) == {1}
+        with threads.single_threaded_blas():
+            assert set(blas_threads()) == {1}
+        assert set(blas_threads()) == {1}
+    assert set(blas_threads()) == {2}
+
+
+def test_restored_after_an_error(two_blas_threads):
+    with pytest.raises(RuntimeError):
+        with threads.single_threaded_blas():
+            raise RuntimeError
+    assert set(blas_threads()) == {2}
+
+
+def spy(monkeypatch, module, name):
+    """Replace ``module.name`` by a wrapper that records the BLAS pool sizes it ran under."""
+    real, seen = getattr(module, name), []
+
+    def wrapper(*args, **kwargs):
+        seen.append(set(blas_threads()))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, wrapper)
+    return seen
+
+
+@pytest.mark.parametrize("module, name, call", [
+    (inner, "_inner_jacobi", lambda a, c: gpusvd.jacobi_svd(a, device="cpu")),
+    (rotations, "_apply_rotations", lambda a, c: gpusvd.svd(a, method="gr", device="cpu")),
+    (block_update, "gemm_batched", lambda a, c: gpusvd.takagi(c, device="cpu")),
+    (jacobi_driver, "decompose", lambda a, c: gpusvd.svd(a, method="jacobi", device="cpu")),
+], ids=["inner_jacobi", "apply_rotations", "takagi_update", "svd_jacobi"])
+def test_call_sites_run_single_threaded_blas(two_blas_threads, monkeypatch, module, name,
+                                             call):
+    from gpusvd._core import tunables
+
+    seen = spy(monkeypatch, module, name)
+    a = testing.with_condition(80, 70, 1e3, seed=0)
+    c = testing.complex_symmetric(80, seed=0)
+    # Takagi's blocked update runs from takagi_blocked_min_n on.
+    with tunables.override(takagi_blocked_min_n=64):
+        call(a, c)
+    assert seen and all(s == {1} for s in seen)
+    assert set(blas_threads()) == {2}
