@@ -4,7 +4,7 @@
 (paper 000, Alg. 2, steps 3–19) with four grid-wide barriers per column instead of the
 ~60 CuPy launches the array-namespace version needs, which on a GPU are pure launch
 overhead. The trailing update stays two GEMMs in :func:`bidiagonalize.bidiagonalize`.
-Complex panels (zlabrd) run the same kernel on the file's own two-member complex type.
+Complex panels (zlabrd) run the same kernel on the two-member complex of _core/cuda/complex.cuh.
 """
 
 import numpy as np
@@ -16,9 +16,6 @@ _THREADS = 256          # PANEL_THREADS in the kernel
 _BLOCKS_PER_SM = 2      # __launch_bounds__(PANEL_THREADS, 2): all blocks stay resident
 _SCALARS = 8            # S_END in the kernel
 _CHUNK_MIN_COLUMNS = 64  # a column chunk of the a·u product is at least this wide
-# The kernel's element type, by dtype (complex: the file's own Complex<R>).
-_CTYPE = {**kernels.CTYPE, np.dtype(np.complex64): "Complex<float>",
-          np.dtype(np.complex128): "Complex<double>"}
 
 
 def _column_major_ld(v):
@@ -41,7 +38,7 @@ def reduce_panel(a, nb, x, y, d, e, tauq, taup):
     m, n = a.shape
     lda, ldx, ldy = _column_major_ld(a), _column_major_ld(x), _column_major_ld(y)
     kernel = kernels.get_kernel(_KERNEL_FILE,
-                                f"bidiagonalize_panel<{_CTYPE[a.dtype]}>")
+                                f"bidiagonalize_panel<{kernels.CTYPE[a.dtype]}>")
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
     grid = _BLOCKS_PER_SM * sms
     tiles = -(-m // _THREADS)

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._core import kernels
-from .inner_cuda import _CTYPE, _DEFAULT_SHARED, _max_shared
+from .inner_cuda import _DEFAULT_SHARED, _max_shared
 
 _KERNEL_FILE = "jacobi/kernels/gram_cholesky.cu"
 _MAX_THREADS = 256           # GRAM_CHOLESKY_MAX_THREADS, the kernel's __launch_bounds__
@@ -79,7 +79,7 @@ def gram_cholesky(h, shift, dtype, kv=0):
 
     dtype = np.dtype(dtype)
     wide = np.complex128 if dtype.kind == "c" else np.float64
-    if h.ndim != 3 or h.shape[1] != h.shape[2] or h.dtype != wide or dtype not in _CTYPE:
+    if h.ndim != 3 or h.shape[1] != h.shape[2] or h.dtype != wide or dtype not in kernels.CTYPE:
         raise ValueError(f"gram_cholesky needs (batch, k, k) Gram matrices of {np.dtype(wide)}"
                          f" for {dtype} data, got {h.dtype} of shape {h.shape}")
     batch, k, _ = h.shape
@@ -89,7 +89,7 @@ def gram_cholesky(h, shift, dtype, kv=0):
         v = cupy.empty((batch, kv, kv), dtype) if kv > 0 else None
         if batch and k:
             config = launch_config(k, dtype.kind == "c", _max_shared(h.device.id))
-            kernel = kernels.get_kernel(_KERNEL_FILE, f"gram_cholesky<{_CTYPE[dtype]}>")
+            kernel = kernels.get_kernel(_KERNEL_FILE, f"gram_cholesky<{kernels.CTYPE[dtype]}>")
             if config.shared_bytes > _DEFAULT_SHARED:
                 kernel.max_dynamic_shared_size_bytes = config.shared_bytes
             kernel((batch,), (config.threads,),

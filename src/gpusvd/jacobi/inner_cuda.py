@@ -21,9 +21,6 @@ from .._core import kernels, tunables
 from .inner import _check
 
 _KERNEL_FILE = "jacobi/kernels/inner_jacobi.cu"
-# The kernel's element types (its own Complex<R> struct: NVRTC here has no CuPy headers).
-_CTYPE = {np.dtype(np.float32): "float", np.dtype(np.float64): "double",
-          np.dtype(np.complex64): "Complex<float>", np.dtype(np.complex128): "Complex<double>"}
 _LANES = (4, 8, 16, 32)   # lanes per pivot pair instantiated in kernels.REGISTRY
 _MAX_THREADS = 512        # INNER_MAX_THREADS, the kernel's __launch_bounds__
 _ROWS_PER_LANE = 4        # automatic lanes: about this many rows of g per lane
@@ -139,7 +136,7 @@ def rotations(app, aqq, apq_abs, hyperbolic):
         raise ValueError("app, aqq, apq_abs and hyperbolic must be 1-D arrays of one length")
     cs, tn = cupy.empty_like(app), cupy.empty_like(app)
     if n:
-        kernel = kernels.get_kernel(_KERNEL_FILE, f"rotation_table<{_CTYPE[dtype]}>")
+        kernel = kernels.get_kernel(_KERNEL_FILE, f"rotation_table<{kernels.CTYPE[dtype]}>")
         kernel(((n + _TABLE_THREADS - 1) // _TABLE_THREADS,), (_TABLE_THREADS,),
                (app, aqq, apq_abs, hyperbolic, cs, tn, np.int32(n)))
     return cs, tn
@@ -199,7 +196,7 @@ def inner_jacobi(g, v, signs, pairs, max_sweeps, tol):
         config = launch_config(m, k, g.dtype.itemsize, _max_shared(g.device.id),
                                tunables.get().jacobi_inner_lanes)
         kernel = kernels.get_kernel(_KERNEL_FILE,
-                                    f"inner_jacobi<{_CTYPE[g.dtype]}, {config.lanes}>")
+                                    f"inner_jacobi<{kernels.CTYPE[g.dtype]}, {config.lanes}>")
         if config.shared_bytes > _DEFAULT_SHARED:
             kernel.max_dynamic_shared_size_bytes = config.shared_bytes
         signs = cupy.ascontiguousarray(cupy.asarray(signs))

@@ -17,8 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._core import kernels
-# The kernels' element types are inner_cuda's (each file has its own Complex<R> struct).
-from .inner_cuda import _CTYPE, _DEFAULT_SHARED, _max_shared
+from .inner_cuda import _DEFAULT_SHARED, _max_shared
 
 _KERNEL_FILE = "jacobi/kernels/small_qr.cu"
 _WARP = 32
@@ -143,7 +142,7 @@ def small_qr(a, qcols):
     """
     import cupy
 
-    if a.ndim != 3 or np.dtype(a.dtype) not in _CTYPE:
+    if a.ndim != 3 or np.dtype(a.dtype) not in kernels.CTYPE:
         raise ValueError(f"small_qr needs a (batch, m, n) stack of float32, float64, "
                          f"complex64 or complex128, got {a.dtype} of shape {a.shape}")
     batch, m, n = a.shape
@@ -155,7 +154,7 @@ def small_qr(a, qcols):
         q = cupy.empty((batch, m, qcols), a.dtype) if qcols else None
         if batch == 0:
             return q, r
-        kernel = kernels.get_kernel(_KERNEL_FILE, f"small_qr<{_CTYPE[a.dtype]}>")
+        kernel = kernels.get_kernel(_KERNEL_FILE, f"small_qr<{kernels.CTYPE[a.dtype]}>")
         if config.shared_bytes > _DEFAULT_SHARED:
             kernel.max_dynamic_shared_size_bytes = config.shared_bytes
         kernel((batch,), (config.threads,),
