@@ -141,8 +141,10 @@ class Tunables:
     takagi_update_overlap: bool = True
     # Bandwidth b of the two-stage reduction (condensed/): stage 1 (dense → band, GEMMs)
     # gets faster as b grows, stage 2 (bulge chasing, ≈ 8n²b flops in a sequential loop)
-    # slower. Provisional, pending the CPU measurement of stage 1 + stage 2 at
-    # n = 1000-2000 for b in 8, 16, 32, 64 (NOTES.md, "Two-stage reduction").
+    # slower. CPU, float64, 1 thread, stage 1 + stage 2 (2026-11-25, shared 2-core EPYC,
+    # load 2.5, ±50% noise): n = 1000: b = 8 0.38 s, 16 0.27, 32 0.27, 64 0.35; n = 2000:
+    # 3.9, 3.4, 2.8, 4.7 s (NOTES.md, "Two-stage reduction, first increment"). To be
+    # measured again with stage 2's GPU kernel and the back-transformation.
     two_stage_bandwidth: int = 32
 
 
