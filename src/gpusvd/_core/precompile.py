@@ -1,0 +1,100 @@
+"""Compile ahead of time every Numba specialization the public functions use.
+
+The CPU kernels are Numba functions with ``cache=True``: the first call of a process
+loads them from Numba's cache in about 0.2 s, but with an empty cache it compiles them:
+4–8.6 s for the first ``svd``, ``svdvals``, ``jacobi_svd``, ``hsvd`` or ``eigh_factored``
+of a process and 1.8 s for ``takagi`` (2 cores, 2026-11-25, BENCHMARKS.md "Session 7").
+Numba's machine code is specific to the CPU and the Numba version, so it cannot ship in
+the package; :func:`precompile` builds it on the machine, once (``python -m
+gpusvd._core.precompile``, meant to run at install), by running every public function on
+small inputs of every dtype through every CPU code path that reaches a Numba kernel.
+:func:`jit_compilations` records what a block of code compiles, so a test can check that
+nothing is left for a user's first call.
+"""
+
+import contextlib
+import sys
+import time
+
+import numpy as np
+
+DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+
+
+@contextlib.contextmanager
+def jit_compilations():
+    """Collect the gpusvd Numba functions compiled inside the block, as a list of
+    ``"module.function(signature)"`` strings."""
+    from numba.core import event
+
+    compiled = []
+
+    class Listener(event.Listener):
+        def on_start(self, ev):
+            pass
+
+        def on_end(self, ev):
+            function = ev.data["dispatcher"].py_func
+            if function.__module__.startswith("gpusvd"):
+                compiled.append(f"{function.__module__}.{function.__qualname__}"
+                                f"{ev.data['args']}")
+
+    with event.install_listener("numba:compile", Listener()):
+        yield compiled
+
+
+def _symmetric(rng, n, dtype):
+    a = rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))
+    return (a + a.T).astype(np.result_type(dtype, np.complex64))
+
+
+def calls(dtype):
+    """(name, thunk) of the public calls that reach every Numba kernel for ``dtype``: a
+    tall matrix past one Jacobi block (blocked path) and a stack of small ones (batched
+    path), for each method."""
+    import gpusvd
+
+    rng = np.random.default_rng(0)
+    dtype = np.dtype(dtype)
+    tall = rng.standard_normal((40, 36)).astype(dtype)
+    stack = rng.standard_normal((3, 6, 4)).astype(dtype)
+    signs = np.where(np.arange(36) % 3, 1.0, -1.0).astype(tall.real.dtype)
+    cpu = {"device": "cpu"}
+    out = [(f"svd gr {dtype}", lambda: gpusvd.svd(tall, method="gr", **cpu)),
+           (f"svd gr stack {dtype}", lambda: gpusvd.svd(stack, method="gr", **cpu)),
+           (f"svd jacobi {dtype}", lambda: gpusvd.svd(tall, method="jacobi", **cpu)),
+           (f"svd jacobi stack {dtype}", lambda: gpusvd.svd(stack, method="jacobi", **cpu)),
+           (f"svd polar {dtype}", lambda: gpusvd.svd(tall, method="polar", **cpu)),
+           (f"svdvals {dtype}", lambda: gpusvd.svdvals(tall, **cpu)),
+           (f"jacobi_svd {dtype}", lambda: gpusvd.jacobi_svd(tall, **cpu)),
+           (f"hsvd {dtype}", lambda: gpusvd.hsvd(tall, signs, **cpu)),
+           (f"eigh_factored {dtype}", lambda: gpusvd.eigh_factored(tall, signs, **cpu))]
+    if dtype.kind == "f":  # QUIC-SVD is real; Takagi's input is complex symmetric
+        out.append((f"svd_lowrank {dtype}", lambda: gpusvd.svd_lowrank(tall, **cpu)))
+    else:
+        sym = _symmetric(rng, 40, dtype)
+        out.append((f"takagi {dtype}", lambda: gpusvd.takagi(sym, **cpu)))
+    return out
+
+
+def precompile(dtypes=DTYPES, log=None):
+    """Run :func:`calls` for ``dtypes``, filling Numba's cache; returns the functions
+    compiled (empty when the cache was already complete)."""
+    compiled_all = []
+    for dtype in dtypes:
+        for name, call in calls(dtype):
+            start = time.perf_counter()
+            with jit_compilations() as compiled:
+                call()
+            compiled_all += compiled
+            if log is not None:
+                print(f"{name:32s} {time.perf_counter() - start:6.2f} s  "
+                      f"{len(compiled)} compiled", file=log)
+    return compiled_all
+
+
+if __name__ == "__main__":
+    start = time.perf_counter()
+    done = precompile(log=sys.stdout)
+    print(f"{len(done)} Numba specializations compiled into the cache in "
+          f"{time.perf_counter() - start:.1f} s")
