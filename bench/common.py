@@ -11,13 +11,15 @@ repeat, report the median and keep every sample.
 Accuracy is measured on the GPU with CuPy in float64, whatever the method's dtype, and
 is reported in units of the method's own machine epsilon (``numpy.finfo(dtype).eps``):
 
-* residual       ``‖A − U diag(S) Vh‖_F / (‖A‖_F · k · ε)``
+* residual       ``‖A − U diag(S) Vh‖_F / (‖A‖_F · max(m, n) · ε)``
 * orthogonality  ``max(‖Uᴴ U − I‖_F, ‖Vh Vhᴴ − I‖_F) / (k · ε)``; ``orthogonality_v_2norm``
   is ‖VᵀV − I‖₂ itself (power iteration)
 * sv_error       ``max_i |S_i − S_ref,i| / (S_ref,0 · ε)`` against a float64 reference
 
-with ``k = min(m, n)`` (the ``n`` of an m×n, m ≥ n matrix). Values of order 1 to 10 are
-what a backward-stable SVD gives; the raw (unnormalized) numbers are kept alongside.
+with ``k = min(m, n)``: the units of :mod:`gpusvd.testing.metrics`, which defines them
+for the whole project (results written before 2026-11-25 divided the residual by
+k·ε; ``residual_unit`` in each record says which). Values of order 1 to 10 are what a
+backward-stable SVD gives; the raw (unnormalized) numbers are kept alongside.
 """
 
 from __future__ import annotations
@@ -348,8 +350,9 @@ def svd_accuracy(a, u, s, vh, s_ref, dtype) -> dict:
     v_defect = _defect(vh64, rows=True)                    # VᵀV − I
     orth_raw = max(_frob(_defect(u64, rows=False)), _frob(v_defect))
     out = {
-        "residual": res_raw / (kk * eps),
+        "residual": res_raw / (max(m, n, 1) * eps),
         "residual_raw": res_raw,
+        "residual_unit": "max(m,n)*eps",
         "orthogonality": orth_raw / (kk * eps),
         "orthogonality_raw": orth_raw,
         "orthogonality_v_2norm": _two_norm(v_defect),

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ._core import validation
-from ._core.arrays import place
+from ._core.front_end import receive
 from ._core.memory import DENSE_HINT, hint_on_exhaustion
 from ._core.results import SVDResult
 from ._core.threads import single_threaded_blas
@@ -76,34 +76,20 @@ def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finit
                options, what):
     validation.check_choice("method", method, ("auto", *_METHODS))
     validation.check_no_options(options, what=what)
-    arr, placement = place(a, device)
-    validation.check_matrix(arr, what=what)
-    dtype = validation.working_dtype(arr.dtype, allow_complex=True, what=what)
-    xp = placement.xp
-    if method == "auto":
-        method = _choose_method(arr.shape, dtype, xp)
-    overwrite_a = overwrite_a and placement.writable
-    with placement.device_context():
-        if check_finite:
-            validation.check_finite(arr, xp, what=what)
-        batch, (m, n) = arr.shape[:-2], arr.shape[-2:]
-        if math.prod(batch) == 0:
-            u, s, vh = _empty_stack(xp, batch, m, n, dtype, full_matrices, compute_uv)
+    with receive(a, what=what, device=device, check_finite=check_finite,
+                 overwrite_a=overwrite_a) as job:
+        stack, xp = job.stack, job.xp
+        _, m, n = stack.shape
+        if len(stack) == 0:
+            u, s, vh = _empty_stack(xp, (0,), m, n, stack.dtype, full_matrices, compute_uv)
         else:
-            if arr.dtype != dtype:
-                arr = arr.astype(dtype)
-                overwrite_a = True  # a private copy now
-            u, s, vh = _METHODS[method](arr.reshape(math.prod(batch), m, n), xp,
-                                        full_matrices=full_matrices, compute_uv=compute_uv,
-                                        overwrite_a=overwrite_a)
-            s = s.reshape(*batch, min(m, n))
-            if compute_uv:
-                u = u.reshape(*batch, *u.shape[1:])
-                vh = vh.reshape(*batch, *vh.shape[1:])
+            if method == "auto":
+                method = _choose_method((*job.batch, m, n), stack.dtype, xp)
+            u, s, vh = _METHODS[method](stack, xp, full_matrices=full_matrices,
+                                        compute_uv=compute_uv, overwrite_a=job.writable)
         if not compute_uv:
-            return placement.to_output(s)
-        return SVDResult(placement.to_output(u), placement.to_output(s),
-                         placement.to_output(vh))
+            return job.values(s)
+        return SVDResult(job.vectors(u), job.values(s), job.vectors(vh))
 
 
 @hint_on_exhaustion(DENSE_HINT)
@@ -199,12 +185,13 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
     >>> bool(np.allclose(U @ np.diag(S) @ Vh, a))
     True
 
-    Complex input goes to the Jacobi SVD; Golub–Reinsch takes it on the CPU:
+    Complex input takes the same rule as real input (one matrix: Golub–Reinsch, with
+    complex reflectors and a real bidiagonal); the Jacobi SVD takes it on request:
 
     >>> z = np.array([[1.0, 2.0j], [0.0, 1.0]])
     >>> np.round(gpusvd.svd(z, compute_uv=False), 6)      # 1 + √2 and √2 − 1
     array([2.414214, 0.414214])
-    >>> np.round(gpusvd.svd(z, compute_uv=False, method="gr", device="cpu"), 6)
+    >>> np.round(gpusvd.svd(z, compute_uv=False, method="jacobi", device="cpu"), 6)
     array([2.414214, 0.414214])
 
     A stack of many small matrices is decomposed in one batched Jacobi call:

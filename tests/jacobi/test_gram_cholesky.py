@@ -1,7 +1,7 @@
 """The Cholesky shortening kernel (kernels/gram_cholesky.cu, gram_cholesky_cuda.py).
 
 Without a GPU the kernel's source runs on the CPU (host_gram_cholesky.py, one thread per
-block) against its twin on the same H, ``blocked._factor_gram`` (NumPy's Cholesky): R
+block) against its twin on the same H, ``blocked.factor_gram`` (NumPy's Cholesky): R
 upper triangular, RᴴR = H to the rounding of H, and R equal to the twin's to rounding, for
 every dtype, on random, graded, rank-deficient pairs and pairs with zero columns; pairs
 that are not positive definite after the shift are refactored with a larger one (as the
@@ -54,10 +54,10 @@ def _shift(k, m, dtype):
 def test_host_kernel_matches_the_host_path(host_gc, dtype, kind, m, k):
     x = _pairs(kind, m, k, dtype, seed=m + k)
     shift = _shift(k, m, dtype)
-    h = blocked._gram(np, x)
+    h = blocked.gram(np, x)
     h0 = h.copy()
     r, v = host_gc(h, shift, dtype, kv=k + 2)
-    twin = blocked._factor_gram(np, h, shift, dtype)
+    twin = blocked.factor_gram(np, h, shift, dtype)
     np.testing.assert_array_equal(h, h0)
     assert r.dtype == dtype and r.shape == (3, k, k)
     assert np.all(np.tril(r, -1) == 0)
@@ -84,11 +84,11 @@ def test_not_positive_definite_is_refactored_with_a_larger_shift(host_gc, dtype)
     rng = np.random.default_rng(3)
     c = rng.standard_normal(50).astype(dtype)
     x = np.stack([c, c, -c, rng.standard_normal(50).astype(dtype)])[None]
-    h = blocked._gram(np, x)
+    h = blocked.gram(np, x)
     h[0, 1, 1] *= 1 - 1e-12           # make the trailing pivot negative after rounding
     r = host_gc(h, 1e-14, dtype)
     assert np.all(np.isfinite(r.view(np.float64)))
-    twin = blocked._factor_gram(np, h, 1e-14, dtype)     # the host path's retries
+    twin = blocked.factor_gram(np, h, 1e-14, dtype)     # the host path's retries
     assert np.all(np.isfinite(twin.view(np.float64)))
     assert abs(r[0, 0, 0]) == pytest.approx(np.linalg.norm(c), rel=1e-12)
     np.testing.assert_allclose(r[0, 0], twin[0, 0], rtol=0, atol=1e-12 * np.linalg.norm(c))
@@ -122,7 +122,7 @@ def test_cuda_kernel_agrees_with_host_build(host_gc, dtype, kind):
     m, k = 128, 64
     x = _pairs(kind, m, k, dtype, batch=5, seed=7)
     shift = _shift(k, m, dtype)
-    h = blocked._gram(np, x)
+    h = blocked.gram(np, x)
     r_host, v_host = host_gc(h, shift, dtype, kv=k)
     r_gpu, v_gpu = gram_cholesky(cp.asarray(h), shift, dtype, kv=k)
     r_gpu, v_gpu = r_gpu.get(), v_gpu.get()

@@ -90,7 +90,8 @@ class Placement:
         return self._restore(r)
 
 
-def _parse_device(device):
+def parse_device(device):
+    """(kind, GPU index or None) of a ``device`` argument; ``ValueError`` if it is none."""
     if device in ("auto", "cpu", "gpu"):
         return device, None
     if isinstance(device, (int, np.integer)) and not isinstance(device, bool) and device >= 0:
@@ -105,7 +106,7 @@ def place(a, device="auto"):
     before writing (the input is never modified unless ``overwrite_a=True`` and
     ``Placement.writable``).
     """
-    kind, index = _parse_device(device)
+    kind, index = parse_device(device)
     cp = cupy_or_none()
     immutable = _instance_of(a, "jax", "Array")
     if is_cupy_array(a):
@@ -147,6 +148,8 @@ def place(a, device="auto"):
     if index >= cp.cuda.runtime.getDeviceCount():
         raise ValueError(f"GPU index {index} out of range: "
                          f"{cp.cuda.runtime.getDeviceCount()} GPU(s) present")
+    if not arr.dtype.isnative:  # CuPy takes native byte order only
+        arr = arr.astype(arr.dtype.newbyteorder("="))
     with cp.cuda.Device(index):
         arr = cp.asarray(arr)
     return arr, Placement(cp, index, restore, writable)

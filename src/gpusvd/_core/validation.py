@@ -1,19 +1,37 @@
-"""Validation of user input; every message says what is wrong and what is expected."""
+"""Validation of user input; every message says what is wrong and what is expected.
+
+The numeric options of every public function are checked here, once, so that the entry
+points agree (issue 19): a tolerance is a number in (0, 1), a sweep limit an integer
+>= 1, QUIC-SVD's ε and δ numbers in (0, 1), Hermitian signs ±1.
+"""
+
+import numbers
 
 import numpy as np
+
+from .backend import to_host
 
 _REAL = (np.dtype(np.float32), np.dtype(np.float64))
 _COMPLEX = (np.dtype(np.complex64), np.dtype(np.complex128))
 
 
 def working_dtype(dtype, *, allow_complex, what):
-    """The dtype a decomposition computes in for input of ``dtype``.
+    """The dtype a decomposition computes in for input of ``dtype``, in native byte order.
 
-    Integers and booleans are promoted to float64 as NumPy does, float16 to float32.
+    Integers and booleans are promoted to float64 as NumPy does, float16 to float32; a
+    big-endian float64 computes in (native) float64, as NumPy and SciPy do.
+
+    Examples
+    --------
+    >>> working_dtype(">f8", allow_complex=False, what="svd")
+    dtype('float64')
+    >>> working_dtype(np.int32, allow_complex=False, what="svd")
+    dtype('float64')
     """
     dtype = np.dtype(dtype)
     if dtype.kind in "biu":
         return np.dtype(np.float64)
+    dtype = dtype.newbyteorder("=")
     if dtype == np.float16:
         return np.dtype(np.float32)
     if dtype in _REAL or (allow_complex and dtype in _COMPLEX):
@@ -29,18 +47,83 @@ def check_matrix(a, *, what):
                          f"got an array of shape {a.shape}")
 
 
-def check_finite(a, xp, *, what):
-    """Raise ``ValueError`` if ``a`` holds NaN or infinity."""
-    if a.size and not bool(xp.isfinite(a).all()):
-        raise ValueError(f"{what}: the input contains NaN or infinity; pass finite values "
-                         "(or check_finite=False to skip this check at your own risk)")
+def not_finite(what):
+    """The ``ValueError`` for input that holds NaN or infinity."""
+    return ValueError(f"{what}: the input contains NaN or infinity; pass finite values "
+                      "(or check_finite=False to skip this check at your own risk)")
 
 
 def check_choice(name, value, allowed):
+    """Raise ``ValueError`` unless ``value`` is one of ``allowed``."""
     if value not in allowed:
         raise ValueError(f"unknown {name} {value!r}; expected one of {', '.join(map(repr, allowed))}")
 
 
 def check_no_options(options, *, what):
+    """Raise ``ValueError`` if ``options`` (unknown keyword arguments) is not empty."""
     if options:
         raise ValueError(f"{what}: unknown option(s) {', '.join(sorted(options))}")
+
+
+def _is_real_number(value):
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def check_open_interval(name, value, *, what):
+    """``value`` as a float if it is a number in (0, 1), else ``ValueError``.
+
+    Examples
+    --------
+    >>> check_open_interval("eps", 1e-6, what="svd_lowrank")
+    1e-06
+    """
+    if not _is_real_number(value) or not 0.0 < float(value) < 1.0:
+        raise ValueError(f"{what}: {name} must be a number in the open interval (0, 1), "
+                         f"got {value!r}")
+    return float(value)
+
+
+def check_tol(tol, *, what):
+    """A convergence tolerance: None (the method's default) or a number in (0, 1).
+
+    Zero can never be met in floating point (the sweeps would run to their limit), and a
+    relative tolerance of 1 or more is met before the first sweep.
+    """
+    if tol is None:
+        return None
+    return check_open_interval("tol", tol, what=what)
+
+
+def check_count(name, value, *, what, optional=False):
+    """``value`` as an int if it is an integer >= 1 (or None where ``optional``).
+
+    Examples
+    --------
+    >>> check_count("max_sweeps", 30, what="takagi")
+    30
+    """
+    if optional and value is None:
+        return None
+    if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)) \
+            or value < 1:
+        expected = "None or an integer >= 1" if optional else "an integer >= 1"
+        raise ValueError(f"{what}: {name} must be {expected}, got {value!r}")
+    return int(value)
+
+
+def check_flag(name, value, *, what):
+    """``value`` as a bool if it is True or False, else ``ValueError``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{what}: {name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_signs(signs, n, *, what):
+    """The signs of J = diag(signs) as a host array: 1-D, length ``n``, only ±1."""
+    signs = to_host(signs)
+    if signs.ndim != 1 or signs.shape[0] != n:
+        raise ValueError(f"{what}: signs must be a 1-D array of length n = {n} (one per "
+                         f"column of g), got shape {signs.shape}")
+    if not np.isin(signs, (-1, 1)).all():
+        raise ValueError(f"{what}: signs must hold only +1 and -1")
+    return signs

@@ -39,6 +39,7 @@ def _parser():
 def main(argv=None):
     from mpi4py import MPI
 
+    from .._core.backend import to_host
     from ..testing import with_condition
     from ..testing.metrics import orthogonality, relative_sv_error, svd_residual
     from .comm import Comm
@@ -61,7 +62,7 @@ def main(argv=None):
     if world.rank != 0:
         return 0
     s = out if args.values_only else out.S
-    s = s.get() if hasattr(s, "get") else np.asarray(s)
+    s = to_host(s)
     k = min(m, args.n)
     ref = np.geomspace(1.0, 1.0 / args.cond, k) if k > 1 else np.ones(k)
     run = comm.last_run      # None for an empty matrix
@@ -70,7 +71,7 @@ def main(argv=None):
                f"{run.steps} pairs tested only, ")
             + f"relative sv error {relative_sv_error(s, ref):.2e}")
     if not args.values_only:
-        u, vh = (np.asarray(x.get() if hasattr(x, "get") else x) for x in (out.U, out.Vh))
+        u, vh = to_host(out.U), to_host(out.Vh)
         line += (f", residual {svd_residual(a, u, s, vh):.2f}, orthogonality U "
                  f"{orthogonality(u):.2f} V {orthogonality(vh.conj().T):.2f} (units of n·eps)")
     print(line, flush=True)

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from .._core.backend import cupy_or_none
+from .._core.backend import cupy_or_none, to_host
 
 # NVLink SHARP (multicast) buffers fail on the lent H200 machines (DESIGN.md, "Several
 # GPUs"); NCCL reads the variable when its first communicator is created.
@@ -243,7 +243,7 @@ class Comm:
     def _mpi_exchange(self, sends, recvs, dtype):
         host = [np.empty(shape, dtype) for shape, _ in recvs]
         requests = [self.world.Irecv(h, source=source) for h, (_, source) in zip(host, recvs)]
-        host_sends = [(np.ascontiguousarray(send.get() if self.xp is not np else send), dest)
+        host_sends = [(np.ascontiguousarray(to_host(send)), dest)
                       for send, dest in sends]
         requests += [self.world.Isend(send, dest=dest) for send, dest in host_sends]
         _mpi().Request.Waitall(requests)

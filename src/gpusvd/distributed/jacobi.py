@@ -18,9 +18,8 @@ options (:class:`.outer.OuterOptions`) are ``pair_sweeps``, ``skip_orthogonal`` 
 import numpy as np
 
 from .._core import validation
-from .._core.arrays import place
+from .._core.front_end import prepare
 from .._core.results import HSVDResult, SVDResult
-from ..jacobi import hyperbolic
 from ..jacobi.driver import (DEFAULTS, MAX_SWEEPS, check_options, decompose, normalized,
                              scale_to_unit)
 from ..jacobi import driver
@@ -34,42 +33,37 @@ VARIANT = "block-oriented"
 OUTER = OuterOptions()
 
 
-def _check_outer(pair_sweeps, skip_orthogonal, pairs_per_rank):
+def _check_outer(pair_sweeps, skip_orthogonal, pairs_per_rank, what):
     """Validate the outer level's options; return them as :class:`.outer.OuterOptions`."""
-    for name, value in (("pair_sweeps", pair_sweeps), ("pairs_per_rank", pairs_per_rank)):
-        if value is None and name == "pairs_per_rank":
-            continue
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    if not isinstance(skip_orthogonal, (bool, np.bool_)):
-        raise ValueError(f"skip_orthogonal must be True or False, got {skip_orthogonal!r}")
-    return OuterOptions(int(pair_sweeps), bool(skip_orthogonal),
-                        None if pairs_per_rank is None else int(pairs_per_rank))
+    return OuterOptions(validation.check_count("pair_sweeps", pair_sweeps, what=what),
+                        validation.check_flag("skip_orthogonal", skip_orthogonal, what=what),
+                        validation.check_count("pairs_per_rank", pairs_per_rank, what=what,
+                                               optional=True))
 
 
-def _placed_matrix(a, comm, check_finite, what):
-    """Root's input as a 2-D array of ``comm``'s namespace and working dtype, placed."""
-    arr, placement = place(a, "cpu" if comm.device_id is None else comm.device_id)
-    validation.check_matrix(arr, what=what)
-    if arr.ndim != 2:
-        raise ValueError(f"{what} decomposes one matrix (M, N), got shape {arr.shape}; "
-                         "decompose a stack matrix by matrix")
-    dtype = validation.working_dtype(arr.dtype, allow_complex=True, what=what)
-    if check_finite:
-        validation.check_finite(arr, comm.xp, what=what)
-    return comm.xp.asarray(arr, dtype=dtype), placement
+def _received(a, comm, check_finite, what):
+    """Root's input through the front end (:func:`gpusvd._core.front_end.prepare`) on
+    ``comm``'s device: one matrix, no stack."""
+    job = prepare(a, what=what, device="cpu" if comm.device_id is None else comm.device_id,
+                  check_finite=check_finite)
+    if job.batch != ():
+        raise ValueError(f"{what} decomposes one matrix (M, N), got shape "
+                         f"{(*job.batch, *job.stack.shape[1:])}; decompose a stack "
+                         "matrix by matrix")
+    return job
 
 
 class _SVDJob:
     """Root's side of the SVD: the factor the ranks orthogonalize, and the assembly."""
 
     def __init__(self, a, comm, full_matrices, compute_uv, options, check_finite):
-        a, self.placement = _placed_matrix(a, comm, check_finite, "distributed jacobi_svd")
+        self.received = _received(a, comm, check_finite, "distributed jacobi_svd")
+        a = self.received.stack
         self.xp, self.full, self.compute_uv, self.options = comm.xp, full_matrices, \
             compute_uv, options
-        m, n = a.shape
+        _, m, n = a.shape
         self.wide = m < n
-        a = a.conj().T[None] if self.wide else a[None]
+        a = a.conj().swapaxes(-1, -2) if self.wide else a
         self.trivial = min(m, n) == 0
         self.a = self.x = a
         self.pre = None
@@ -89,8 +83,7 @@ class _SVDJob:
 
     def finish(self, res):
         """U, S, Vh from the orthogonalized columns, as ``driver.svd_stack`` assembles."""
-        xp, pre = self.xp, self.pre
-        out = self.placement.to_output
+        xp, pre, received = self.xp, self.pre, self.received
         if self.trivial:
             u, s, vh = decompose(self.a, xp, full_matrices=self.full,
                                  compute_uv=self.compute_uv, options=self.options)
@@ -99,7 +92,7 @@ class _SVDJob:
             s = xp.ldexp(res.s, self.e[:, None])
             u = vh = None
             if self.compute_uv:
-                v = res.v if self.want_v else driver._solve(
+                v = res.v if self.want_v else driver.solve_v(
                     xp, self.x, res.g, True if pre is not None else None)
                 if pre is not None:
                     u_x = normalized(xp, res.g, res.s, n)
@@ -115,10 +108,10 @@ class _SVDJob:
                     right = v
                 vh = right.conj().swapaxes(-1, -2)
         if not self.compute_uv:
-            return out(s[0])
+            return received.values(s)
         if self.wide:
             u, vh = vh.conj().swapaxes(-1, -2), u.conj().swapaxes(-1, -2)
-        return SVDResult(out(u[0]), out(s[0]), out(vh[0]))
+        return SVDResult(received.vectors(u), received.values(s), received.vectors(vh))
 
 
 class _HSVDJob:
@@ -127,12 +120,13 @@ class _HSVDJob:
     def __init__(self, g, signs, comm, options, check_finite):
         xp = self.xp = comm.xp
         self.options = options
-        device = "cpu" if comm.device_id is None else comm.device_id
-        g, self.placement, batch, signs = hyperbolic._prepare(
-            g, signs, device, check_finite, "distributed hsvd")
-        if batch != ():
-            raise ValueError(f"distributed hsvd decomposes one matrix (M, N), got a stack "
-                             f"of shape {batch}")
+        self.received = _received(g, comm, check_finite, "distributed hsvd")
+        g = self.received.stack
+        _, m, n = g.shape
+        signs = validation.check_signs(signs, n, what="distributed hsvd")
+        if m < n:
+            raise ValueError(f"distributed hsvd: g must have at least as many rows as "
+                             f"columns (m >= n), got {m}×{n}")
         _, m, n = g.shape
         self.trivial = n == 0
         self.shape = (m, n)
@@ -150,18 +144,21 @@ class _HSVDJob:
         self.want_v = True
 
     def finish(self, res):
-        xp, (m, n), out = self.xp, self.shape, self.placement.to_output
+        xp, (m, n), received = self.xp, self.shape, self.received
         if self.trivial:
             real = np.finfo(self.x.dtype).dtype
-            return HSVDResult(out(xp.zeros((m, 0), self.x.dtype)), out(xp.zeros(0, real)),
-                              out(xp.zeros((0, 0), self.x.dtype)), out(xp.zeros(0, real)))
+            return HSVDResult(received.vectors(xp.zeros((1, m, 0), self.x.dtype)),
+                              received.values(xp.zeros((1, 0), real)),
+                              received.vectors(xp.zeros((1, 0, 0), self.x.dtype)),
+                              received.vectors(xp.zeros((1, 0), real)))
         u = normalized(xp, res.g, res.s, n)
         if self.q is not None:
             u = xp.take_along_axis(xp.matmul(self.q, u),
                                    inverse_permutation(xp, self.rows)[..., None], axis=-2)
         v = res.v[:, xp.asarray(np.argsort(self.perm)), :]
         s = xp.ldexp(res.s, self.e[:, None])
-        return HSVDResult(out(u[0]), out(s[0]), out(v[0]), out(xp.asarray(res.signs[0])))
+        return HSVDResult(received.vectors(u), received.values(s), received.vectors(v),
+                          received.vectors(xp.asarray(res.signs)))
 
 
 def _run(comm, root, make_job):
@@ -258,9 +255,10 @@ def jacobi_svd(a, full_matrices=True, compute_uv=True, *, comm=None, root=0, dev
     """
     def make_job(comm):
         options = check_options(strategy, variant, shorten, vectors, tol, max_sweeps,
-                                precondition)
+                                precondition, what="distributed jacobi_svd")
         job = _SVDJob(a, comm, full_matrices, compute_uv, options, check_finite)
-        job.outer = _check_outer(pair_sweeps, skip_orthogonal, pairs_per_rank)
+        job.outer = _check_outer(pair_sweeps, skip_orthogonal, pairs_per_rank,
+                                 "distributed jacobi_svd")
         return job
 
     with given_or_own(comm, device) as comm:
@@ -301,9 +299,10 @@ def hsvd(g, signs, *, comm=None, root=0, device="auto", strategy=DEFAULTS.strate
     """
     def make_job(comm):
         options = check_options(strategy, variant, shorten, "accumulate", tol, max_sweeps,
-                                True)
+                                True, what="distributed hsvd")
         job = _HSVDJob(g, signs, comm, options, check_finite)
-        job.outer = _check_outer(pair_sweeps, skip_orthogonal, pairs_per_rank)
+        job.outer = _check_outer(pair_sweeps, skip_orthogonal, pairs_per_rank,
+                                 "distributed hsvd")
         return job
 
     with given_or_own(comm, device) as comm:

@@ -54,13 +54,13 @@ def _gram(gt, xp, how):
     :mod:`gpusvd.jacobi.blocked`, and R of the QR factorization (``how="qr"``, where H
     is Rᴴ·R) or None (Cholesky: R comes from H, only when the step needs it).
 
-    Thin wrappers over the private ``_gram`` and ``_qr_factor`` of
-    :mod:`gpusvd.jacobi.blocked` (to be made public there).
+    Thin wrappers over :func:`gpusvd.jacobi.blocked.gram` and
+    :func:`gpusvd.jacobi.blocked.qr_factor`.
     """
     if how == "qr":
-        r = blocked._qr_factor(xp, gt[None])
-        return blocked._gram(xp, r.swapaxes(-1, -2))[0], r[0]
-    return blocked._gram(xp, gt[None])[0], None
+        r = blocked.qr_factor(xp, gt[None])
+        return blocked.gram(xp, r.swapaxes(-1, -2))[0], r[0]
+    return blocked.gram(xp, gt[None])[0], None
 
 
 def _cholesky(h, m, dtype, xp):
@@ -68,7 +68,7 @@ def _cholesky(h, m, dtype, xp):
     (the shift k·max(m, k)·ε/2 for this pair's order k and length m)."""
     k = h.shape[0]
     shift = k * max(m, k) * float(np.finfo(dtype).eps) / 2
-    return blocked._factor_gram(xp, h[None], shift, dtype)[0]
+    return blocked.factor_gram(xp, h[None], shift, dtype)[0]
 
 
 def _orthogonal(h, tol, xp):

@@ -22,7 +22,7 @@ and does, per round:
 
 Root gathers the P_r and extracts U, S, Vh exactly as the single driver does
 (``quic.extraction.extract``), so the error returned is computed, not only bounded.
-Input is scaled by one power of two into the safe range (``safe_scale``) on every rank.
+Input is scaled by one power of two into the safe range (``safe_exponent``) on every rank.
 """
 
 import os
@@ -32,14 +32,14 @@ import numpy as np
 from .._core import tunables, validation
 from .._core.memory import LOWRANK_HINT, hint_on_exhaustion
 from .._core.results import LowRankSVD
-from .._core.scaling import safe_scale
+from .._core.scaling import safe_exponent, scale_values
 from ..quic import monte_carlo
 from ..quic.cosine_tree import row_norms2
-from ..quic.driver import MAX_ROUNDS, MORE_SAMPLES, _largest_entry, _scaled, partition_bounds
+from ..quic.driver import MAX_ROUNDS, MORE_SAMPLES, largest_entry, partition_bounds, scaled
 from ..quic.extraction import extract, project
 from ..quic.gram_schmidt import Basis
 from ..quic.growth import PartitionTree
-from ..quic.lowrank import WHAT, _as_source, _check_count, _check_open_interval
+from ..quic.lowrank import WHAT, as_source
 from ..quic.sources import open_source
 from .comm import _mpi, given_or_own
 
@@ -145,15 +145,15 @@ def _decompose(comm, a, eps, delta, root, max_rank, seed):
     xp = comm.xp
     with comm.device_context():
         with comm.phase():
-            eps = _check_open_interval("eps", eps)
-            delta = _check_open_interval("delta", delta)
-            max_rank = _check_count("max_rank", max_rank)
+            eps = validation.check_open_interval("eps", eps, what=WHAT)
+            delta = validation.check_open_interval("delta", delta, what=WHAT)
+            max_rank = validation.check_count("max_rank", max_rank, what=WHAT, optional=True)
             rng = _rng(seed, comm.rank, comm.size)
             header = restore = source = path = None
             if comm.rank == root:
                 if isinstance(a, (str, os.PathLike)):
                     path = os.path.abspath(os.fspath(a))
-                source, restore, _ = _as_source(a, "cpu")
+                source, restore, _ = as_source(a, "cpu")
                 m, n = source.shape
                 if m == 0 or n == 0:
                     raise ValueError(f"{WHAT}: the matrix is empty (shape {source.shape}); "
@@ -166,16 +166,16 @@ def _decompose(comm, a, eps, delta, root, max_rank, seed):
         bounds += [(m, m)] * (comm.size - len(bounds))  # ranks without rows
         block = _distribute_rows(comm, source, root, bounds, n, dtype, path)
         with comm.phase():
-            largest = _largest_entry(block, xp, WHAT) if block.shape[0] else 0.0
+            largest = largest_entry(block, xp, WHAT) if block.shape[0] else 0.0
         largest = comm.world.allreduce(largest, op=_mpi().MAX)
-        scale = safe_scale(largest, dtype)
-        block = _scaled(block, scale)
+        k = safe_exponent(largest, dtype)
+        block = scaled(block, k, xp)
         out = _quic(comm, block, root, n, dtype, eps=eps, delta=delta, max_rank=max_rank,
                     rng=rng, m=m)
         if comm.rank != root:
             return None
         u, s, vh, error = out["extracted"]
-        return LowRankSVD(restore(u), restore(s / s.dtype.type(scale)), restore(vh), error,
+        return LowRankSVD(restore(u), restore(scale_values(s, -k, xp)), restore(vh), error,
                           int(s.shape[0]), out["basis_size"], out["mc_bound"],
                           sum(1 for r0, r1 in bounds if r1 > r0), out["passes"], out["steps"])
 

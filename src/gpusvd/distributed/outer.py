@@ -39,6 +39,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._core import tunables
+from .._core.backend import to_host
 from .._core.errors import LinAlgError
 from ..jacobi.blocked import block_width, inner_name
 from ..jacobi.norms import column_norms
@@ -177,7 +178,7 @@ def _sorted(xp, gt, vt, signs):
     g = gt.T[None]
     s = column_norms(g, xp)
     order = xp.argsort(-s, axis=1, kind="stable")
-    host_order = order.get() if hasattr(order, "get") else order
+    host_order = to_host(order)
     v = None if vt is None else xp.take_along_axis(vt.T[None], order[:, None, :], axis=2)
     return Orthogonalized(xp.take_along_axis(g, order[:, None, :], axis=2),
                           xp.take_along_axis(s, order, axis=1), v,

@@ -294,7 +294,8 @@ class BidiagonalQR:
         if self._e.shape[0] != max(n - 1, 0):
             raise ValueError(f"e must have n-1 = {max(n - 1, 0)} entries, got {self._e.shape[0]}")
         if not (np.isfinite(self._d).all() and np.isfinite(self._e).all()):
-            raise ValueError("d and e must be finite")
+            raise LinAlgError("the bidiagonal holds NaN or infinity: the input was not finite "
+                              "(check_finite=True rejects such input up front)")
         eps = float(eps)
         if not 0.0 < eps < 1.0:
             raise ValueError(f"eps must lie in (0, 1), got {eps}")

@@ -264,9 +264,10 @@ def bidiagonal_singular_values(d, e):
     Raises
     ------
     ValueError
-        If the shapes do not match or an entry is not finite.
+        If the shapes do not match.
     gpusvd.LinAlgError
-        If dqds takes more than 100·n steps.
+        If an entry is not finite (the input of the SVD was not), or dqds takes more
+        than 100·n steps.
 
     Examples
     --------
@@ -283,5 +284,6 @@ def bidiagonal_singular_values(d, e):
     if e.shape[0] != max(n - 1, 0):
         raise ValueError(f"e must have n-1 = {max(n - 1, 0)} entries, got {e.shape[0]}")
     if not (np.isfinite(d).all() and np.isfinite(e).all()):
-        raise ValueError("d and e must be finite")
+        raise LinAlgError("the bidiagonal holds NaN or infinity: the input was not finite "
+                          "(check_finite=True rejects such input up front)")
     return _values_and_steps(d, e)[0]

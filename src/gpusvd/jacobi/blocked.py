@@ -32,6 +32,7 @@ needed.
 import numpy as np
 
 from .._core import progress, tunables
+from .._core.backend import to_host
 from .._core.errors import LinAlgError
 from .padding import drop_columns, kept_columns, pad_columns, pad_signs
 from .rotations import orthogonality_tol
@@ -76,10 +77,10 @@ def _cholesky_factor(xp, x, shift):
     keeps numerically singular pairs factorable, and needs no test of the factorization
     (which on the GPU would cost a second factorization or a host synchronization).
     """
-    return _factor_gram(xp, _gram(xp, x), shift, x.dtype)
+    return factor_gram(xp, gram(xp, x), shift, x.dtype)
 
 
-def _factor_gram(xp, h, shift, dtype):
+def factor_gram(xp, h, shift, dtype):
     """R (batch, k, k) of ``dtype`` from the Gram matrices h (see :func:`_cholesky_factor`).
 
     The twin of ``kernels/gram_cholesky.cu``, which takes the same h on the GPU.
@@ -98,7 +99,7 @@ def _factor_gram(xp, h, shift, dtype):
     return xp.ascontiguousarray(r.astype(dtype, copy=False))
 
 
-def _gram(xp, x):
+def gram(xp, x):
     """H = x̄·xᵀ (batch, k, k) of the rows x (batch, k, m), in the Gram type."""
     wide = x.astype(_GRAM_TYPE.get(x.dtype, x.dtype), copy=False)
     return xp.matmul(wide.conj(), wide.transpose(0, 2, 1))
@@ -109,21 +110,29 @@ def _shorten(xp, x, shorten, shift, eye):
     Jacobi starts its V from (a copy of ``eye``). On the GPU the Cholesky path is one
     kernel after the Gram GEMM (``gram_cholesky_cuda``), with no host synchronization."""
     if shorten == "qr":
-        return _qr_factor(xp, x), eye.copy()
+        return qr_factor(xp, x), eye.copy()
     if xp is np:
         return _cholesky_factor(xp, x, shift), eye.copy()
     from .gram_cholesky_cuda import gram_cholesky
-    return gram_cholesky(_gram(xp, x), shift, x.dtype, kv=eye.shape[-1])
+    return gram_cholesky(gram(xp, x), shift, x.dtype, kv=eye.shape[-1])
 
 
 def _host_cholesky(hs, shift):
     """NumPy's Cholesky of each matrix; one not positive definite after rounding gets a
-    larger shift (the GPU has no such test: there it would cost a synchronization)."""
+    larger shift (the GPU has no such test: there it would cost a synchronization).
+
+    The shift doubles from ``shift`` until the factorization succeeds. Hs has unit
+    diagonal and, as a scaled Gram matrix, off-diagonal entries of modulus at most about
+    one, so by Gershgorin's theorem an extra shift of k makes it positive definite: at
+    most log2(k/shift) + 1 doublings. A matrix that fails beyond that cannot be a Gram
+    matrix of finite columns: :class:`~gpusvd.LinAlgError`, not an endless loop.
+    """
     try:
         return np.linalg.cholesky(hs)
     except np.linalg.LinAlgError:
         low = np.empty_like(hs)
         eye = np.eye(hs.shape[-1], dtype=hs.dtype)
+        limit = hs.shape[-1] + 1.0
         for i, one in enumerate(hs):
             extra = 0.0
             while True:
@@ -131,11 +140,17 @@ def _host_cholesky(hs, shift):
                     low[i] = np.linalg.cholesky(one + extra * eye)
                     break
                 except np.linalg.LinAlgError:
+                    if extra > limit:
+                        raise LinAlgError(
+                            f"jacobi: the Gram matrix of a block pair is not positive "
+                            f"definite even with a shift of {extra:.3g}: it is not finite "
+                            "(was the input? check_finite=True rejects such input up "
+                            "front)") from None
                     extra = max(2 * extra, shift)
         return low
 
 
-def _qr_factor(xp, x):
+def qr_factor(xp, x):
     return xp.ascontiguousarray(xp.linalg.qr(x.transpose(0, 2, 1), mode="r"))
 
 
@@ -279,7 +294,7 @@ def _drop_padding(gt, vt, signs, n, xp):
         plus = xp.asarray(signs > 0)
         drop_rank = xp.cumsum(zero & plus)
         keep = xp.flatnonzero(~(zero & plus & (drop_rank <= n_pad - n)))
-    keep_host = np.asarray(keep.get() if hasattr(keep, "get") else keep)
+    keep_host = to_host(keep)
     gt = gt[keep]
     vt = vt[keep][:, :n] if vt is not None else None
     return gt, vt, signs[keep_host]
@@ -312,5 +327,5 @@ def small_jacobi(g, signs, *, xp, strategy, tol, max_sweeps):
     if (signs == signs[0]).all():  # no host copy of keep: the signs stay as they were
         kept_signs = np.broadcast_to(signs, (batch, n))
     else:
-        kept_signs = signs_pad[np.asarray(keep.get() if hasattr(keep, "get") else keep)]
+        kept_signs = signs_pad[to_host(keep)]
     return drop_columns(gp[:, :m], keep, xp), drop_columns(vp[:, :n], keep, xp), kept_signs

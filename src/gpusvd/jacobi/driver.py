@@ -12,12 +12,10 @@
    paper's (5): triangular after preconditioning).
 """
 
-import math
-
 import numpy as np
 
 from .._core import validation
-from .._core.arrays import place
+from .._core.front_end import receive
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
 from .._core.results import SVDResult
 from .orthogonalize import Options, orthogonalize
@@ -35,17 +33,15 @@ DEFAULTS = Options(strategy="row-reverse", variant="full-block", shorten="choles
                    vectors="accumulate", tol=None, max_sweeps=MAX_SWEEPS, precondition=True)
 
 
-def check_options(strategy, variant, shorten, vectors, tol, max_sweeps, precondition):
+def check_options(strategy, variant, shorten, vectors, tol, max_sweeps, precondition, *,
+                  what):
     """Validate the options of the Jacobi drivers; return them as :class:`Options`."""
     validation.check_choice("strategy", strategy, NAMES)
     validation.check_choice("variant", variant, VARIANTS)
     validation.check_choice("shorten", shorten, SHORTENINGS)
     validation.check_choice("vectors", vectors, VECTORS)
-    if tol is not None and not (isinstance(tol, (int, float)) and 0 <= tol < 1):
-        raise ValueError(f"tol must be None or a number in [0, 1), got {tol!r}")
-    if not isinstance(max_sweeps, (int, np.integer)) or max_sweeps < 1:
-        raise ValueError(f"max_sweeps must be an integer >= 1, got {max_sweeps!r}")
-    return Options(strategy, variant, shorten, vectors, tol, int(max_sweeps),
+    return Options(strategy, variant, shorten, vectors, validation.check_tol(tol, what=what),
+                   validation.check_count("max_sweeps", max_sweeps, what=what),
                    bool(precondition))
 
 
@@ -79,7 +75,7 @@ def normalized(xp, g, s, k):
     return xp.where(keep[:, None, :], wide, q)
 
 
-def _solve(xp, x, g, lower):
+def solve_v(xp, x, g, lower):
     """V from X·V = G for each matrix (triangular X after preconditioning)."""
     if lower is None:
         return xp.linalg.solve(x, g)
@@ -112,7 +108,7 @@ def svd_stack(a, xp, *, full_matrices, compute_uv, options):
     s = xp.ldexp(res.s, e[:, None])
     if not compute_uv:
         return None, s, None
-    v = res.v if want_v else _solve(xp, x, res.g, True if options.precondition else None)
+    v = res.v if want_v else solve_v(xp, x, res.g, True if options.precondition else None)
     if options.precondition:
         # A = P_rᵀ·(Q·V)·Σ·(P_c·U_x)ᴴ with U_x = G·Σ⁻¹.
         u_x = normalized(xp, res.g, res.s, n)
@@ -181,9 +177,9 @@ def jacobi_svd(a, full_matrices=True, compute_uv=True, *, strategy=DEFAULTS.stra
         Shortening of a block pair: Cholesky factor of its Gram matrix, or R of its QR.
     vectors : {"accumulate", "solve"}, optional
         V from the accumulated rotations, or from the triangular system X·V = G.
-    tol : float, optional
+    tol : float in (0, 1), optional
         Relative orthogonality threshold c(ε); default u·√(2b) blocked, u·√m pointwise.
-    max_sweeps : int, optional
+    max_sweeps : int >= 1, optional
         Block sweeps (or sweeps of the pointwise method) before ``LinAlgError``.
     precondition : bool, optional
         QR preconditioning like DGEJSV (default). Without it the Jacobi method runs on A.
@@ -218,20 +214,11 @@ def jacobi_svd(a, full_matrices=True, compute_uv=True, *, strategy=DEFAULTS.stra
     >>> bool(np.allclose(U @ np.diag(S) @ Vh, [[3, 0], [4, 5]]))
     True
     """
-    options = check_options(strategy, variant, shorten, vectors, tol, max_sweeps, precondition)
-    arr, placement = place(a, device)
-    validation.check_matrix(arr, what="jacobi_svd")
-    dtype = validation.working_dtype(arr.dtype, allow_complex=True, what="jacobi_svd")
-    xp = placement.xp
-    with placement.device_context():
-        if check_finite:
-            validation.check_finite(arr, xp, what="jacobi_svd")
-        batch, (m, n) = arr.shape[:-2], arr.shape[-2:]
-        stack = xp.asarray(arr, dtype=dtype).reshape(math.prod(batch), m, n)
-        u, s, vh = decompose(stack, xp, full_matrices=full_matrices, compute_uv=compute_uv,
-                             options=options)
-        s = placement.to_output(s.reshape(*batch, -1))
+    options = check_options(strategy, variant, shorten, vectors, tol, max_sweeps, precondition,
+                            what="jacobi_svd")
+    with receive(a, what="jacobi_svd", device=device, check_finite=check_finite) as job:
+        u, s, vh = decompose(job.stack, job.xp, full_matrices=full_matrices,
+                             compute_uv=compute_uv, options=options)
         if not compute_uv:
-            return s
-        return SVDResult(placement.to_output(u.reshape(*batch, *u.shape[1:])), s,
-                         placement.to_output(vh.reshape(*batch, *vh.shape[1:])))
+            return job.values(s)
+        return SVDResult(job.vectors(u), job.values(s), job.vectors(vh))

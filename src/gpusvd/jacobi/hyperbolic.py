@@ -15,12 +15,12 @@ method runs on R and U = P_rᵀ·Q·U_R. Wide G (m < n) is not supported: its co
 cannot all be made J-orthogonal.
 """
 
-import math
+import contextlib
 
 import numpy as np
 
 from .._core import validation
-from .._core.arrays import place
+from .._core.front_end import receive
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
 from .._core.results import HSVDResult
 from .driver import DEFAULTS, MAX_SWEEPS, check_options, normalized, scale_to_unit
@@ -28,16 +28,6 @@ from .norms import column_norms
 from .orthogonalize import orthogonalize
 from .precondition import inverse_permutation
 from .small_qr_cuda import stack_qr
-
-
-def _check_signs(signs, n, what):
-    signs = np.asarray(signs.get() if hasattr(signs, "get") else signs)
-    if signs.ndim != 1 or signs.shape[0] != n:
-        raise ValueError(f"{what}: signs must be a 1-D array of length n = {n} (one per "
-                         f"column of g), got shape {signs.shape}")
-    if not np.isin(signs, (-1, 1)).all():
-        raise ValueError(f"{what}: signs must hold only +1 and -1")
-    return signs
 
 
 def _hsvd_stack(g, signs, xp, options, want_v):
@@ -62,22 +52,21 @@ def _hsvd_stack(g, signs, xp, options, want_v):
     return u, xp.ldexp(res.s, e[:, None]), v, res.signs
 
 
-def _prepare(g, signs, device, check_finite, what):
-    """Validate and place: (stack (batch, m, n) of the working dtype, placement, batch, signs)."""
-    arr, placement = place(g, device)
-    validation.check_matrix(arr, what=what)
-    dtype = validation.working_dtype(arr.dtype, allow_complex=True, what=what)
-    batch, (m, n) = arr.shape[:-2], arr.shape[-2:]
-    signs = _check_signs(signs, n, what)
-    if m < n:
-        raise ValueError(f"{what}: g must have at least as many rows as columns (m >= n), "
-                         f"got {m}×{n}")
-    xp = placement.xp
-    with placement.device_context():
-        if check_finite:
-            validation.check_finite(arr, xp, what=what)
-        stack = xp.asarray(arr, dtype=dtype).reshape(math.prod(batch), m, n)
-    return stack, placement, batch, signs
+@contextlib.contextmanager
+def receive_factor(g, signs, *, options, device, check_finite, what):
+    """The front end of :func:`hsvd` and :func:`eigh_factored` (and of the distributed
+    HSVD): the Jacobi options (``strategy``, ``variant``, ``shorten``, ``tol``,
+    ``max_sweeps`` as a dict) checked, :func:`gpusvd._core.front_end.receive`, then G
+    must have m >= n and one sign per column. Yields the
+    :class:`~gpusvd._core.front_end.Received`, the host signs and the :class:`Options`."""
+    options = check_options(vectors="accumulate", precondition=True, what=what, **options)
+    with receive(g, what=what, device=device, check_finite=check_finite) as job:
+        _, m, n = job.stack.shape
+        signs = validation.check_signs(signs, n, what=what)
+        if m < n:
+            raise ValueError(f"{what}: g must have at least as many rows as columns "
+                             f"(m >= n), got {m}×{n}")
+        yield job, signs, options
 
 
 @hint_on_exhaustion(DENSE_HINT)
@@ -116,22 +105,19 @@ def hsvd(g, signs, *, strategy=DEFAULTS.strategy, variant=DEFAULTS.variant,
     >>> bool(np.allclose(g @ V, U * S)), bool(np.allclose(V.T @ np.diag([1, -1]) @ V, np.diag(J)))
     (True, True)
     """
-    options = check_options(strategy, variant, shorten, "accumulate", tol, max_sweeps, True)
-    stack, placement, batch, signs = _prepare(g, signs, device, check_finite, "hsvd")
-    xp = placement.xp
-    _, m, n = stack.shape
-    dtype = stack.dtype
-    with placement.device_context():
+    options = dict(strategy=strategy, variant=variant, shorten=shorten, tol=tol,
+                   max_sweeps=max_sweeps)
+    with receive_factor(g, signs, options=options, device=device, check_finite=check_finite,
+                        what="hsvd") as (job, signs, options):
+        stack, xp, (batch, m, n) = job.stack, job.xp, job.stack.shape
         if n == 0:
-            real = np.finfo(dtype).dtype
-            u, s = xp.zeros((len(stack), m, 0), dtype), xp.zeros((len(stack), 0), real)
-            v, j = xp.zeros((len(stack), 0, 0), dtype), np.zeros((len(stack), 0), real)
+            real = np.finfo(stack.dtype).dtype
+            u, s = xp.zeros((batch, m, 0), stack.dtype), xp.zeros((batch, 0), real)
+            v, j = xp.zeros((batch, 0, 0), stack.dtype), xp.zeros((batch, 0), real)
         else:
             u, s, v, j = _hsvd_stack(stack, signs, xp, options, want_v=True)
-        return HSVDResult(placement.to_output(u.reshape(*batch, m, n)),
-                          placement.to_output(s.reshape(*batch, n)),
-                          placement.to_output(v.reshape(*batch, n, n)),
-                          placement.to_output(xp.asarray(j).reshape(*batch, n)))
+        return HSVDResult(job.vectors(u), job.values(s), job.vectors(v),
+                          job.vectors(xp.asarray(j)))
 
 
 @hint_on_exhaustion(DENSE_HINT)
@@ -173,24 +159,22 @@ def eigh_factored(g, signs, *, strategy=DEFAULTS.strategy, variant=DEFAULTS.vari
     >>> bool(np.allclose(w, np.linalg.eigvalsh(g @ np.diag([1.0, -1.0]) @ g.T)))
     True
     """
-    options = check_options(strategy, variant, shorten, "accumulate", tol, max_sweeps, True)
-    stack, placement, batch, signs = _prepare(g, signs, device, check_finite, "eigh_factored")
-    xp = placement.xp
-    _, m, n = stack.shape
-    dtype = stack.dtype
-    with placement.device_context():
-        real = np.finfo(dtype).dtype
+    options = dict(strategy=strategy, variant=variant, shorten=shorten, tol=tol,
+                   max_sweeps=max_sweeps)
+    with receive_factor(g, signs, options=options, device=device, check_finite=check_finite,
+                        what="eigh_factored") as (job, signs, options):
+        stack, xp, (batch, m, n) = job.stack, job.xp, job.stack.shape
+        real = np.finfo(stack.dtype).dtype
         if n == 0:
-            w = xp.zeros((len(stack), 0), real)
-            u = xp.zeros((len(stack), m, 0), dtype)
+            w = xp.zeros((batch, 0), real)
+            u = xp.zeros((batch, m, 0), stack.dtype)
         else:
             u, s, _, j = _hsvd_stack(stack, signs, xp, options, want_v=False)
             w = s * s * xp.asarray(j, dtype=real)
         if m > n:
-            w = xp.concatenate([w, xp.zeros((len(stack), m - n), real)], axis=1)
+            w = xp.concatenate([w, xp.zeros((batch, m - n), real)], axis=1)
             u = xp.concatenate([u, stack_qr(u, xp, m)[0][:, :, n:]], axis=2)
         order = xp.argsort(w, axis=1, kind="stable")
         w = xp.take_along_axis(w, order, axis=1)
         u = xp.take_along_axis(u, order[:, None, :], axis=2)
-        return (placement.to_output(w.reshape(*batch, m)),
-                placement.to_output(u.reshape(*batch, m, m)))
+        return job.values(w, power=2), job.vectors(u)

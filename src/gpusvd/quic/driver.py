@@ -19,7 +19,7 @@ A single partition is the in-core algorithm: its block stays where it is and the
 re-read nothing. Several partitions stream through ``pipeline.make_feeder``.
 
 Input whose largest entry is outside [smlnum, bignum] is scaled by a power of two, as
-LAPACK's drivers do (``_core.scaling.safe_scale``): growth scales each partition
+LAPACK's drivers do (``_core.scaling.safe_exponent``): growth scales each partition
 by its own factor (everything it computes is relative to the partition), projection all
 of them by the global one; S is scaled back.
 """
@@ -29,7 +29,8 @@ import math
 import numpy as np
 
 from .._core import profile, tunables
-from .._core.scaling import safe_scale
+from .._core.backend import to_host
+from .._core.scaling import safe_exponent, scale_values, times_power_of_two
 from . import monte_carlo
 from .cosine_tree import row_norms2
 from .extraction import extract, project
@@ -51,17 +52,18 @@ def partition_bounds(m, partitions):
     return [(r0, min(r0 + rows, m)) for r0 in range(0, m, rows)]
 
 
-def _largest_entry(block, xp, what):
+def largest_entry(block, xp, what):
     """max |a_ij| of ``block`` (host float); ``ValueError`` if an entry is not finite."""
     both = xp.stack([block.max(), block.min()]).astype(xp.float64)
-    hi, lo = (both.get() if hasattr(both, "get") else both).tolist()
+    hi, lo = to_host(both).tolist()
     if not (math.isfinite(hi) and math.isfinite(lo)):
         raise ValueError(f"{what}: the input contains NaN or infinity; pass finite values")
     return max(abs(hi), abs(lo))
 
 
-def _scaled(block, scale):
-    return block * block.dtype.type(scale) if scale != 1.0 else block
+def scaled(block, k, xp):
+    """``block``·2^k (:func:`gpusvd._core.scaling.times_power_of_two`); ``block`` if k = 0."""
+    return times_power_of_two(block, k, xp) if k else block
 
 
 def _bar(progress, label, total):
@@ -90,8 +92,8 @@ def quic_svd(source, *, eps, delta, max_rank, bounds, seed, dtype, xp, progress=
             bar = _bar(progress, f"QUIC-SVD grow    (round {round_ + 1})", len(todo))
             with profile.phase("quic_grow", xp):
                 for done, (i, block) in enumerate(feeder.blocks(todo)):
-                    largest[i] = _largest_entry(block, xp, "svd_lowrank")
-                    block = _scaled(block, safe_scale(largest[i], dtype))
+                    largest[i] = largest_entry(block, xp, "svd_lowrank")
+                    block = scaled(block, safe_exponent(largest[i], dtype), xp)
                     if i not in trees:
                         trees[i] = PartitionTree(row_norms2(block, xp))
                     tree = trees[i]
@@ -102,14 +104,14 @@ def quic_svd(source, *, eps, delta, max_rank, bounds, seed, dtype, xp, progress=
             bar.close()
             passes += 1
 
-            scale = safe_scale(max(largest), dtype)
+            k = safe_exponent(max(largest), dtype)
             p = xp.empty((m, basis.k), dtype=dtype)
             residuals, masses = np.zeros(len(bounds)), np.zeros(len(bounds))
             bar = _bar(progress, f"QUIC-SVD project (round {round_ + 1})", len(bounds))
             with profile.phase("quic_project", xp):
                 for done, (i, block) in enumerate(feeder.blocks(range(len(bounds)))):
                     r0, r1 = bounds[i]
-                    p[r0:r1], residuals[i], masses[i] = project(_scaled(block, scale),
+                    p[r0:r1], residuals[i], masses[i] = project(scaled(block, k, xp),
                                                                 basis.v, xp)
                     bar.update(done + 1, f"rank <= {basis.k}")
             bar.close()
@@ -125,7 +127,7 @@ def quic_svd(source, *, eps, delta, max_rank, bounds, seed, dtype, xp, progress=
     with profile.phase("quic_extract", xp):
         u, s, vh, error = extract(p, basis.v, residual, mass, eps, max_rank, xp)
     mc = sum(trees[i].mc_bound / trees[i].mass * masses[i] for i in trees if trees[i].mass)
-    return {"U": u, "S": s / s.dtype.type(scale), "Vh": vh, "error_bound": error,
+    return {"U": u, "S": scale_values(s, -k, xp), "Vh": vh, "error_bound": error,
             "rank": int(s.shape[0]), "basis_size": basis.k,
             "mc_bound": mc / mass if mass > 0 else 0.0, "passes": passes,
             "steps": sum(tree.steps for tree in trees.values())}

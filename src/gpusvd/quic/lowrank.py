@@ -7,14 +7,13 @@ cosine tree runs over the larger dimension, and hands results back in the input'
 
 import contextlib
 import math
-import numbers
 import os
 
 import numpy as np
 
 from .._core import tunables, validation
-from .._core.arrays import _parse_device, place
-from .._core.backend import cupy_or_none
+from .._core.arrays import parse_device, place
+from .._core.backend import cupy_or_none, to_host
 from .._core.memory import LOWRANK_HINT, hint_on_exhaustion
 from .._core.results import LowRankSVD
 from .driver import partition_bounds, quic_svd
@@ -25,22 +24,6 @@ WHAT = "svd_lowrank"
 # Device bytes per byte of a streamed partition: two device buffers, plus the growth
 # step's and projection's temporaries (row chunks, A·[pivots], P_i) — about one more.
 STREAM_BUFFERS = 3
-
-
-def _check_open_interval(name, value):
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) \
-            or not 0.0 < float(value) < 1.0:
-        raise ValueError(f"{WHAT}: {name} must be a number in the open interval (0, 1), "
-                         f"got {value!r}")
-    return float(value)
-
-
-def _check_count(name, value):
-    if value is None:
-        return None
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{WHAT}: {name} must be None or an integer >= 1, got {value!r}")
-    return int(value)
 
 
 def _host_available_bytes():
@@ -69,19 +52,20 @@ def _choose_partitions(source, nbytes, on_gpu, xp):
     return max(1, math.ceil(nbytes / max(per, 1.0)))
 
 
-def _to_numpy(r):
-    return r.get() if hasattr(r, "get") else np.asarray(r)
+def as_source(a, device):
+    """(Source, restore, device context) for ``a``: arrays, paths, sliceable datasets.
 
-
-def _as_source(a, device):
-    """(Source, restore, device context) for ``a``: arrays, paths, sliceable datasets."""
+    The front end of :func:`svd_lowrank` (and of the distributed one): an out-of-core
+    source is read by row blocks and never placed whole; an array goes through
+    :func:`gpusvd._core.arrays.place`.
+    """
     source = open_source(a)
     if source is not None and source.kind != "device":
-        kind, index = _parse_device(device)
+        kind, index = parse_device(device)
         cp = cupy_or_none()
         if kind != "cpu" and index is not None and cp is not None:
-            return source, _to_numpy, cp.cuda.Device(index)
-        return source, _to_numpy, contextlib.nullcontext()
+            return source, to_host, cp.cuda.Device(index)
+        return source, to_host, contextlib.nullcontext()
     arr, placement = place(a, device)
     if arr.ndim != 2:
         raise ValueError(f"{WHAT} expects a 2-D matrix; got shape {tuple(arr.shape)}")
@@ -94,7 +78,7 @@ def _placement_xp(source, device):
     cp = cupy_or_none()
     if source.kind == "device":
         return cp
-    kind, _ = _parse_device(device)
+    kind, _ = parse_device(device)
     if kind == "cpu":
         return np
     if kind == "auto":
@@ -172,11 +156,11 @@ def svd_lowrank(a, eps=1e-6, delta=1e-6, *, max_rank=None, partitions=None, seed
     >>> bool(np.linalg.norm(a - (r.U * r.S) @ r.Vh) ** 2 <= 1e-10 * np.linalg.norm(a) ** 2)
     True
     """
-    eps = _check_open_interval("eps", eps)
-    delta = _check_open_interval("delta", delta)
-    max_rank = _check_count("max_rank", max_rank)
-    partitions = _check_count("partitions", partitions)
-    source, restore, context = _as_source(a, device)
+    eps = validation.check_open_interval("eps", eps, what=WHAT)
+    delta = validation.check_open_interval("delta", delta, what=WHAT)
+    max_rank = validation.check_count("max_rank", max_rank, what=WHAT, optional=True)
+    partitions = validation.check_count("partitions", partitions, what=WHAT, optional=True)
+    source, restore, context = as_source(a, device)
     with context:
         return _svd_lowrank(source, restore, eps=eps, delta=delta, max_rank=max_rank,
                             partitions=partitions, seed=seed, device=device,

@@ -5,12 +5,10 @@ into a NumPy or CuPy array on the chosen device, checks that it is square, finit
 symmetric (Aᵀ = A, not Hermitian), and returns results in the input's array type.
 """
 
-import math
-
 import numpy as np
 
 from .._core import validation
-from .._core.arrays import place
+from .._core.front_end import receive
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
 from .._core.results import TakagiResult
 from . import driver
@@ -58,10 +56,10 @@ def takagi(a, *, device="auto", tol=None, max_sweeps=driver.MAX_SWEEPS, check_fi
     device : {"auto", "cpu", "gpu"} or int, optional
         Where to compute. ``"auto"``: on the GPU that holds the input, or for NumPy
         input on a GPU when one is present and the matrix is large enough to gain.
-    tol : float, optional
+    tol : float in (0, 1), optional
         Stop when the off-diagonal Frobenius norm is at most ``tol``·‖A‖_F. Default
         4·N·ε of the working precision.
-    max_sweeps : int, optional
+    max_sweeps : int >= 1, optional
         Sweeps allowed before :class:`gpusvd.LinAlgError` is raised (default 50).
     check_finite : bool, optional
         Check that the input holds no NaN or infinity (``ValueError`` if it does).
@@ -92,31 +90,23 @@ def takagi(a, *, device="auto", tol=None, max_sweeps=driver.MAX_SWEEPS, check_fi
     >>> bool(np.allclose(U @ np.diag(S) @ U.T, a))
     True
     """
-    if not (isinstance(max_sweeps, (int, np.integer)) and max_sweeps >= 0):
-        raise ValueError(f"takagi: max_sweeps must be a non-negative integer, got {max_sweeps!r}")
-    if tol is not None and not 0 <= tol < math.inf:
-        raise ValueError(f"takagi: tol must be non-negative and finite, got {tol!r}")
-    arr, placement = place(a, device)
-    validation.check_matrix(arr, what="takagi")
-    if arr.shape[-1] != arr.shape[-2]:
-        raise ValueError(f"takagi expects square matrices (..., N, N); got shape {arr.shape}")
-    dtype = validation.working_dtype(arr.dtype, allow_complex=True, what="takagi")
-    dtype = _COMPLEX.get(dtype, dtype)
-    xp = placement.xp
-    with placement.device_context():
-        if check_finite:
-            validation.check_finite(arr, xp, what="takagi")
-        batch, n = arr.shape[:-2], arr.shape[-1]
-        mats = arr.astype(dtype, copy=False).reshape(math.prod(batch), n, n)
+    max_sweeps = validation.check_count("max_sweeps", max_sweeps, what="takagi")
+    tol = validation.check_tol(tol, what="takagi")
+    with receive(a, what="takagi", device=device, check_finite=check_finite,
+                 working=lambda dtype: _COMPLEX.get(dtype, dtype)) as job:
+        mats, xp = job.stack, job.xp
+        batch, n, n_cols = mats.shape
+        if n != n_cols:
+            raise ValueError(f"takagi expects square matrices (..., N, N); got shape "
+                             f"{(*job.batch, n, n_cols)}")
         for mat in mats:
-            _check_symmetric(mat, xp, dtype)
+            _check_symmetric(mat, xp, mats.dtype)
         if tol is None:
-            tol = driver.default_tol(n, dtype)
-        parts = [driver.factorize(mat, xp, tol=tol, max_sweeps=max_sweeps) for mat in mats]
-        real = np.finfo(dtype).dtype
-        if parts:
-            s = xp.stack([p[0] for p in parts]).reshape(*batch, n)
-            u = xp.stack([p[1] for p in parts]).reshape(*batch, n, n)
+            tol = driver.default_tol(n, mats.dtype)
+        if batch:
+            parts = [driver.factorize(mat, xp, tol=tol, max_sweeps=max_sweeps) for mat in mats]
+            s, u = xp.stack([p[0] for p in parts]), xp.stack([p[1] for p in parts])
         else:
-            s, u = xp.zeros((*batch, n), real), xp.zeros((*batch, n, n), dtype)
-        return TakagiResult(placement.to_output(s), placement.to_output(u))
+            s = xp.zeros((0, n), np.finfo(mats.dtype).dtype)
+            u = xp.zeros((0, n, n), mats.dtype)
+        return TakagiResult(job.values(s), job.vectors(u))

@@ -8,6 +8,14 @@ algorithm in the precision it works in. A backward-stable SVD gives
 `svd_residual`, `orthogonality` and `sv_error` of order one to a small multiple
 of one; values above about 100 signal a bug (LAPACK's xDRVBD flags 50 for its
 variants of these ratios).
+
+These are gpusvd's accuracy units, everywhere (tests, ``bench/``, ``gpusvd bench``,
+BENCHMARKS.md); "n·ε" in the documentation means, for an m×n matrix:
+
+* residual: ‖A − U·diag(S)·Vh‖_F / (‖A‖_F · max(m, n) · ε) (:func:`svd_residual`);
+* orthogonality: ‖QᴴQ − I‖_F / (k · ε), k the number of columns of Q measured,
+  min(m, n) for the economy U and Vᴴ (:func:`orthogonality`);
+* singular values: max_i |s_i − s_ref,i| / (max_i s_ref,i · ε) (:func:`sv_error`).
 """
 
 import numpy as np

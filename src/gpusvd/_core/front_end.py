@@ -1,0 +1,129 @@
+"""The front end of every public function (DESIGN.md, "One front end"; issue 19).
+
+:func:`receive` takes the caller's array through the same steps for every entry point:
+
+1. place: NumPy or CuPy, on the device asked for (:func:`._core.arrays.place`);
+2. check: a matrix or a stack of them, of a dtype the method takes, in any byte order;
+3. the working dtype (:func:`._core.validation.working_dtype`, or the method's own);
+4. reshape to a stack (batch, M, N);
+5. check finite, and scale into the safe range: one reduction gives max|A| of every
+   matrix, which both steps need. A matrix outside dgesvd's range [smlnum, bignum]
+   (subnormal or near-overflow entries) is multiplied by an exact power of two
+   (:mod:`._core.scaling`, as LAPACK's dlascl). With ``check_finite=False`` a matrix
+   that holds NaN or infinity is replaced by zeros, so that no iteration ever sees it,
+   and its results come back as NaN (DESIGN.md: NaN in, NaN out, never a hang);
+
+then the method runs on :attr:`Received.stack`, and :meth:`Received.values` and
+:meth:`Received.vectors` scale back and convert back to the caller's array type and
+device.
+"""
+
+import contextlib
+import math
+
+import numpy as np
+
+from . import validation
+from .arrays import place
+from .backend import to_host
+from .scaling import safe_exponent, scale_values, times_power_of_two
+
+
+def _largest_entries(stack, xp):
+    """max |a_ij| of each matrix of ``stack`` (batch, m, n) as a host float64 array: NaN or
+    infinity where the matrix holds one. A complex entry counts by the larger of its
+    parts, which cannot overflow where |z| could."""
+    if stack.dtype.kind == "c":
+        big = xp.maximum(xp.abs(stack.real).max(axis=(1, 2)),
+                         xp.abs(stack.imag).max(axis=(1, 2)))
+    else:
+        big = xp.abs(stack).max(axis=(1, 2))
+    return to_host(big).astype(np.float64)
+
+
+class Received:
+    """A caller's input as the method takes it, and the way back.
+
+    Attributes
+    ----------
+    stack : (batch, M, N) array of ``xp``
+        The matrices in the working dtype, scaled into the safe range, finite.
+    xp : module
+        ``numpy`` or ``cupy``.
+    batch : tuple
+        The caller's stack dimensions (``()`` for one matrix).
+    writable : bool
+        Whether the method may use ``stack`` as workspace: it is a private copy, or the
+        caller allowed ``overwrite_a`` and the memory is writable.
+    placement : Placement
+        Where the work runs and how results go back.
+    """
+
+    def __init__(self, stack, placement, batch, exponents, bad, writable):
+        self.stack, self.placement, self.batch = stack, placement, batch
+        self.xp = placement.xp
+        self.writable = writable
+        self._exponents, self._bad = exponents, bad
+
+    def values(self, s, power=1):
+        """Values of each matrix (batch, ...) scaled back (singular values ``power`` = 1,
+        eigenvalues σ² ``power`` = 2), NaN for non-finite input, in the caller's shape,
+        array type and device."""
+        if self._exponents is not None:
+            k = -power * self._exponents
+            s = scale_values(s, k.reshape(-1, *([1] * (s.ndim - 1))), self.xp)
+        return self.vectors(s)
+
+    def vectors(self, v):
+        """Results that do not scale (vectors, signs), NaN for non-finite input, in the
+        caller's shape, array type and device."""
+        if self._bad is not None:  # a new array: a result may be a read-only view
+            bad = self.xp.asarray(self._bad.reshape(-1, *([1] * (v.ndim - 1))))
+            v = self.xp.where(bad, self.xp.asarray(np.nan, v.dtype), v)
+        return self.placement.to_output(v.reshape(*self.batch, *v.shape[1:]))
+
+
+def prepare(a, *, what, device="auto", check_finite=True, overwrite_a=False,
+            allow_complex=True, working=None):
+    """Place, check, convert, check finite, scale and stack ``a`` (the module docstring);
+    returns a :class:`Received`. :func:`receive` also enters the computing device.
+
+    ``working`` maps the validated working dtype to the method's own (Takagi: complex).
+    """
+    arr, placement = place(a, device)
+    validation.check_matrix(arr, what=what)
+    dtype = validation.working_dtype(arr.dtype, allow_complex=allow_complex, what=what)
+    if working is not None:
+        dtype = working(dtype)
+    xp = placement.xp
+    batch, (m, n) = arr.shape[:-2], arr.shape[-2:]
+    with placement.device_context():
+        writable = overwrite_a and placement.writable
+        if arr.dtype != dtype:
+            arr, writable = arr.astype(dtype), True
+        stack = arr.reshape(math.prod(batch), m, n)
+        exponents = bad = None
+        if stack.size:
+            largest = _largest_entries(stack, xp)
+            finite = np.isfinite(largest)
+            if not finite.all():
+                if check_finite:
+                    raise validation.not_finite(what)
+                bad = ~finite
+                stack = stack if writable else stack.copy()
+                stack[xp.asarray(bad)] = 0
+                writable = True
+            k = safe_exponent(largest, dtype)
+            if k.any():
+                stack = times_power_of_two(stack, k.reshape(-1, 1, 1), xp)
+                exponents, writable = k, True
+    return Received(stack, placement, batch, exponents, bad, writable)
+
+
+@contextlib.contextmanager
+def receive(a, **kwargs):
+    """:func:`prepare` ``a``; yields the :class:`Received` inside the computing device's
+    context (a no-op on the CPU), in which the method then runs."""
+    job = prepare(a, **kwargs)
+    with job.placement.device_context():
+        yield job
