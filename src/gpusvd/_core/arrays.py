@@ -114,7 +114,7 @@ def place(a, device="auto"):
         restore = _to_cupy_on(a.device.id)
     elif isinstance(a, np.ndarray):
         arr, home = a, "cpu"
-        restore = _to_numpy
+        restore = to_host
     elif hasattr(a, "__dlpack__"):
         dev = _dlpack_device(a)
         back = _from_dlpack_of(a)
@@ -129,10 +129,10 @@ def place(a, device="auto"):
         if back is not None:
             restore = _via(back, home, arr)
         else:  # a library we cannot name: its device, in NumPy or CuPy
-            restore = _to_cupy_on(arr.device.id) if home == "gpu" else _to_numpy
+            restore = _to_cupy_on(arr.device.id) if home == "gpu" else to_host
     else:
         arr, home = np.asarray(a), "cpu"
-        restore = _to_numpy
+        restore = to_host
     writable = not immutable and (home == "gpu" or arr.flags.writeable)
 
     if kind == "auto":
@@ -153,10 +153,6 @@ def place(a, device="auto"):
     with cp.cuda.Device(index):
         arr = cp.asarray(arr)
     return arr, Placement(cp, index, restore, writable)
-
-
-def _to_numpy(r):
-    return to_host(r)
 
 
 def _to_cupy_on(device_id):
