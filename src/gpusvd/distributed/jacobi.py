@@ -24,7 +24,7 @@ from ..jacobi.driver import (DEFAULTS, MAX_SWEEPS, check_options, decompose, nor
                              scale_to_unit)
 from ..jacobi import driver
 from ..jacobi.norms import column_norms
-from ..jacobi.precondition import inverse_permutation, precondition
+from ..jacobi.precondition import inverse_permutation
 from . import outer
 from .comm import given_or_own
 from .outer import OuterOptions
@@ -54,7 +54,8 @@ def _received(a, comm, check_finite, what):
 
 
 class _SVDJob:
-    """Root's side of the SVD: the factor the ranks orthogonalize, and the assembly."""
+    """Root's side of the SVD: ``driver.prepare`` gives the factor the ranks
+    orthogonalize, ``driver.assemble`` the result."""
 
     def __init__(self, a, comm, full_matrices, compute_uv, options, check_finite):
         self.received = _received(a, comm, check_finite, "distributed jacobi_svd")
@@ -63,50 +64,21 @@ class _SVDJob:
             compute_uv, options
         _, m, n = a.shape
         self.wide = m < n
-        a = a.conj().swapaxes(-1, -2) if self.wide else a
+        self.a = a.conj().swapaxes(-1, -2) if self.wide else a
         self.trivial = min(m, n) == 0
-        self.a = self.x = a
-        self.pre = None
-        if self.trivial:
-            return
-        _, m, n = a.shape
-        if options.vectors == "solve" and not options.precondition and m != n:
-            raise ValueError("vectors='solve' needs a square matrix when precondition=False")
-        a, self.e = scale_to_unit(self.xp, a)
-        self.want_v = compute_uv and options.vectors == "accumulate"
-        self.x = a
-        if options.precondition:
-            self.pre = precondition(a, self.xp, want_q=compute_uv,
-                                    complete=full_matrices and m > n)
-            self.x = self.pre.r.conj().swapaxes(-1, -2)
-        self.signs = np.ones(n, np.finfo(a.dtype).dtype)
+        if not self.trivial:
+            self.prep = driver.prepare(self.a, self.xp, full_matrices=full_matrices,
+                                       compute_uv=compute_uv, options=options)
+            self.x, self.signs, self.want_v = self.prep.x, self.prep.signs, self.prep.want_v
 
     def finish(self, res):
-        """U, S, Vh from the orthogonalized columns, as ``driver.svd_stack`` assembles."""
-        xp, pre, received = self.xp, self.pre, self.received
+        """U, S, Vh from the orthogonalized columns."""
+        received = self.received
         if self.trivial:
-            u, s, vh = decompose(self.a, xp, full_matrices=self.full,
+            u, s, vh = decompose(self.a, self.xp, full_matrices=self.full,
                                  compute_uv=self.compute_uv, options=self.options)
         else:
-            _, m, n = self.a.shape
-            s = xp.ldexp(res.s, self.e[:, None])
-            u = vh = None
-            if self.compute_uv:
-                v = res.v if self.want_v else driver.solve_v(
-                    xp, self.x, res.g, True if pre is not None else None)
-                if pre is not None:
-                    u_x = normalized(xp, res.g, res.s, n)
-                    qv = xp.matmul(pre.q[..., :n], v)
-                    if self.full and m > n:
-                        qv = xp.concatenate([qv, pre.q[..., n:]], axis=-1)
-                    u = xp.take_along_axis(qv, inverse_permutation(xp, pre.rows)[..., None],
-                                           axis=-2)
-                    right = xp.take_along_axis(
-                        u_x, inverse_permutation(xp, pre.cols)[..., None], axis=-2)
-                else:
-                    u = normalized(xp, res.g, res.s, m if self.full else n)
-                    right = v
-                vh = right.conj().swapaxes(-1, -2)
+            u, s, vh = driver.assemble(self.prep, res, self.xp)
         if not self.compute_uv:
             return received.values(s)
         if self.wide:

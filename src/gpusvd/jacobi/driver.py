@@ -12,6 +12,8 @@
    paper's (5): triangular after preconditioning).
 """
 
+from typing import Any, NamedTuple
+
 import numpy as np
 
 from .._core import validation
@@ -88,39 +90,71 @@ def solve_v(xp, x, g, lower):
     return solve_triangular(x, g, lower=lower)  # batched in both (SciPy >= 1.15, CuPy)
 
 
-def svd_stack(a, xp, *, full_matrices, compute_uv, options):
-    """Jacobi SVD of each matrix of ``a`` (batch, m, n), finite, m >= n >= 1.
+class Prepared(NamedTuple):
+    """Steps 1–2 of the module docstring done: ``x`` (batch, m', n) is the factor whose
+    columns the Jacobi method orthogonalizes (Rᴴ after preconditioning, else A scaled),
+    with all that :func:`assemble` needs. The distributed driver iterates on ``x`` over
+    its ranks between the two."""
 
-    Returns (U, S, Vh) stacks (U, Vh None without ``compute_uv``); ``a`` is not changed.
-    """
-    batch, m, n = a.shape
+    shape: tuple        # (m, n) of the (tall) matrix
+    x: Any
+    signs: Any          # ones: J = I
+    exponents: Any      # of scale_to_unit
+    pre: Any            # precondition()'s result, or None
+    want_v: bool
+    full_matrices: bool
+    compute_uv: bool
+    options: Options
+
+
+def prepare(a, xp, *, full_matrices, compute_uv, options):
+    """Scale and precondition each matrix of ``a`` (batch, m, n), finite, m >= n >= 1."""
+    _, m, n = a.shape
     if options.vectors == "solve" and not options.precondition and m != n:
         raise ValueError("vectors='solve' needs a square matrix when precondition=False")
     a, e = scale_to_unit(xp, a)
-    signs = np.ones(n, np.finfo(a.dtype).dtype)
-    want_v = compute_uv and options.vectors == "accumulate"
+    pre = None
+    x = a
     if options.precondition:
         pre = precondition(a, xp, want_q=compute_uv, complete=full_matrices and m > n)
         x = pre.r.conj().swapaxes(-1, -2)
-    else:
-        x = a
-    res = orthogonalize(x, signs, xp, want_v=want_v, options=options)
-    s = xp.ldexp(res.s, e[:, None])
-    if not compute_uv:
+    return Prepared((m, n), x, np.ones(n, np.finfo(a.dtype).dtype), e, pre,
+                    compute_uv and options.vectors == "accumulate", full_matrices,
+                    compute_uv, options)
+
+
+def assemble(prep, res, xp):
+    """(U, S, Vh) stacks from the orthogonalized columns ``res`` of ``prep.x`` (step 4;
+    U, Vh None without vectors)."""
+    (m, n), pre = prep.shape, prep.pre
+    s = xp.ldexp(res.s, prep.exponents[:, None])
+    if not prep.compute_uv:
         return None, s, None
-    v = res.v if want_v else solve_v(xp, x, res.g, True if options.precondition else None)
-    if options.precondition:
+    v = res.v if prep.want_v else solve_v(xp, prep.x, res.g,
+                                          True if pre is not None else None)
+    if pre is not None:
         # A = P_rᵀ·(Q·V)·Σ·(P_c·U_x)ᴴ with U_x = G·Σ⁻¹.
         u_x = normalized(xp, res.g, res.s, n)
         qv = xp.matmul(pre.q[..., :n], v)
-        if full_matrices and m > n:
+        if prep.full_matrices and m > n:
             qv = xp.concatenate([qv, pre.q[..., n:]], axis=-1)
         u = xp.take_along_axis(qv, inverse_permutation(xp, pre.rows)[..., None], axis=-2)
         right = xp.take_along_axis(u_x, inverse_permutation(xp, pre.cols)[..., None], axis=-2)
     else:
-        u = normalized(xp, res.g, res.s, m if full_matrices else n)
+        u = normalized(xp, res.g, res.s, m if prep.full_matrices else n)
         right = v
     return u, s, right.conj().swapaxes(-1, -2)
+
+
+def svd_stack(a, xp, *, full_matrices, compute_uv, options):
+    """Jacobi SVD of each matrix of ``a`` (batch, m, n), finite, m >= n >= 1:
+    :func:`prepare`, orthogonalize, :func:`assemble`.
+
+    Returns (U, S, Vh) stacks (U, Vh None without ``compute_uv``); ``a`` is not changed.
+    """
+    prep = prepare(a, xp, full_matrices=full_matrices, compute_uv=compute_uv, options=options)
+    res = orthogonalize(prep.x, prep.signs, xp, want_v=prep.want_v, options=options)
+    return assemble(prep, res, xp)
 
 
 def _empty(batch, m, n, xp, dtype, full_matrices):
