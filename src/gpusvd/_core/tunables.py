@@ -146,6 +146,12 @@ class Tunables:
     # 3.9, 3.4, 2.8, 4.7 s (NOTES.md, "Two-stage reduction, first increment"). To be
     # measured again with stage 2's GPU kernel and the back-transformation.
     two_stage_bandwidth: int = 32
+    # Thread blocks per SM of stage 2's GPU bulge chasing (condensed/bulge_cuda.py), each
+    # running one sweep at a time; the grid is also capped by the sweeps that can run at
+    # once, 2(n−2)/(3b) + 1. A prediction: 8 blocks of 32–128 threads per SM (1056 on the
+    # H100) hold every sweep that can be in flight up to n = 16384 with b ≥ 16 (683 there,
+    # 171 at n = 8192, b = 32); to be measured with bench/bench_two_stage.py.
+    chase_blocks_per_sm: int = 8
 
 
 _TUNABLES = Tunables()

@@ -36,12 +36,13 @@ zlarfg, so most entries come out real), and the bidiagonal is then made real and
 non-negative by two diagonal unitaries, B_chased = D_L·B·D_Rᴴ (``phase_left``,
 ``phase_right``), as for real bands with D_L, D_R of ±1.
 
-The chase is one sequential Numba loop on the CPU here.  Its data are laid out for what
-comes next: sweep s's reflectors are recorded (``record=True``) as ``v_left[s, k]``,
+The chase is one sequential Numba loop on the CPU; its GPU twin (bulge_cuda.py,
+kernels/bulge.cu) runs the same tasks with many sweeps in flight, task h of sweep s+1
+once sweep s has finished its task h+3 (PLASMA's dependency, with the row and column
+reflectors of a block as separate tasks), and :data:`_TWINS` picks one by the band's
+array namespace.  Sweep s's reflectors are recorded (``record=True``) as ``v_left[s, k]``,
 ``tau_left[s, k]`` (block k of sweep s, acting on rows s+1+k·b …) and the same for the
-right, so that the back-transformation can apply them in blocks, and sweeps can run
-concurrently (sweep s+1's block k may start once sweep s has finished block k+1; PLASMA's
-dependency, the parallelism of a GPU kernel) without changing the data.
+right, so that the back-transformation can apply them in blocks.
 """
 
 import math
@@ -49,6 +50,9 @@ from typing import Any, NamedTuple
 
 import numba
 import numpy as np
+
+from .._core.backend import array_namespace, to_host
+from . import bulge_cuda
 
 
 @numba.njit(cache=True)
@@ -172,6 +176,12 @@ def _chase(ab, b, v_left, tau_left, v_right, tau_right, record):
             k += 1
 
 
+# The chase by the band's array namespace: the Numba loop on NumPy, the CUDA kernel on
+# CuPy (real bands; a complex band on CuPy is chased by the Numba loop on a host copy).
+_TWINS = {"numpy": _chase, "cupy": bulge_cuda.chase}
+_SUPPORTS = {"numpy": lambda dtype: True, "cupy": bulge_cuda.supports}
+
+
 class ChaseReflectors(NamedTuple):
     """Stage 2's reflectors, for the back-transformation (``record=True``).
 
@@ -199,16 +209,18 @@ class Bidiagonal(NamedTuple):
 
 def _sign(x):
     """x/|x|, 1 where x = 0."""
-    mag = np.abs(x)
-    return np.where(mag == 0, 1, x / np.where(mag == 0, 1, mag)).astype(x.dtype)
+    xp = array_namespace(x)
+    mag = xp.abs(x)
+    return xp.where(mag == 0, 1, x / xp.where(mag == 0, 1, mag)).astype(x.dtype)
 
 
 def _real_bidiagonal(d, e):
     """(|d|, |e|, φ, ψ) with the bidiagonal (d, e) = diag(φ)·B·diag(ψ)ᴴ, B = (|d|, |e|):
     ψ_0 = 1, φ_i = ψ_i·sign(d_i), ψ_{i+1} = φ_i·conj(sign(e_i))."""
-    steps = _sign(d[:-1]) * np.conj(_sign(e))
-    psi = np.concatenate([np.ones(min(d.shape[0], 1), d.dtype), np.cumprod(steps)])
-    return np.abs(d), np.abs(e), psi * _sign(d), psi
+    xp = array_namespace(d)
+    steps = _sign(d[:-1]) * xp.conj(_sign(e))
+    psi = xp.concatenate([xp.ones(min(d.shape[0], 1), d.dtype), xp.cumprod(steps)])
+    return xp.abs(d), xp.abs(e), psi * _sign(d), psi
 
 
 def band_to_bidiagonal(band, *, record=False):
@@ -216,16 +228,17 @@ def band_to_bidiagonal(band, *, record=False):
 
     Parameters
     ----------
-    band : (n, b + 1) NumPy array, float32, float64, complex64 or complex128
+    band : (n, b + 1) NumPy or CuPy array, float32, float64, complex64 or complex128
         ``band[i, k]`` = A[i, i + k] (as :func:`gpusvd.condensed.band.band_of` gives it);
-        entries past column n − 1 are ignored.  Not modified.
+        entries past column n − 1 are ignored.  Not modified.  Chased where it lies
+        (:data:`_TWINS`).
     record : bool
         Keep the reflectors (n²-sized per side) for a later back-transformation.
 
     Returns
     -------
     Bidiagonal
-        A = (Q₂·D_L)·B·(P₂·D_R)ᴴ, with d, e of the real dtype.
+        A = (Q₂·D_L)·B·(P₂·D_R)ᴴ, with d, e of the real dtype, in the band's namespace.
 
     Examples
     --------
@@ -239,20 +252,25 @@ def band_to_bidiagonal(band, *, record=False):
     >>> bool(np.allclose(np.linalg.svd(b)[1], np.linalg.svd(dense)[1]))
     True
     """
-    band = np.asarray(band)
+    xp = array_namespace(band)
+    if not _SUPPORTS[xp.__name__](band.dtype):
+        bd = band_to_bidiagonal(to_host(band), record=record)
+        refl = bd.reflectors and ChaseReflectors(*map(xp.asarray, bd.reflectors[:4]),
+                                                 bd.reflectors.bandwidth)
+        return Bidiagonal(*map(xp.asarray, bd[:4]), refl)
     n, width = band.shape
     b = max(1, min(width - 1, n - 1))
-    ab = np.zeros((n, 3 * b - 1), band.dtype)
+    ab = xp.zeros((n, 3 * b - 1), band.dtype)
     for k in range(b + 1):
         ab[:n - k, b - 1 + k] = band[:n - k, k]
     steps = -(-(n - 1) // b) if record else 0
     sweeps = n - 1 if record else 0
-    v_left = np.zeros((sweeps, steps, b), band.dtype)
-    tau_left = np.zeros((sweeps, steps), band.dtype)
-    v_right = np.zeros_like(v_left)
-    tau_right = np.zeros_like(tau_left)
+    v_left = xp.zeros((sweeps, steps, b), band.dtype)
+    tau_left = xp.zeros((sweeps, steps), band.dtype)
+    v_right = xp.zeros_like(v_left)
+    tau_right = xp.zeros_like(tau_left)
     if n > 2 and b > 1:
-        _chase(ab, b, v_left, tau_left, v_right, tau_right, record)
+        _TWINS[xp.__name__](ab, b, v_left, tau_left, v_right, tau_right, record)
     d, e = ab[:, b - 1], ab[:n - 1, b]
     d, e, phase_left, phase_right = _real_bidiagonal(d, e)
     reflectors = ChaseReflectors(v_left, tau_left, v_right, tau_right, b) if record else None

@@ -2,8 +2,9 @@
 
 1. Stage 1 (band.py): A = Q·B_band·Pᴴ, all but the panel QRs as GEMMs, on the device that
    holds A.
-2. Stage 2 (bulge.py): B_band → real bidiagonal by bulge chasing, on the host (Numba);
-   only the (n, b + 1) band crosses to the host.
+2. Stage 2 (bulge.py): B_band → real bidiagonal by bulge chasing, where the band lies
+   (the Numba loop on the host, the CUDA kernel of bulge_cuda.py on the GPU; complex
+   bands on the host); only the bidiagonal crosses to the host.
 3. dqds (golub_reinsch/dqds.py) for the bidiagonal's values, each to a few ulps.
 
 This is the split of LAPACK's dgesvd2stage/dgebrd2stage (xGEBRD_2STAGE: xGE2TB then
@@ -77,7 +78,7 @@ def two_stage_singular_values(a, xp=None, *, bandwidth=None):
     work = a * a.dtype.type(scale) if scale != 1.0 else a.copy()
     if m >= _QR_FIRST_RATIO * n:
         work = xp.triu(xp.linalg.qr(work, mode="r")[:n]).astype(a.dtype, copy=False)
-    band = to_host(band_of(reduce_to_band(xp.asfortranarray(work), bandwidth=b)))
-    bd = band_to_bidiagonal(band)
-    s = bidiagonal_singular_values(bd.d.astype(np.float64), bd.e.astype(np.float64))
+    bd = band_to_bidiagonal(band_of(reduce_to_band(xp.asfortranarray(work), bandwidth=b)))
+    s = bidiagonal_singular_values(to_host(bd.d).astype(np.float64),
+                                   to_host(bd.e).astype(np.float64))
     return xp.asarray((s / scale).astype(real))

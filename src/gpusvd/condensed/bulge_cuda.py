@@ -1,0 +1,113 @@
+"""The GPU twin of the bulge chasing loop of :mod:`gpusvd.condensed.bulge` (stage 2).
+
+``kernels/bulge.cu`` runs the same sweeps, tasks and floating-point operations as the
+Numba loop ``bulge._chase``, on the same compact band (3b−1 stored diagonals) held in
+device memory, with many sweeps in flight: one thread block per sweep in a persistent
+kernel, sweeps handed out by a ticket counter, and task h of sweep s started once sweep
+s−1 has finished its task h+3 (PLASMA's dependency; the kernel's comment derives it and
+tests/condensed/test_bulge_cuda.py checks it). The result is the Numba loop's to
+rounding (bit for bit but for CUDA's hypot; the host build of the tests gives the same
+bits).
+
+Per band: n − 2 sweeps of 2·⌈(n−2−s)/b⌉ tasks, each a reflector of length ≤ b applied to
+≤ 2b−1 rows or columns. Sweep s+1 trails sweep s by three tasks, so about
+2(n−2)/(3b) sweeps can run at once (171 at n = 8192, b = 32) and the critical path is
+about 3n tasks; :func:`launch_config` bounds the grid by that and by the resident blocks
+the device holds. Real bands only: complex ones are chased on the host
+(:func:`supports`).
+
+:func:`launch_config` is plain Python so it is tested without a GPU.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .._core import kernels, tunables
+
+_KERNEL_FILE = "condensed/kernels/bulge.cu"
+_WARP = 32
+_MAX_THREADS = 256  # CHASE_MAX_THREADS, the kernel's __launch_bounds__
+_LAG = 3            # CHASE_LAG: sweep s+1 trails sweep s by this many tasks
+
+
+class LaunchConfig(NamedTuple):
+    blocks: int         # thread blocks, each one sweep at a time
+    threads: int        # threads per block: whole warps
+    shared_bytes: int   # dynamic shared memory per block
+
+
+def supports(dtype):
+    """Whether the kernel chases bands of ``dtype`` (float32 and float64)."""
+    return np.dtype(dtype) in (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def sweeps_in_flight(n, b):
+    """The most sweeps that can run at once: sweep 0's tasks over the lag, and one.
+
+    Examples
+    --------
+    >>> sweeps_in_flight(8192, 32)
+    171
+    """
+    tasks = 2 * -(-(n - 2) // b)
+    return tasks // _LAG + 1
+
+
+def launch_config(n, b, itemsize, multiprocessors, blocks_per_sm):
+    """Grid, block and shared memory of the chase of an n×n band of bandwidth b ≥ 2.
+
+    One thread per row or column a task updates (2b − 1 at most), in whole warps; at most
+    ``multiprocessors · blocks_per_sm`` blocks, and no more than :func:`sweeps_in_flight`
+    (more would only spin). Shared memory: the reflector, its squares (double) and tau.
+
+    Examples
+    --------
+    >>> launch_config(8192, 32, 8, 132, 4)
+    LaunchConfig(blocks=171, threads=64, shared_bytes=520)
+    """
+    threads = min(_MAX_THREADS, -(-(2 * b - 1) // _WARP) * _WARP)
+    blocks = max(1, min(n - 2, multiprocessors * blocks_per_sm, sweeps_in_flight(n, b)))
+    return LaunchConfig(blocks, threads, (b + 1) * 8 + b * itemsize)
+
+
+def chase(ab, b, v_left, tau_left, v_right, tau_right, record):
+    """All sweeps on the CuPy band ``ab`` (n, 3b−1), in place: the contract of
+    ``bulge._chase``, whose arrays (the reflectors, recorded when ``record``) it fills the
+    same way. Launches without a host synchronization.
+
+    Raises
+    ------
+    ValueError
+        For a dtype the kernel does not take (:func:`supports`).
+
+    Examples
+    --------
+    On a GPU (the GPU tests run it; CI has none)::
+
+        import cupy as cp
+        from gpusvd.condensed import bulge
+        bd = bulge.band_to_bidiagonal(cp.random.standard_normal((1000, 33)))
+        # bd.d, bd.e: CuPy arrays, the Numba loop's to rounding
+    """
+    if not supports(ab.dtype):
+        raise ValueError(f"the GPU bulge chasing takes float32 and float64 bands, got "
+                         f"{ab.dtype}; complex bands are chased on the host")
+    import cupy
+
+    n = ab.shape[0]
+    if n <= 2 or b <= 1:
+        return
+    if ab.shape[1] != 3 * b - 1 or not ab.flags.c_contiguous:
+        raise ValueError(f"the band must be C-contiguous of shape (n, 3b - 1) = "
+                         f"({n}, {3 * b - 1}), got {ab.shape}")
+    with ab.device:
+        config = launch_config(n, b, ab.itemsize,
+                               ab.device.attributes["MultiProcessorCount"],
+                               tunables.get().chase_blocks_per_sm)
+        sync = cupy.zeros(n - 1, dtype=np.int32)  # the ticket, then each sweep's progress
+        kernel = kernels.get_kernel(_KERNEL_FILE, f"chase_band<{kernels.CTYPE[ab.dtype]}>")
+        kernel((config.blocks,), (config.threads,),
+               (ab, np.int32(n), np.int32(b), sync, v_left, tau_left, v_right, tau_right,
+                np.int32(v_left.shape[1] if record else 0)),
+               shared_mem=config.shared_bytes)

@@ -1,0 +1,258 @@
+// Stage 2 of the two-stage reduction on the GPU: upper band -> bidiagonal by bulge
+// chasing, many sweeps in flight (the twin of gpusvd/condensed/bulge.py's Numba loop).
+//
+// Storage and sweeps are bulge.py's: the band in its 3b-1 stored diagonals, row i at
+// ab + i*ld with A(i, j) at column j - i + b - 1 (ld = 3b - 1), and sweep s = 0 .. n-3
+// made of the tasks
+//   task 0       row s: a right reflector zeroes A(s, s+2 : s+b) and is applied to the
+//                rows s+1 .. min(s+b, n-1) (PLASMA's type 1, first half);
+//   task 2k+1    block k, st = s+1+k*b, ed = min(st+b-1, n-1): a left reflector zeroes
+//                A(st+1 : ed, st) and is applied to the columns st+1 .. min(ed+b, n-1)
+//                (type 1 or 3, and type 2's left application); the sweep ends here when
+//                ed >= n-2 (no bulge left beyond the band);
+//   task 2k+2    a right reflector zeroes A(st, ed+2 : ed+b) and is applied to the rows
+//                st+1 .. min(ed+b, n-1) (type 2, and type 3's right application),
+// each with the same floating-point operations in the same order as the Numba loop.
+//
+// Dependency (PLASMA's, derived for these tasks): task h of sweep s may start once sweep
+// s-1 has finished its task h+3 (CHASE_LAG), or all of its tasks. Task h of sweep s
+// touches rows and columns of blocks (h-1)/2 and (h+1)/2 of its sweep; sweep s-1's blocks
+// are one index earlier, so its tasks h+1 .. h+3 still share an entry with task h (the
+// diagonal entry task h+3 reflects, or the band's outermost entry task h+2 writes), and
+// its tasks from h+4 on share none with task h nor with anything after it.
+// tests/condensed/test_bulge_cuda.py checks this on the tasks' index sets: lag 3 orders
+// every pair of tasks that share an entry, lag 2 does not. Every entry is therefore
+// reduced by the same operations in the same order as in the sequential loop, and the
+// result is the loop's, whatever the schedule.
+//
+// Concurrency: a persistent kernel. Each thread block takes the next sweep from a ticket
+// counter (atomicAdd), runs its tasks in order, and publishes its progress after each
+// task in progress[s] (SWEEP_DONE after its last); before task h its thread 0 spins until
+// progress[s-1] > h + CHASE_LAG. Tickets are taken in order, so the sweep a block waits
+// for belongs to a block already running, and no co-residency is needed: the grid only
+// bounds the number of sweeps in flight (about 2n/(3b) can run at once). Writes are
+// released by __threadfence before the progress store, and acquired by __threadfence
+// after the spin, before a block barrier. The band stays in global memory, 6 MB at
+// n = 8192, b = 32 in double: resident in L2.
+//
+// Within a task: warp 0 forms the reflector (the largest entry by a warp reduction, the
+// squares in parallel, their sum sequentially by lane 0 as the Numba loop adds them),
+// then every thread applies it to one row (right) or one column (left) of the window, a
+// sequential dot product and update. Products are rounded before they are added
+// (__fmul_rn, __dmul_rn), so nothing is contracted into an fma the Numba loop does not
+// do. float data is computed as the Numba loop computes it: dot products in float, the
+// reflector's scalars and the update w*tau*v in double, rounded when stored. hypot is
+// CUDA's (within 2 ulp), where the Numba loop calls the C library's: on the GPU the two
+// agree to rounding, the host build (tests/condensed/host_bulge.py) bit for bit.
+//
+// With one thread per block (the host build) every loop runs sequentially.
+
+constexpr int CHASE_LAG = 3;
+constexpr int SWEEP_DONE = 0x7fffffff;
+constexpr int CHASE_MAX_THREADS = 256;
+// Pause between two readings of a progress counter: spinning blocks leave the issue slots
+// and L2 to the working ones, for a delay small against a task (about a microsecond).
+constexpr unsigned SPIN_NS = 32;
+
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ int smaller(int a, int b) { return a < b ? a : b; }
+
+// The band (module comment) and the recorded reflectors of bulge.ChaseReflectors:
+// v (sweeps, steps, b) and tau (sweeps, steps), steps = 0 when nothing is recorded.
+template <typename T> struct Chase {
+    T *ab;
+    long long ld;
+    int n, b;
+    T *v_left, *tau_left, *v_right, *tau_right;
+    int steps;
+
+    __device__ T *at(int i, int j) const { return ab + i * ld + (j - i + b - 1); }
+};
+
+// Shared scratch of a task: the squares of the reflector's scaled entries (b doubles), its
+// tau, then the reflector (b entries of T): (b + 1) * 8 + b * sizeof(T) bytes.
+template <typename T> struct Scratch {
+    double *squares;
+    T *v;
+    double *tau;
+};
+
+template <typename T> __device__ Scratch<T> scratch(unsigned char *raw, int b)
+{
+    Scratch<T> s;
+    s.squares = reinterpret_cast<double *>(raw);
+    s.tau = s.squares + b;
+    s.v = reinterpret_cast<T *>(s.tau + 1);
+    return s;
+}
+
+__device__ __forceinline__ double warp_max(double v, int width)
+{
+    for (int o = width / 2; o > 0; o >>= 1)
+        v = fmax(v, __shfl_xor_sync(0xffffffffu, v, o, width));
+    return v;
+}
+
+// LAPACK's dlarfg as bulge._reflector: the ln entries x_i = *entry(i) become
+// (I - tau v v^T)^T x = beta e_0; writes v (v_0 = 1) and tau to the scratch, beta to
+// *entry(0) and zeros to the other entries. Warp 0 only.
+template <typename T, typename Entry>
+__device__ void reflector(Entry entry, int ln, Scratch<T> w, int lane, int width)
+{
+    double m = 0.0;
+    for (int i = lane; i < ln; i += width) {
+        const T x = *entry(i);
+        w.v[i] = x;
+        if (i > 0) m = fmax(m, double(fabs(x)));
+    }
+    const double amax = warp_max(m, width);
+    __syncwarp();
+    const T alpha = w.v[0];
+    if (amax == 0.0) {  // H = I
+        if (lane == 0) {
+            *entry(0) = alpha;
+            *w.tau = 0.0;
+            w.v[0] = T(1);
+        }
+        for (int i = 1 + lane; i < ln; i += width) *entry(i) = T(0);
+        return;
+    }
+    for (int i = 1 + lane; i < ln; i += width) {
+        const double t = double(fabs(w.v[i])) / amax;
+        w.squares[i] = mul_rn(t, t);
+    }
+    __syncwarp();
+    __shared__ double scale_shared;
+    if (lane == 0) {
+        double ssq = 0.0;
+        for (int i = 1; i < ln; ++i) ssq = add_rn(ssq, w.squares[i]);
+        const double xnorm = amax * sqrt(ssq);
+        const double beta = -copysign(hypot(double(fabs(alpha)), xnorm), double(alpha));
+        *w.tau = (beta - double(alpha)) / beta;
+        scale_shared = 1.0 / (double(alpha) - beta);
+        *entry(0) = T(beta);
+        w.v[0] = T(1);
+    }
+    __syncwarp();
+    const double scale = scale_shared;
+    for (int i = 1 + lane; i < ln; i += width) {
+        w.v[i] = T(double(w.v[i]) * scale);
+        *entry(i) = T(0);
+    }
+}
+
+// A(r0:r1, c0:c0+ln) <- A (I - tau v v^T), one row per thread (bulge._apply_right).
+template <typename T>
+__device__ void apply_right(const Chase<T> &a, int r0, int r1, int c0, int ln, Scratch<T> w)
+{
+    const double tau = *w.tau;
+    for (int i = r0 + threadIdx.x; i < r1; i += blockDim.x) {
+        T *row = a.at(i, c0);
+        T dot = mul_rn(row[0], w.v[0]);
+        for (int k = 1; k < ln; ++k) dot = add_rn(dot, mul_rn(row[k], w.v[k]));
+        const double wt = double(dot) * tau;
+        for (int k = 0; k < ln; ++k) row[k] = T(double(row[k]) - mul_rn(wt, double(w.v[k])));
+    }
+}
+
+// A(r0:r0+ln, c0:c1) <- (I - tau v v^T)^T A, one column per thread (bulge._apply_left).
+template <typename T>
+__device__ void apply_left(const Chase<T> &a, int r0, int c0, int c1, int ln, Scratch<T> w)
+{
+    const double tau = *w.tau;
+    const long long step = a.ld - 1;  // from A(i, j) to A(i+1, j)
+    for (int j = c0 + threadIdx.x; j < c1; j += blockDim.x) {
+        T *col = a.at(r0, j);
+        T dot = mul_rn(w.v[0], col[0]);
+        for (int k = 1; k < ln; ++k) dot = add_rn(dot, mul_rn(w.v[k], col[k * step]));
+        const double wt = double(dot) * tau;
+        for (int k = 0; k < ln; ++k)
+            col[k * step] = T(double(col[k * step]) - mul_rn(wt, double(w.v[k])));
+    }
+}
+
+template <typename T>
+__device__ void record(T *v, T *tau, const Chase<T> &a, int s, int k, int ln, Scratch<T> w)
+{
+    if (a.steps == 0) return;
+    const long long at = (long long)s * a.steps + k;
+    for (int i = threadIdx.x; i < ln; i += blockDim.x) v[at * a.b + i] = w.v[i];
+    if (threadIdx.x == 0) tau[at] = T(*w.tau);
+}
+
+// Task h of sweep s (module comment); false when it was the sweep's last. Every thread of
+// the block calls it; shared scratch w.
+template <typename T>
+__device__ bool chase_task(const Chase<T> &a, int s, int h, Scratch<T> w)
+{
+    const int n = a.n, b = a.b;
+    const int lane = threadIdx.x, width = smaller(32, blockDim.x);
+    const int k = (h - 1) / 2;
+    const int st = h == 0 ? s + 1 : s + 1 + k * b;
+    const int ed = smaller(st + b - 1, n - 1);
+    if (h == 0 || h % 2 == 0) {  // a row reflector: row s on block 0, or row st on block k+1
+        const int r = h == 0 ? s : st;
+        const int c0 = h == 0 ? st : ed + 1;
+        const int c1 = h == 0 ? ed : smaller(ed + b, n - 1);
+        const int ln = c1 - c0 + 1;
+        if (threadIdx.x < width)
+            reflector<T>([&](int i) { return a.at(r, c0 + i); }, ln, w, lane, width);
+        __syncthreads();
+        record(a.v_right, a.tau_right, a, s, h == 0 ? 0 : k + 1, ln, w);
+        apply_right(a, r + 1, c1 + 1, c0, ln, w);
+        return true;
+    }
+    const int ln = ed - st + 1;  // a column reflector on column st, block k
+    if (threadIdx.x < width)
+        reflector<T>([&](int i) { return a.at(st + i, st); }, ln, w, lane, width);
+    __syncthreads();
+    record(a.v_left, a.tau_left, a, s, k, ln, w);
+    const int j2 = smaller(ed + b, n - 1);
+    apply_left(a, st, st + 1, j2 + 1, ln, w);
+    return j2 > ed + 1;
+}
+
+// Whether task h of a sweep may start, given the progress of the sweep before it.
+__device__ __forceinline__ bool ready(int previous, int h) { return previous > h + CHASE_LAG; }
+
+// All sweeps of the band a (n x ld, ld = 3b-1, row-major) in place. sync (n - 1 ints,
+// zero): the ticket counter, then the progress of every sweep. v_left, tau_left, v_right,
+// tau_right: bulge.ChaseReflectors' arrays when steps > 0. Dynamic shared memory: the
+// Scratch.
+template <typename T>
+__global__ void __launch_bounds__(CHASE_MAX_THREADS)
+    chase_band(T *ab, int n, int b, int *sync, T *v_left, T *tau_left, T *v_right,
+               T *tau_right, int steps)
+{
+    extern __shared__ __align__(16) unsigned char shared_raw[];
+    __shared__ int sweep;
+    const Chase<T> a = {ab, 3LL * b - 1, n, b, v_left, tau_left, v_right, tau_right, steps};
+    const Scratch<T> w = scratch<T>(shared_raw, b);
+    int *ticket = sync;
+    volatile int *progress = sync + 1;
+    for (;;) {
+        if (threadIdx.x == 0) sweep = atomicAdd(ticket, 1);
+        __syncthreads();
+        const int s = sweep;
+        if (s >= n - 2) return;
+        int seen = 0;
+        for (int h = 0;; ++h) {
+            if (threadIdx.x == 0 && s > 0) {
+                while (!ready(seen, h)) {
+                    __nanosleep(SPIN_NS);
+                    seen = progress[s - 1];
+                }
+                __threadfence();
+            }
+            __syncthreads();
+            const bool more = chase_task(a, s, h, w);
+            __threadfence();
+            __syncthreads();
+            if (threadIdx.x == 0) progress[s] = more ? h + 1 : SWEEP_DONE;
+            if (!more) break;
+        }
+    }
+}

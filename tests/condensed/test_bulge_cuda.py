@@ -1,0 +1,214 @@
+"""Stage 2 on the GPU (condensed/kernels/bulge.cu, bulge_cuda.py) against the Numba loop.
+
+Without a GPU: the dependency the kernel waits on is checked on the index sets of the
+tasks (lag 3 orders every pair of tasks of different sweeps that share an entry, lag 2
+does not), and the kernel's source runs on the CPU (host_bulge.py, one thread per block):
+the persistent kernel, and random wavefronts of sweeps in flight that respect the
+dependency, must give the Numba loop's bits (same operations, same order, same libm).
+On the GPU (marked gpu) the kernel must agree with the Numba loop within BOUND·n·ε of
+max|band| (only CUDA's hypot rounds differently, and the chase carries that on), keep
+LAPACK's singular values, and serve band_to_bidiagonal and the two-stage driver on CuPy.
+"""
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+from gpusvd import testing
+from gpusvd.condensed import band as stage1
+from gpusvd.condensed import bulge, bulge_cuda
+
+import host_bulge
+import naive_condensed as naive
+
+BOUND = 30  # in units of n·ε of max|band|
+REAL = (np.float32, np.float64)
+# (n, b): b = 1 (nothing to chase), 2, 8, 32, one block (b ≥ n − 1), short last blocks.
+CASES = [(3, 2), (9, 8), (12, 3), (41, 5), (100, 2), (200, 32), (300, 8), (500, 1),
+         (500, 2), (500, 8), (500, 32)]
+LAG = 3
+
+
+def _task_entries(n, b, s):
+    """The entries (i, j) each task of sweep s reads or writes, in the order of the Numba
+    loop (bulge.py): the row reflector of row s and its rows, then for each block the
+    column reflector and its columns and, while a bulge remains, the row reflector and
+    its rows."""
+    def block(rows, cols):
+        return {(i, j) for i in rows for j in cols}
+
+    st, ed = s + 1, min(s + b, n - 1)
+    tasks = [block([s], range(st, ed + 1)) | block(range(st, ed + 1), range(st, ed + 1))]
+    while True:
+        j1, j2 = ed + 1, min(ed + b, n - 1)
+        tasks.append(block(range(st, ed + 1), range(st, j2 + 1)))
+        if j2 <= j1:
+            return tasks
+        tasks.append(block([st], range(j1, j2 + 1)) | block(range(st + 1, j2 + 1),
+                                                            range(j1, j2 + 1)))
+        st, ed = j1, j2
+
+
+def _unordered_conflicts(n, b, lag):
+    """Pairs of tasks of different sweeps that share an entry but that waiting for task
+    h + lag of the previous sweep (or its end) before task h does not order."""
+    sweeps = [_task_entries(n, b, s) for s in range(n - 2)]
+    bad = 0
+    for later in range(1, len(sweeps)):
+        for h, entries in enumerate(sweeps[later]):
+            waited = h  # the last task of each earlier sweep that task h waits for
+            for s in range(later - 1, -1, -1):
+                waited = min(waited + lag, len(sweeps[s]) - 1)
+                bad += sum(bool(t & entries) for t in sweeps[s][waited + 1:])
+    return bad
+
+
+def _random_band(n, b, dtype, seed):
+    return testing.random_matrix(n, b + 1, dtype=dtype, seed=seed)
+
+
+def _chased(chase, band, record, **schedule):
+    """(ab, v_left, tau_left, v_right, tau_right) after ``chase`` on ``band``'s compact
+    storage, as bulge.band_to_bidiagonal lays it out."""
+    n, width = band.shape
+    b = max(1, min(width - 1, n - 1))
+    ab = np.zeros((n, 3 * b - 1), band.dtype)
+    for k in range(b + 1):
+        ab[:n - k, b - 1 + k] = band[:n - k, k]
+    steps = -(-(n - 1) // b) if record else 0
+    v_left = np.zeros((n - 1 if record else 0, steps, b), band.dtype)
+    out = (ab, v_left, np.zeros(v_left.shape[:2], band.dtype), np.zeros_like(v_left),
+           np.zeros(v_left.shape[:2], band.dtype))
+    if n > 2 and b > 1:
+        chase(*out[:1], b, *out[1:], record, **schedule)
+    return out
+
+
+@pytest.fixture(scope="module")
+def host_chase(tmp_path_factory):
+    chase = host_bulge.build(tmp_path_factory.mktemp("host_bulge"))
+    if chase is None:
+        pytest.skip("g++ is not on PATH")
+    return chase
+
+
+@pytest.mark.parametrize("n, b", [(12, 2), (13, 3), (30, 4), (41, 5), (40, 8), (9, 8),
+                                  (50, 3), (33, 16)])
+def test_the_lag_of_three_tasks_is_exact(n, b):
+    assert _unordered_conflicts(n, b, LAG) == 0
+    if n - 2 > b:   # sweeps of more than one block: two tasks less would race
+        assert _unordered_conflicts(n, b, LAG - 1) > 0
+    assert bulge_cuda._LAG == LAG
+    assert f"CHASE_LAG = {LAG};" in host_bulge.KERNEL.read_text()
+
+
+@pytest.mark.parametrize("dtype", REAL)
+@pytest.mark.parametrize("n, b", CASES)
+@pytest.mark.parametrize("record", [False, True])
+def test_host_kernel_gives_the_numba_bits(host_chase, n, b, dtype, record):
+    band = _random_band(n, b, dtype, seed=n + b)
+    numba = _chased(bulge._chase, band, record)
+    kernel = _chased(host_chase, band, record)
+    for x, y in zip(numba, kernel):
+        assert np.array_equal(x, y)
+
+
+@pytest.mark.parametrize("dtype", REAL)
+@pytest.mark.parametrize("n, b", [(41, 5), (100, 2), (300, 8), (500, 32)])
+@pytest.mark.parametrize("seed, window", [(0, 2), (1, 7), (2, 1000)])
+def test_any_wavefront_that_respects_the_lag_gives_the_numba_bits(host_chase, n, b, dtype,
+                                                                   seed, window):
+    band = _random_band(n, b, dtype, seed=seed)
+    numba = _chased(bulge._chase, band, True)
+    widest = []
+    wavefront = _chased(lambda *args: widest.append(host_chase(*args, schedule=(seed, window))),
+                        band, True)
+    for x, y in zip(numba, wavefront):
+        assert np.array_equal(x, y)
+    # Sweeps ran concurrently, never more than the launch configuration allows for.
+    assert 1 < widest[0] <= min(window, bulge_cuda.sweeps_in_flight(n, b))
+
+
+def test_public_function_runs_the_twin_of_the_namespace(host_chase, monkeypatch):
+    """band_to_bidiagonal chases through its table: with the host build in NumPy's row,
+    the same Bidiagonal as the Numba loop's, reflectors included."""
+    band = _random_band(120, 6, np.float64, seed=4)
+    numba = bulge.band_to_bidiagonal(band, record=True)
+    monkeypatch.setitem(bulge._TWINS, "numpy", host_chase)
+    kernel = bulge.band_to_bidiagonal(band, record=True)
+    for x, y in zip(numba[:4] + tuple(numba.reflectors[:4]),
+                    kernel[:4] + tuple(kernel.reflectors[:4])):
+        assert np.array_equal(x, y)
+
+
+def test_launch_config():
+    for n, b in [(3, 2), (100, 2), (1000, 16), (8192, 32), (16384, 64), (5000, 200)]:
+        config = bulge_cuda.launch_config(n, b, 8, 132, 8)
+        assert config.threads % 32 == 0
+        assert config.threads >= min(2 * b - 1, 256) and config.threads <= 256
+        assert 1 <= config.blocks <= min(n - 2, 132 * 8, bulge_cuda.sweeps_in_flight(n, b))
+        assert config.shared_bytes == (b + 1) * 8 + b * 8
+    assert bulge_cuda.launch_config(16384, 16, 4, 132, 8).blocks == 683
+    assert bulge_cuda.launch_config(16384, 16, 4, 132, 2).blocks == 264
+
+
+def test_complex_bands_are_chased_on_the_host():
+    assert bulge_cuda.supports(np.float32) and bulge_cuda.supports(np.float64)
+    assert not bulge_cuda.supports(np.complex64) and not bulge_cuda.supports(np.complex128)
+    with pytest.raises(ValueError, match="complex bands are chased on the host"):
+        bulge_cuda.chase(np.zeros((5, 5), np.complex128), 2, None, None, None, None, False)
+
+
+# ---------------------------------------------------------------------------- GPU
+
+
+def _units(x, y, band):
+    n = max(band.shape[0], 1)
+    scale = max(float(np.abs(band).max(initial=0.0)), float(np.finfo(band.dtype).tiny))
+    return float(np.abs(x - y).max(initial=0.0)) / (scale * n * np.finfo(band.dtype).eps)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", REAL)
+@pytest.mark.parametrize("n, b", [(3, 2), (41, 5), (500, 2), (500, 8), (1000, 32),
+                                  (2000, 64), (3000, 16)])
+def test_cuda_kernel_agrees_with_the_numba_loop(n, b, dtype):
+    import cupy
+
+    band = _random_band(n, b, dtype, seed=n * b)
+    numba = bulge.band_to_bidiagonal(band, record=True)
+    gpu = bulge.band_to_bidiagonal(cupy.asarray(band), record=True)
+    assert isinstance(gpu.d, cupy.ndarray) and isinstance(gpu.reflectors.v_left, cupy.ndarray)
+    for x, y in zip(numba[:4] + tuple(numba.reflectors[:4]),
+                    gpu[:4] + tuple(gpu.reflectors[:4])):
+        assert x.shape == y.shape and x.dtype == y.dtype
+        assert _units(x, y.get(), band) < BOUND
+    s = scipy.linalg.svdvals(naive.bidiagonal_matrix(gpu.d.get(), gpu.e.get()).astype(np.float64))
+    ref = scipy.linalg.svdvals(stage1.band_matrix(band).astype(np.float64))
+    assert testing.sv_error(np.sort(s)[::-1].astype(dtype), ref) < BOUND * n
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_band_on_the_gpu_comes_back_on_the_gpu(dtype):
+    import cupy
+
+    band = _random_band(60, 5, dtype, seed=1)
+    host = bulge.band_to_bidiagonal(band, record=True)
+    gpu = bulge.band_to_bidiagonal(cupy.asarray(band), record=True)
+    for x, y in zip(host[:4] + tuple(host.reflectors[:4]), gpu[:4] + tuple(gpu.reflectors[:4])):
+        assert isinstance(y, cupy.ndarray) and np.array_equal(x, y.get())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", REAL)
+def test_two_stage_values_on_the_gpu_keep_lapacks(dtype):
+    import cupy
+
+    from gpusvd.condensed.driver import two_stage_singular_values
+
+    a = testing.random_matrix(1500, 1200, dtype=dtype, seed=2)
+    s = two_stage_singular_values(cupy.asarray(a), bandwidth=32)
+    assert isinstance(s, cupy.ndarray)
+    ref = scipy.linalg.svdvals(a.astype(np.float64))
+    assert s.dtype == dtype and testing.sv_error(s.get(), ref) < BOUND * 1500
