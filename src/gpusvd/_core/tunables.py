@@ -146,6 +146,15 @@ class Tunables:
     # 3.9, 3.4, 2.8, 4.7 s (NOTES.md, "Two-stage reduction, first increment"). To be
     # measured again with stage 2's GPU kernel and the back-transformation.
     two_stage_bandwidth: int = 32
+    # Singular values per Numba task of the bisection solver (condensed/bisection.py),
+    # bisected together so that their independent chains of divisions overlap: one value's
+    # Sturm count is a chain of 2n dependent divisions, latency-bound. Measured in NOTES.md
+    # ("Bisection for the bidiagonal's values").
+    bisection_cpu_lanes: int = 8
+    # Threads per block of the CUDA bisection kernel (one value each). A prediction: at
+    # n <= 16384 there are fewer warps than the H100's 528 schedulers (132 SMs × 4), so
+    # one warp per block spreads them over all SMs; to be measured on the H100.
+    bisection_threads_per_block: int = 32
     # Thread blocks per SM of stage 2's GPU bulge chasing (condensed/bulge_cuda.py), each
     # running one sweep at a time; the grid is also capped by the sweeps that can run at
     # once, 2(n−2)/(3b) + 1. A prediction: 8 blocks of 32–128 threads per SM (1056 on the

@@ -1,0 +1,279 @@
+"""Singular values of a bidiagonal by bisection on its Golub–Kahan tridiagonal.
+
+The parallel values solver of the two-stage SVD (issue 18): every singular value is
+found on its own, so the work is spread over values (one GPU thread each, Numba's
+``prange`` on the CPU), where dqds (golub_reinsch/dqds.py) is one sequential chain.
+
+The upper bidiagonal B (diagonal d, superdiagonal e) of order n is the 2n×2n
+Golub–Kahan tridiagonal T_GK with zero diagonal and off-diagonal
+t = (d₁, e₁, d₂, e₂, …, dₙ), whose eigenvalues are ±σᵢ (Golub & Kahan 1965; LAPACK's
+dbdsvdx takes this route). The negative pivots of the LDLᵀ factorization of T_GK − x·I,
+
+    q₁ = −x,   q_{k+1} = −x − t_k·(t_k/q_k)                (Sturm count, dstebz/dlaneg)
+
+count its eigenvalues below x (Sylvester's inertia), the n values −σᵢ among them, so
+#{σᵢ < x} = #{q_k < 0} − n for x > 0 (:func:`count_below`). Bisection on that count
+finds each σ to a relative tolerance.
+
+Relative accuracy (Demmel & Kahan, "Accurate singular values of bidiagonal matrices",
+SIAM J. Sci. Stat. Comput. 11 (1990), §5 and Thm 2; Fernando, "Accurately counting
+singular values of bidiagonal matrices", SIAM J. Matrix Anal. Appl. 20 (1998)): with
+rounding, q̂_{k+1} = (−x − t_k²(1+α)(1+β)/q̂_k)(1+γ); dividing q̂_k by its (1+γ_k) shows
+the computed signs are the exact ones of T_GK with each t_k multiplied by a factor
+within 1 ± 1.5ε. Because the diagonal of T_GK is zero, that is a relative perturbation
+of B's entries, which moves every σ by a factor within (1 ± 1.5ε)^(2n−1) (Demmel &
+Kahan, Thm 2). Bisection stops when hi − lo ≤ 2ε·hi and returns the midpoint, so
+
+    |σ̂ − σ| ≤ ((2n − 1)·1.5 + 1)·ε·σ ≤ 4·n·ε·σ        (the bound the tests check)
+
+for every σ above the floor below. Departures from dstebz, and why:
+
+- t_k·(t_k/q_k) instead of t_k²/q_k: the square of an entry below √(underflow) (1e-154
+  in float64, 1e-19 in float32) underflows, and a graded B with values down to 1e-300
+  has such entries; the quotient first keeps every intermediate in range. Same
+  rounding analysis (two roundings per step).
+- B is scaled by a power of two (exact) so that max|t| lies in [1/2, 1). dstebz then
+  replaces every pivot with |q| < pivmin by −pivmin; near convergence the last pivot is
+  about x − σ, so for σ < pivmin/ε that flips its sign (float64, σ = 9e-301·max|t|:
+  relative error 1.2e-8, measured). Here only an exact zero pivot becomes −pivmin (pivmin
+  the smallest normal number: t/q < Ω/2, no overflow; on a zero diagonal a pivot
+  moved by pivmin is a relative perturbation of t as above, of pivmin/x); a tiny pivot
+  keeps its sign, and an overflowing t/q gives q = ±∞, after which the next pivot is −x,
+  as IEEE arithmetic allows (Demmel, Dhillon & Ren, "On the correctness of some
+  bisection-like parallel eigenvalue algorithms in floating point arithmetic", ETNA 3,
+  1995; dlaneg relies on it too). Such an overflow drops a term below 1/Ω (Ω the
+  overflow threshold) from one pivot: the bound holds for σ ≥ max|t|/(Ω·ε) (2.5e-293 in
+  float64, 2.5e-32 in float32) and in practice (where no pivot before the last is that
+  tiny; the case table's values reach 1.7e-306) down to the floor: values below the smallest normal number times
+  max|t| (2e-308 in float64, 1e-38 in float32) are returned as 0.
+- The midpoint is geometric, √lo·√hi, while hi > 2·lo, so a value near the floor takes
+  log₂(log₂(top/floor)) ≈ 10 steps to reach, not 1000; then arithmetic (lo + hi)/2.
+- Every value is bisected from the same interval [floor, top] by the same rule, so two
+  indices follow the same midpoints until their counts separate them, and the results
+  come out ordered (σ̂ᵢ ≥ σ̂ⱼ for i < j in the descending output) without a sort, and the
+  same on every device whose division and square root round correctly.
+
+The CUDA twin is ``kernels/bisection.cu`` (one thread per value), launched by
+:mod:`.bisection_cuda`; both do the same IEEE operations in the same order (products
+written ``__dmul_rn`` there so that nvcc does not fuse them into an fma), so they give the
+same bits. :data:`_TWINS` maps the array namespace to its twin.
+"""
+
+import math
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from .._core import tunables
+from .._core.backend import array_namespace
+from .._core.errors import LinAlgError
+
+# The top of every bisection, for max|t| < 1 (after scaling): σ_max(B) is at most the
+# Gershgorin bound of T_GK, max(t_{k−1} + t_k) < 2, and the counts see a B̃ whose values
+# are at most (1 + 1.5ε)^(2n−1) times larger; 4 bounds both for any n below 1/(6ε).
+_TOP = 4.0
+
+
+class Bounds(NamedTuple):
+    """The constants of one bisection, scalars of the working dtype (except max_steps)."""
+    floor: object      # values below it (relative to max|t| in [1/2, 1)) are 0
+    pivmin: object     # an exact zero pivot becomes −pivmin (dstebz's PIVMIN)
+    top: object        # above every value: _TOP
+    two_eps: object    # the stopping tolerance hi − lo ≤ 2ε·hi
+    max_steps: int     # the hard limit of bisection steps per value (max_bisection_steps)
+
+
+def max_bisection_steps(dtype):
+    """The hard limit on bisection steps (counts after the floor's) per value.
+
+    Geometric steps while hi > 2·lo halve log₂(hi/lo), from log₂(top/floor) (1024 in
+    float64, 128 in float32) to 1: ⌈log₂ log₂(top/floor)⌉ steps. Then arithmetic steps
+    halve hi − lo ≤ lo ≤ hi down to 2ε·hi: ⌈log₂(1/(2ε))⌉ + 1. Two more cover the
+    rounding of the square root. A finite B never reaches the limit; it stops NaN
+    input (which the callers reject first) from looping.
+
+    Examples
+    --------
+    >>> max_bisection_steps(np.float64), max_bisection_steps(np.float32)
+    (64, 32)
+    """
+    finfo = np.finfo(dtype)
+    geometric = math.ceil(math.log2(math.log2(_TOP) - math.log2(finfo.smallest_normal)))
+    arithmetic = math.ceil(math.log2(1.0 / (2.0 * float(finfo.eps)))) + 1
+    return geometric + arithmetic + 2
+
+
+def bounds(dtype):
+    """The :class:`Bounds` of a bisection in ``dtype`` (float32 or float64)."""
+    finfo = np.finfo(dtype)
+    real = finfo.dtype.type
+    return Bounds(real(finfo.smallest_normal), real(finfo.smallest_normal), real(_TOP),
+                  real(2 * finfo.eps), max_bisection_steps(dtype))
+
+
+@numba.njit(cache=True)
+def count_below(t, x, pivmin, counts):
+    """#{σᵢ < xₗ} for each shift xₗ > 0 (the reference formula; module docstring).
+
+    ``t`` is T_GK's off-diagonal (2n − 1 entries, |entries|), ``x`` and ``counts`` arrays
+    of the same length: the shifts are carried through the recurrence together, so that
+    their independent chains of divisions overlap in the CPU's pipeline.
+    """
+    m = x.shape[0]
+    q = np.empty_like(x)
+    for l in range(m):
+        q[l] = -x[l]  # x >= floor > 0: never 0
+        counts[l] = 1
+    for k in range(t.shape[0]):
+        tk = t[k]
+        for l in range(m):
+            ql = -x[l] - tk * (tk / q[l])
+            if ql == 0:
+                ql = -pivmin
+            q[l] = ql
+            if ql < 0:
+                counts[l] += 1
+    n = (t.shape[0] + 1) // 2
+    for l in range(m):
+        counts[l] -= n
+
+
+@numba.njit(parallel=True, cache=True)
+def _bisect(t, floor, pivmin, top, two_eps, half, max_steps, lanes, out):
+    """out[i] = the i-th largest singular value of the B of ``t``, by bisection; ``lanes``
+    values advance together, one pass of :func:`count_below` per step serving them all."""
+    n = out.shape[0]
+    for group in numba.prange((n + lanes - 1) // lanes):
+        first = group * lanes
+        m = min(lanes, n - first)
+        rank = np.empty(m, np.int64)  # out[first + l] is the (rank + 1)-th smallest
+        for l in range(m):
+            rank[l] = n - 1 - (first + l)
+        x = np.full(m, floor)
+        lo = np.full(m, floor)
+        hi = np.full(m, top)
+        counts = np.empty(m, np.int64)
+        active = np.ones(m, np.bool_)
+        count_below(t, x, pivmin, counts)
+        for l in range(m):
+            if counts[l] > rank[l]:  # below the floor
+                active[l] = False
+                out[first + l] = 0
+        for _ in range(max_steps):
+            running = False
+            for l in range(m):
+                if active[l] and hi[l] - lo[l] <= two_eps * hi[l]:
+                    active[l] = False
+                    out[first + l] = (lo[l] + hi[l]) * half
+                if active[l]:
+                    running = True
+                    if hi[l] > lo[l] + lo[l]:
+                        x[l] = np.sqrt(lo[l]) * np.sqrt(hi[l])
+                    else:
+                        x[l] = (lo[l] + hi[l]) * half
+            if not running:
+                break
+            count_below(t, x, pivmin, counts)
+            for l in range(m):
+                if active[l]:
+                    if counts[l] > rank[l]:
+                        hi[l] = x[l]
+                    else:
+                        lo[l] = x[l]
+        for l in range(m):
+            if active[l]:  # the step limit: only NaN gets here
+                out[first + l] = (lo[l] + hi[l]) * half
+
+
+def _numba_twin(t, n, b):
+    out = np.empty(n, t.dtype)
+    _bisect(t, b.floor, b.pivmin, b.top, b.two_eps, t.dtype.type(0.5), b.max_steps,
+            tunables.get().bisection_cpu_lanes, out)
+    return out
+
+
+def _cuda_twin(t, n, b):
+    from .bisection_cuda import bisect
+
+    return bisect(t, n, b)
+
+
+# The twin that bisects T_GK's off-diagonal t, by the name of its array namespace.
+_TWINS = {"numpy": _numba_twin, "cupy": _cuda_twin}
+
+
+def golub_kahan_offdiagonal(xp, d, e):
+    """(t, exponent): |d₁|, |e₁|, |d₂|, …, |dₙ| times 2^−exponent, max|t| in [1/2, 1).
+
+    One reduction (max|t|, read back to the host) scales B and checks it: an exponent
+    of 0 for B = 0.
+
+    Raises
+    ------
+    gpusvd.LinAlgError
+        If an entry is NaN or infinite.
+    """
+    n = d.shape[0]
+    t = xp.empty(max(2 * n - 1, 0), d.dtype)
+    t[0::2] = xp.abs(d)
+    t[1::2] = xp.abs(e)
+    top = float(t.max()) if n else 0.0
+    if not math.isfinite(top):
+        raise LinAlgError("the bidiagonal holds NaN or infinity: the input was not finite "
+                          "(check_finite=True rejects such input up front)")
+    exponent = math.frexp(top)[1] if top > 0 else 0
+    return xp.ldexp(t, -exponent).astype(d.dtype, copy=False), exponent
+
+
+def bidiagonal_singular_values_bisection(d, e):
+    """Singular values of the upper bidiagonal B (diagonal d, superdiagonal e) by
+    bisection on its Golub–Kahan tridiagonal, each to high relative accuracy.
+
+    Parallel over the values: Numba threads for NumPy input, one CUDA thread per value
+    for CuPy input (module docstring). Each value σ is accurate to 4·n·ε·σ (Demmel &
+    Kahan 1990) where σ ≥ 2.5e-293·max|B| in float64 (2.5e-32 in float32), and in
+    practice down to 2.2e-308·max|B| (1.2e-38); values below that are returned as 0.
+
+    Parameters
+    ----------
+    d, e : array_like (NumPy or CuPy)
+        Diagonal (n,) and superdiagonal (n-1,), finite; not modified. float32 input is
+        solved in float32, anything else in float64.
+
+    Returns
+    -------
+    array
+        The n singular values, descending, float32 or float64, in the namespace of ``d``.
+
+    Raises
+    ------
+    ValueError
+        If the shapes do not match.
+    gpusvd.LinAlgError
+        If an entry is not finite (the input of the SVD was not).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = bidiagonal_singular_values_bisection(np.array([3.0, 1.0]), np.array([4.0]))
+    >>> np.round(s, 6)
+    array([5.064495, 0.592359])
+    >>> s = bidiagonal_singular_values_bisection(np.array([1.0, 1e-200]), np.array([1e-100]))
+    >>> round(float(s[1]) * 1e200, 12)  # |det B|/σ₁, to a few ulps
+    1.0
+    """
+    xp = array_namespace(d)
+    dtype = np.float32 if (np.dtype(getattr(d, "dtype", np.float64)) == np.float32
+                           and np.dtype(getattr(e, "dtype", np.float64)) == np.float32) \
+        else np.float64
+    d = xp.asarray(d, dtype=dtype).reshape(-1)
+    e = xp.asarray(e, dtype=dtype).reshape(-1)
+    n = d.shape[0]
+    if e.shape[0] != max(n - 1, 0):
+        raise ValueError(f"e must have n-1 = {max(n - 1, 0)} entries, got {e.shape[0]}")
+    t, exponent = golub_kahan_offdiagonal(xp, d, e)
+    if n == 0:
+        return xp.empty(0, dtype)
+    s = _TWINS[xp.__name__](t, n, bounds(dtype))
+    return xp.ldexp(s, exponent).astype(dtype, copy=False)
