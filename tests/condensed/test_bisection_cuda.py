@@ -1,0 +1,71 @@
+"""The CUDA bisection kernel (kernels/bisection.cu through bisection_cuda.py) on the GPU.
+
+Tolerance against the Numba twin: equal bits. Both do the same IEEE operations in the
+same order (the kernel's products are __dmul_rn/__fmul_rn, so nvcc fuses nothing into an
+fma; division and square root round correctly under nvcc's and NVRTC's defaults), and a
+value's bisection is a sequence of decisions on those numbers, so a single differing
+rounding would show as a different value, not as an ulp: there is no meaningful "few
+ulps" in between. The host build (test_bisection_host.py) checks the same source in CI.
+Against LAPACK (dstebz on T_GK) and the 60-digit oracle: bisection.py's bound, 4·n·ε.
+"""
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+from gpusvd import testing
+from gpusvd._core import kernels
+from gpusvd.condensed.bisection import bidiagonal_singular_values_bisection
+
+import bisection_cases
+from bisection_cases import BOUND, CASES, CASES32
+
+pytestmark = pytest.mark.gpu
+
+
+def _both(d, e):
+    import cupy
+
+    on_gpu = bidiagonal_singular_values_bisection(cupy.asarray(d), cupy.asarray(e))
+    assert isinstance(on_gpu, cupy.ndarray)
+    return on_gpu.get(), bidiagonal_singular_values_bisection(d, e)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_float64_cases(name):
+    d, e = bisection_cases.case(name)
+    gpu, cpu = _both(d, e)
+    np.testing.assert_array_equal(gpu, cpu)
+    assert testing.relative_sv_error(gpu, bisection_cases.reference(name)) <= (
+        BOUND * len(d) * np.finfo(np.float64).eps)
+
+
+@pytest.mark.parametrize("name", CASES32)
+def test_float32_cases(name):
+    gpu, cpu = _both(*bisection_cases.case(name, np.float32))
+    assert gpu.dtype == np.float32
+    np.testing.assert_array_equal(gpu, cpu)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["random", "graded", "clustered"])
+def test_large_against_twin_and_lapack(kind, dtype):
+    n = 3000
+    d, e = testing.bidiagonal(n, kind=kind, dtype=dtype, seed=60)
+    gpu, cpu = _both(d, e)
+    np.testing.assert_array_equal(gpu, cpu)
+    off = np.empty(2 * n - 1)
+    off[0::2], off[1::2] = d, e
+    lapack = scipy.linalg.eigvalsh_tridiagonal(
+        np.zeros(2 * n), off, select="i", select_range=(n, 2 * n - 1),
+        lapack_driver="stebz", tol=np.finfo(np.float64).tiny)[::-1]
+    assert testing.relative_sv_error(gpu.astype(np.float64), lapack) <= (
+        BOUND * n * np.finfo(dtype).eps + 2 * BOUND * n * np.finfo(np.float64).eps)
+
+
+def test_shipped_binary_loads():
+    import cupy
+
+    bidiagonal_singular_values_bisection(cupy.ones(3), cupy.ones(2))
+    relpath = "condensed/kernels/bisection.cu"
+    assert kernels.LOADED[relpath, cupy.cuda.Device().id] == "shipped"

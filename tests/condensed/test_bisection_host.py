@@ -1,0 +1,66 @@
+"""kernels/bisection.cu compiled for the host (host_bisection.py), no GPU: the CUDA
+source must give the Numba twin's bits on the whole case table, in float32 and float64,
+on graded bidiagonals of n = 300 spanning the dtype's range, and the Sturm count's
+table. Both twins do the same IEEE operations in the same order (no fma: g++ with
+-ffp-contract=off here, mul_rn on the GPU), and both bisect every value from the same
+interval by the same rule, so equal bits is the tolerance."""
+
+import numpy as np
+import pytest
+
+from gpusvd import testing
+from gpusvd.condensed import bisection
+from gpusvd.condensed.bisection import golub_kahan_offdiagonal
+
+import bisection_cases
+import host_bisection
+from bisection_cases import CASES, CASES32, COUNT_CASES
+
+
+@pytest.fixture(scope="module")
+def host(tmp_path_factory):
+    built = host_bisection.build(tmp_path_factory.mktemp("host_bisection"))
+    if built is None:
+        pytest.skip("g++ is not on PATH")
+    return built
+
+
+def _both(host, d, e):
+    t, _ = golub_kahan_offdiagonal(np, d, e)
+    b = bisection.bounds(d.dtype)
+    return host.bisect(t, len(d), b), bisection._numba_twin(t, len(d), b)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_float64_cases_bit_for_bit(host, name):
+    kernel, twin = _both(host, *bisection_cases.case(name))
+    np.testing.assert_array_equal(kernel, twin)
+
+
+@pytest.mark.parametrize("name", CASES32)
+def test_float32_cases_bit_for_bit(host, name):
+    kernel, twin = _both(host, *bisection_cases.case(name, np.float32))
+    assert kernel.dtype == np.float32
+    np.testing.assert_array_equal(kernel, twin)
+
+
+@pytest.mark.parametrize("dtype, decades", [(np.float64, 300), (np.float32, 30)])
+@pytest.mark.parametrize("kind", ["graded", "random", "clustered"])
+def test_larger_bit_for_bit(host, dtype, decades, kind):
+    if kind == "graded":
+        d, e = (x.astype(dtype) for x in bisection_cases.graded(300, decades, 50))
+    else:
+        d, e = testing.bidiagonal(300, kind=kind, dtype=dtype, seed=51)
+    kernel, twin = _both(host, d, e)
+    np.testing.assert_array_equal(kernel, twin)
+
+
+@pytest.mark.parametrize("name", COUNT_CASES)
+def test_sturm_count_table(host, name):
+    d, e, shifts = COUNT_CASES[name]
+    d, e = np.asarray(d, np.float64), np.asarray(e, np.float64)
+    ref = bisection_cases.reference_singular_values(d, e)
+    t, exponent = golub_kahan_offdiagonal(np, d, e)
+    x = np.ldexp(np.asarray(shifts, np.float64), -exponent)
+    counts = host.count_below(t, x, bisection.bounds(np.float64).pivmin)
+    assert counts.tolist() == [int(np.sum(ref < shift)) for shift in shifts]
