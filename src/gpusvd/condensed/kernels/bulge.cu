@@ -30,9 +30,10 @@
 // task in progress[s] (SWEEP_DONE after its last); before task h its thread 0 spins until
 // progress[s-1] > h + CHASE_LAG. Tickets are taken in order, so the sweep a block waits
 // for belongs to a block already running, and no co-residency is needed: the grid only
-// bounds the number of sweeps in flight (about 2n/(3b) can run at once). Writes are
-// released by __threadfence before the progress store, and acquired by __threadfence
-// after the spin, before a block barrier. The band stays in global memory, 6 MB at
+// bounds the number of sweeps in flight (about 2n/(3b) can run at once). A task's writes
+// are fenced by every thread and published by thread 0 after a block barrier with a
+// release store; the next sweep's thread 0 reads the counter with acquire loads, then
+// releases its block by a barrier. The band stays in global memory, 6 MB at
 // n = 8192, b = 32 in double: resident in L2.
 //
 // Within a task: warp 0 forms the reflector (the largest entry by a warp reduction, the
@@ -218,6 +219,28 @@ __device__ bool chase_task(const Chase<T> &a, int s, int h, Scratch<T> w)
 // Whether task h of a sweep may start, given the progress of the sweep before it.
 __device__ __forceinline__ bool ready(int previous, int h) { return previous > h + CHASE_LAG; }
 
+// A progress counter read with acquire and written with release semantics at GPU scope
+// (PTX memory model): the band entries another block wrote before its release are what
+// this block's plain, L1-cached loads see after the acquire and a block barrier.
+__device__ __forceinline__ int load_acquire(const int *p)
+{
+#ifdef __CUDA_ARCH__
+    int v;
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+#else
+    return *p;
+#endif
+}
+__device__ __forceinline__ void store_release(int *p, int v)
+{
+#ifdef __CUDA_ARCH__
+    asm volatile("st.release.gpu.global.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#else
+    *p = v;
+#endif
+}
+
 // All sweeps of the band a (n x ld, ld = 3b-1, row-major) in place. sync (n - 1 ints,
 // zero): the ticket counter, then the progress of every sweep. v_left, tau_left, v_right,
 // tau_right: bulge.ChaseReflectors' arrays when steps > 0. Dynamic shared memory: the
@@ -232,7 +255,7 @@ __global__ void __launch_bounds__(CHASE_MAX_THREADS)
     const Chase<T> a = {ab, 3LL * b - 1, n, b, v_left, tau_left, v_right, tau_right, steps};
     const Scratch<T> w = scratch<T>(shared_raw, b);
     int *ticket = sync;
-    volatile int *progress = sync + 1;
+    int *progress = sync + 1;
     for (;;) {
         if (threadIdx.x == 0) sweep = atomicAdd(ticket, 1);
         __syncthreads();
@@ -243,15 +266,14 @@ __global__ void __launch_bounds__(CHASE_MAX_THREADS)
             if (threadIdx.x == 0 && s > 0) {
                 while (!ready(seen, h)) {
                     __nanosleep(SPIN_NS);
-                    seen = progress[s - 1];
+                    seen = load_acquire(progress + s - 1);
                 }
-                __threadfence();
             }
             __syncthreads();
             const bool more = chase_task(a, s, h, w);
             __threadfence();
             __syncthreads();
-            if (threadIdx.x == 0) progress[s] = more ? h + 1 : SWEEP_DONE;
+            if (threadIdx.x == 0) store_release(progress + s, more ? h + 1 : SWEEP_DONE);
             if (!more) break;
         }
     }
