@@ -4,7 +4,8 @@ Without a GPU: the dependency the kernel waits on is checked on the index sets o
 tasks (lag 3 orders every pair of tasks of different sweeps that share an entry, lag 2
 does not), and the kernel's source runs on the CPU (host_bulge.py, one thread per block):
 the persistent kernel, and random wavefronts of sweeps in flight that respect the
-dependency, must give the Numba loop's bits (same operations, same order, same libm).
+dependency, put in NumPy's row of band_to_bidiagonal's twin table, must give the Numba
+loop's bits (same operations, same order, same libm).
 On the GPU (marked gpu) the kernel must agree with the Numba loop within BOUND·n·ε of
 max|band| (only CUDA's hypot rounds differently, and the chase carries that on), keep
 LAPACK's singular values, and serve band_to_bidiagonal and the two-stage driver on CuPy.
@@ -67,21 +68,29 @@ def _random_band(n, b, dtype, seed):
     return testing.random_matrix(n, b + 1, dtype=dtype, seed=seed)
 
 
-def _chased(chase, band, record, **schedule):
-    """(ab, v_left, tau_left, v_right, tau_right) after ``chase`` on ``band``'s compact
-    storage, as bulge.band_to_bidiagonal lays it out."""
-    n, width = band.shape
-    b = max(1, min(width - 1, n - 1))
-    ab = np.zeros((n, 3 * b - 1), band.dtype)
-    for k in range(b + 1):
-        ab[:n - k, b - 1 + k] = band[:n - k, k]
-    steps = -(-(n - 1) // b) if record else 0
-    v_left = np.zeros((n - 1 if record else 0, steps, b), band.dtype)
-    out = (ab, v_left, np.zeros(v_left.shape[:2], band.dtype), np.zeros_like(v_left),
-           np.zeros(v_left.shape[:2], band.dtype))
-    if n > 2 and b > 1:
-        chase(*out[:1], b, *out[1:], record, **schedule)
-    return out
+def _chased(chase, band, record, monkeypatch, **schedule):
+    """band_to_bidiagonal(band) with ``chase`` as NumPy's twin: (its Bidiagonal, the arrays
+    the twin chased, (ab, v_left, tau_left, v_right, tau_right), empty when there was
+    nothing to chase, and what the twin returned)."""
+    arrays, returned = [], []
+
+    def twin(ab, b, *reflectors):
+        returned.append(chase(ab, b, *reflectors, **schedule))
+        arrays.extend((ab, *reflectors[:4]))
+
+    with monkeypatch.context() as patch:
+        patch.setitem(bulge._TWINS, "numpy", twin)
+        bd = bulge.band_to_bidiagonal(band, record=record)
+    return bd, arrays, returned
+
+
+def _assert_same_bits(x, y):
+    """The same Bidiagonal (reflectors included) and the same chased arrays."""
+    assert len(x[1]) == len(y[1])
+    fields = x[0][:4] + tuple(x[0].reflectors or ())[:4] + tuple(x[1])
+    others = y[0][:4] + tuple(y[0].reflectors or ())[:4] + tuple(y[1])
+    for a, b in zip(fields, others, strict=True):
+        assert np.array_equal(a, b)
 
 
 @pytest.fixture(scope="module")
@@ -105,40 +114,22 @@ def test_the_lag_of_three_tasks_is_exact(n, b):
 @pytest.mark.parametrize("dtype", REAL)
 @pytest.mark.parametrize("n, b", CASES)
 @pytest.mark.parametrize("record", [False, True])
-def test_host_kernel_gives_the_numba_bits(host_chase, n, b, dtype, record):
+def test_host_kernel_gives_the_numba_bits(host_chase, monkeypatch, n, b, dtype, record):
     band = _random_band(n, b, dtype, seed=n + b)
-    numba = _chased(bulge._chase, band, record)
-    kernel = _chased(host_chase, band, record)
-    for x, y in zip(numba, kernel):
-        assert np.array_equal(x, y)
+    _assert_same_bits(_chased(bulge._chase, band, record, monkeypatch),
+                      _chased(host_chase, band, record, monkeypatch))
 
 
 @pytest.mark.parametrize("dtype", REAL)
 @pytest.mark.parametrize("n, b", [(41, 5), (100, 2), (300, 8), (500, 32)])
 @pytest.mark.parametrize("seed, window", [(0, 2), (1, 7), (2, 1000)])
-def test_any_wavefront_that_respects_the_lag_gives_the_numba_bits(host_chase, n, b, dtype,
-                                                                   seed, window):
+def test_any_wavefront_that_respects_the_lag_gives_the_numba_bits(host_chase, monkeypatch,
+                                                                   n, b, dtype, seed, window):
     band = _random_band(n, b, dtype, seed=seed)
-    numba = _chased(bulge._chase, band, True)
-    widest = []
-    wavefront = _chased(lambda *args: widest.append(host_chase(*args, schedule=(seed, window))),
-                        band, True)
-    for x, y in zip(numba, wavefront):
-        assert np.array_equal(x, y)
+    wavefront = _chased(host_chase, band, True, monkeypatch, schedule=(seed, window))
+    _assert_same_bits(_chased(bulge._chase, band, True, monkeypatch), wavefront)
     # Sweeps ran concurrently, never more than the launch configuration allows for.
-    assert 1 < widest[0] <= min(window, bulge_cuda.sweeps_in_flight(n, b))
-
-
-def test_public_function_runs_the_twin_of_the_namespace(host_chase, monkeypatch):
-    """band_to_bidiagonal chases through its table: with the host build in NumPy's row,
-    the same Bidiagonal as the Numba loop's, reflectors included."""
-    band = _random_band(120, 6, np.float64, seed=4)
-    numba = bulge.band_to_bidiagonal(band, record=True)
-    monkeypatch.setitem(bulge._TWINS, "numpy", host_chase)
-    kernel = bulge.band_to_bidiagonal(band, record=True)
-    for x, y in zip(numba[:4] + tuple(numba.reflectors[:4]),
-                    kernel[:4] + tuple(kernel.reflectors[:4])):
-        assert np.array_equal(x, y)
+    assert 1 < wavefront[2][0] <= min(window, bulge_cuda.sweeps_in_flight(n, b))
 
 
 def test_launch_config():
