@@ -25,20 +25,7 @@ import numpy as np
 
 from . import validation
 from .arrays import place
-from .backend import to_host
-from .scaling import safe_exponent, scale_values, times_power_of_two
-
-
-def _largest_entries(stack, xp):
-    """max |a_ij| of each matrix of ``stack`` (batch, m, n) as a host float64 array: NaN or
-    infinity where the matrix holds one. A complex entry counts by the larger of its
-    parts, which cannot overflow where |z| could."""
-    if stack.dtype.kind == "c":
-        big = xp.maximum(xp.abs(stack.real).max(axis=(1, 2)),
-                         xp.abs(stack.imag).max(axis=(1, 2)))
-    else:
-        big = xp.abs(stack).max(axis=(1, 2))
-    return to_host(big).astype(np.float64)
+from .scaling import largest_entries, safe_exponent, scale_values, times_power_of_two
 
 
 class Received:
@@ -104,7 +91,7 @@ def prepare(a, *, what, device="auto", check_finite=True, overwrite_a=False,
         stack = arr.reshape(math.prod(batch), m, n)
         exponents = bad = None
         if stack.size:
-            largest = _largest_entries(stack, xp)
+            largest = largest_entries(stack, xp)
             finite = np.isfinite(largest)
             if not finite.all():
                 if check_finite:

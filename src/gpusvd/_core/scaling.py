@@ -10,7 +10,19 @@ is not a float64), so a matrix is multiplied by two factors of half the exponent
 and values are scaled back by ``ldexp``, which rounds once.
 """
 
+import math
+
 import numpy as np
+
+from .backend import to_host
+
+# float32's layout: 23 mantissa bits; a normal number is (2^23 + m)·2^(e − 150), a
+# subnormal m·2^−149; the sign is bit 31.
+_F32_MANTISSA_BITS = 23
+_F32_MANTISSA_MASK = (1 << _F32_MANTISSA_BITS) - 1
+_F32_NORMAL_SHIFT = 150
+_F32_SUBNORMAL_POWER = -149
+_F32_SIGN_BIT = -(1 << 31)
 
 
 def _range(dtype):
@@ -62,15 +74,89 @@ def safe_scale(anrm, dtype):
     return float(np.ldexp(1.0, safe_exponent(anrm, dtype)))
 
 
+def unit_exponent(anrm):
+    """The k that brings max|A| = ``anrm`` (finite) to [1/2, 1): the normalization of
+    iterations that square their iterates' norms (QDWH's power iteration, Takagi's
+    sweeps), which the safe range [smlnum, bignum] alone does not keep in range.
+
+    Examples
+    --------
+    >>> unit_exponent(3.0), unit_exponent(0.0)
+    (-2, 0)
+    """
+    return -math.frexp(anrm)[1] if anrm else 0
+
+
+def _float32_as_float64(x, xp):
+    """Real float32 ``x`` as float64, exactly, from its bits: integer operations flush no
+    subnormal, where the GPU's float32 arithmetic and conversions do. Finite ``x`` only."""
+    bits = xp.ascontiguousarray(x).view(np.int32)
+    exponent = (bits >> _F32_MANTISSA_BITS) & 0xFF
+    normal = exponent != 0
+    mantissa = bits & _F32_MANTISSA_MASK
+    mantissa = xp.where(normal, mantissa | (_F32_MANTISSA_MASK + 1), mantissa)
+    power = xp.where(normal, exponent - _F32_NORMAL_SHIFT, _F32_SUBNORMAL_POWER)
+    magnitude = xp.ldexp(mantissa.astype(np.float64), power.astype(np.int32))
+    return xp.where(bits < 0, -magnitude, magnitude)
+
+
+def _float64_as_float32(v, xp):
+    """float64 ``v`` rounded to float32, subnormal results included: below the smallest
+    normal float32 the bits are built from the integer rint(|v|·2^149) (round half to even,
+    as the hardware rounds), and 2^23 there is the smallest normal's own encoding."""
+    tiny = xp.abs(v) < float(np.finfo(np.float32).tiny)
+    small = xp.where(tiny, xp.abs(v), 0.0)
+    sub = xp.rint(xp.ldexp(small, -_F32_SUBNORMAL_POWER)).astype(np.int32)
+    sub = xp.where(xp.signbit(v), sub | np.int32(_F32_SIGN_BIT), sub)
+    normal = xp.ascontiguousarray(v.astype(np.float32)).view(np.int32)
+    return xp.where(tiny, sub, normal).view(np.float32)
+
+
+def _real_parts(a, xp):
+    """``a`` as a real array: complex entries as (real, imaginary) pairs."""
+    return xp.ascontiguousarray(a).view(np.finfo(a.dtype).dtype) if a.dtype.kind == "c" else a
+
+
+def largest_entries(stack, xp):
+    """max |a_ij| of each matrix of ``stack`` (batch, m, n) as a host float64 array: NaN or
+    infinity where the matrix holds one. A complex entry counts by the larger of its
+    parts, which cannot overflow where |z| could.
+
+    Computed on the integer view of the bits with the sign bit cleared, which orders as
+    the magnitudes do (NaN above infinity): an integer maximum flushes nothing, where a
+    float32 reduction on the GPU flushes subnormal entries to zero (H100, 2026-11-25: a
+    matrix of entries ≈ 1e-40 read as zero).
+
+    Examples
+    --------
+    >>> x = np.array([[[1e-40, -3e-40]]], np.float32)
+    >>> bool(largest_entries(x, np)[0] == np.float32(3e-40))
+    True
+    """
+    parts = _real_parts(stack, xp)
+    real = parts.dtype
+    ints = np.dtype(f"int{8 * real.itemsize}")
+    bits = xp.ascontiguousarray(parts).view(ints) & ints.type(np.iinfo(ints).max)
+    top = to_host(bits.max(axis=(1, 2))).astype(ints)
+    return top.view(real).astype(np.float64)
+
+
 def times_power_of_two(a, k, xp):
     """``a``·2^k, exact unless entries leave the float range, for any k of the front end.
 
     ``k`` is an int or a host integer array that broadcasts against ``a`` (one exponent
-    per matrix of a stack: shape (batch, 1, 1)). Two factors of about k/2 each, of the
-    real dtype of ``a`` (complex ``a`` too), so that neither factor over- or underflows.
+    per matrix of a stack: shape (batch, 1, 1)). float64: two factors of about k/2 each,
+    so that neither over- or underflows. float32 (and complex64): through float64 built
+    from the bits (:func:`_float32_as_float64`), since the GPU flushes float32 subnormals
+    in and out of its arithmetic; k ≤ 277 there, well inside float64's range.
     """
     real = np.finfo(a.dtype).dtype
     k = np.asarray(k)
+    if real == np.float32:
+        wide = _float32_as_float64(_real_parts(a, xp), xp)
+        wide = wide * (xp.asarray(np.ldexp(1.0, k)) if k.ndim else float(np.ldexp(1.0, k)))
+        out = _float64_as_float32(wide, xp)
+        return out.view(a.dtype) if a.dtype.kind == "c" else out
     half = k // 2
     first, second = np.ldexp(np.ones((), real), half), np.ldexp(np.ones((), real), k - half)
     if first.ndim:
@@ -81,7 +167,16 @@ def times_power_of_two(a, k, xp):
 
 
 def scale_values(s, k, xp):
-    """Values ``s`` (of a real dtype) times 2^k, rounded once (``ldexp``); ``k`` an int or a
-    host integer array that broadcasts against ``s``."""
+    """Values ``s`` (of a real dtype) times 2^k, rounded once; ``k`` an int or a host
+    integer array that broadcasts against ``s``. float32 as in :func:`times_power_of_two`.
+
+    Examples
+    --------
+    >>> s = scale_values(np.array([1.0], np.float32), -140, np)   # a float32 subnormal
+    >>> bool(s[0] == np.ldexp(np.float32(1.0), -140))
+    True
+    """
     k = np.asarray(k, np.int32)
+    if s.dtype == np.float32:
+        return times_power_of_two(s, k, xp)
     return xp.ldexp(s, xp.asarray(k) if k.ndim else int(k))

@@ -36,6 +36,7 @@ overflow from max|A| ≈ 10⁷⁷ in float64 (10¹⁰ in float32) and underflow 
 import numpy as np
 
 from .._core import profile
+from .._core.scaling import scale_values, times_power_of_two, unit_exponent
 from . import qdwh
 
 # Columns of U = U_p·V with max |‖u_i‖ − 1| above this, in units of √n·ε, mark U_p a partial
@@ -61,15 +62,6 @@ def _orthonormal_columns(u, xp, *, complete):
     signs = xp.where(signs == 0, 1, signs).astype(u.dtype)
     q[:, :k] *= signs
     return q
-
-
-def _times_power_of_two(x, k):
-    """x·2^k, exact, in two factors: 2^k alone need not be representable (subnormal
-    input in float64 needs k up to 1074, past the largest float64 2^1023)."""
-    if k == 0:
-        return x
-    half = k // 2
-    return (x * x.dtype.type(2.0 ** half)) * x.dtype.type(2.0 ** (k - half))
 
 
 def _svd_square(a, xp, *, compute_uv, triangular):
@@ -115,8 +107,8 @@ def _svd_tall(a, xp, *, full_matrices, compute_uv):
     anrm = float(xp.abs(a).max())
     if anrm == 0.0:
         return _svd_zero(m, n, xp, a.dtype, full_matrices, compute_uv)
-    exponent = -int(np.round(np.log2(anrm)))
-    work = _times_power_of_two(a, exponent)
+    exponent = unit_exponent(anrm)
+    work = times_power_of_two(a, exponent, xp)
     q = None
     if m > QR_FIRST_RATIO * n:
         with profile.phase("qr", xp):
@@ -129,7 +121,7 @@ def _svd_tall(a, xp, *, full_matrices, compute_uv):
         u, s, vh = _svd_square(r, xp, compute_uv=compute_uv, triangular=True)
     else:
         u, s, vh = _svd_square(work, xp, compute_uv=compute_uv, triangular=False)
-    s = _times_power_of_two(s, -exponent)
+    s = scale_values(s, -exponent, xp)
     if not compute_uv:
         return None, s, None
     with profile.phase("polar_u", xp):

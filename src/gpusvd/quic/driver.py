@@ -29,8 +29,7 @@ import math
 import numpy as np
 
 from .._core import profile, tunables
-from .._core.backend import to_host
-from .._core.scaling import safe_exponent, scale_values, times_power_of_two
+from .._core.scaling import largest_entries, safe_exponent, scale_values, times_power_of_two
 from . import monte_carlo
 from .cosine_tree import row_norms2
 from .extraction import extract, project
@@ -54,11 +53,10 @@ def partition_bounds(m, partitions):
 
 def largest_entry(block, xp, what):
     """max |a_ij| of ``block`` (host float); ``ValueError`` if an entry is not finite."""
-    both = xp.stack([block.max(), block.min()]).astype(xp.float64)
-    hi, lo = to_host(both).tolist()
-    if not (math.isfinite(hi) and math.isfinite(lo)):
+    largest = float(largest_entries(block[None], xp)[0])
+    if not math.isfinite(largest):
         raise ValueError(f"{what}: the input contains NaN or infinity; pass finite values")
-    return max(abs(hi), abs(lo))
+    return largest
 
 
 def scaled(block, k, xp):

@@ -30,12 +30,12 @@ Alg. 2 of the paper, with its choices made explicit:
    S = |d| ≥ 0, then S is sorted descending with U's columns.
 """
 
-import math
 
 import numpy as np
 
 from .._core import profile, progress, tunables, validation
 from .._core.errors import LinAlgError
+from .._core.scaling import largest_entries, scale_values, times_power_of_two, unit_exponent
 from . import block_update, steps
 from .ordering import chess_tournament
 
@@ -55,12 +55,6 @@ UPDATES = ("strided", "gather")
 def default_tol(n, dtype):
     """The default ``tol`` of :func:`factorize` for order n and the working dtype."""
     return TOL_FACTOR * max(n, 1) * float(np.finfo(dtype).eps)
-
-
-def _times_power_of_two(x, exponent, real):
-    """x·2^exponent, exact, in two factors so that neither over- or underflows on its own."""
-    half = exponent // 2
-    return x * real.type(math.ldexp(1.0, half)) * real.type(math.ldexp(1.0, exponent - half))
 
 
 def _into(g, out):
@@ -212,9 +206,8 @@ def factorize(a, xp, *, tol, max_sweeps):
     real = np.finfo(dtype).dtype
     if n == 0:
         return xp.zeros(0, real), xp.zeros((0, 0), dtype)
-    peak = float(xp.max(xp.abs(a)))
-    exponent = math.frexp(peak)[1] if peak > 0 else 0
-    work = _times_power_of_two(a, -exponent, real)
+    exponent = -unit_exponent(float(largest_entries(a[None], xp)[0]))
+    work = times_power_of_two(a, -exponent, xp)
     work = xp.ascontiguousarray((work + work.T) * real.type(0.5))  # kernels take C order
     t = tunables.get()
     blocked = n >= t.takagi_blocked_min_n or (xp is not np and n <= 2 * t.takagi_block_size)
@@ -236,4 +229,4 @@ def factorize(a, xp, *, tol, max_sweeps):
     s = xp.abs(d)
     u = u * xp.exp(0.5j * xp.angle(d)).astype(dtype)[None, :]
     order = xp.argsort(-s)
-    return _times_power_of_two(s[order], exponent, real), xp.ascontiguousarray(u[:, order])
+    return scale_values(s[order], exponent, xp), xp.ascontiguousarray(u[:, order])
