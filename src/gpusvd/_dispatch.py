@@ -9,6 +9,7 @@ the stack of matrices to the method, and hands results back in the input's array
 import math
 
 import numpy as np
+import scipy.linalg
 
 from ._core import validation
 from ._core.front_end import receive
@@ -50,14 +51,39 @@ def _polar(stack, xp, *, full_matrices, compute_uv, overwrite_a):
     return xp.stack([p[0] for p in parts]), s, xp.stack([p[2] for p in parts])
 
 
+def _lapack(stack, xp, *, full_matrices, compute_uv, overwrite_a):
+    """LAPACK's divide-and-conquer SVD, gesdd, of the whole ``stack`` on the CPU: not ours,
+    the rule of ``method="auto"`` there (:func:`svd`'s Notes).
+
+    Through NumPy's ``linalg.svd``, whose LAPACK takes 64-bit indices (matrices past 2³¹
+    entries) and which loops over a stack in C (1000 × 8×8: 9.4 ms against 25 ms through
+    SciPy's batched call, one thread, ``bench/bench_cpu_default.py``). Where gesdd does not
+    converge, gesvd through SciPy, as LAPACK's users do; ``check_finite=False``, since the
+    front end has checked. Both copy the C-ordered stack into LAPACK's column order, so
+    ``overwrite_a`` has nothing to spare.
+    """
+    if xp is not np:
+        raise ValueError("method='lapack' is LAPACK's gesdd on the CPU (through NumPy and "
+                         "SciPy); pass device='cpu', or another method on the GPU")
+    try:
+        out = np.linalg.svd(stack, full_matrices=full_matrices, compute_uv=compute_uv)
+    except np.linalg.LinAlgError:
+        out = scipy.linalg.svd(stack, full_matrices=full_matrices, compute_uv=compute_uv,
+                               check_finite=False, lapack_driver="gesvd")
+    return tuple(out) if compute_uv else (None, out, None)
+
+
 # The Jacobi SVD's sweeps interleave its Numba kernel with GEMMs of one block pair, so
 # BLAS runs one thread for the whole of it (_core/threads.py has the measurements).
-_METHODS = {"gr": _golub_reinsch, "jacobi": single_threaded_blas()(_jacobi), "polar": _polar}
+_METHODS = {"gr": _golub_reinsch, "jacobi": single_threaded_blas()(_jacobi), "polar": _polar,
+            "lapack": _lapack}
 
 
 def _choose_method(shape, dtype, xp):
     """The rule of ``method="auto"`` for matrices of ``shape`` (..., M, N) in the working
     ``dtype`` on ``xp``; :func:`svd`'s Notes give the measurements behind it."""
+    if xp is np:
+        return "lapack"
     if math.prod(shape[:-2]) > 1 and min(shape[-2:]) <= 2 * block_width(xp):
         return "jacobi"
     return "gr"
@@ -141,15 +167,28 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
     -----
     ``method="auto"`` takes, for real and complex input alike:
 
-    1. a stack of two or more matrices with min(M, N) <= 2b, where b is the Jacobi
-       block width (tunables ``jacobi_block_width``, 16, on the CPU and
-       ``jacobi_block_width_gpu``, 32, on the GPU): ``"jacobi"``, whose pointwise kernel
-       takes the whole stack in one call, where Golub–Reinsch pays a fixed cost per
-       matrix (its host QR loop, and on the GPU its launches);
-    2. anything else: ``"gr"``.
+    - on the CPU, ``"lapack"``: LAPACK's divide-and-conquer SVD (gesdd) through NumPy,
+      a stack in one call, with SciPy's gesvd where gesdd does not converge. It is not
+      one of gpusvd's methods (``"gr"``, ``"jacobi"`` and ``"polar"`` are), but on the
+      CPU it was the fastest at every shape measured, at LAPACK's accuracy (below).
+      ``method="lapack"`` asks for it by name, on the CPU only.
+    - on the GPU: a stack of two or more matrices with min(M, N) <= 2b, where b is the
+      Jacobi block width (tunable ``jacobi_block_width_gpu``, 32): ``"jacobi"``, whose
+      pointwise kernel takes the whole stack in one call, where Golub–Reinsch pays a
+      fixed cost per matrix (its host QR loop and its launches); anything else: ``"gr"``.
 
     The measurements (``bench/results/``, ``BENCHMARKS.md``; U, S, Vh economy):
 
+    - CPU (2 cores shared with other work, float64, one thread for BLAS and Numba,
+      median of 3, 2026-11-25, ``cpu_default_s7.json``), gesdd against our
+      Golub–Reinsch: 500×500 0.059 s against 0.184 s, 4000×1000 1.06 against 1.80,
+      2000×2000 2.97 against 7.43; stacks against the batched Jacobi SVD: 1000 × 8×8
+      14 ms against 59 ms, 200 × 32×32 22 ms against 106 ms (the Jacobi times from the
+      run before the change, on a busier machine). With the default threads (2) the
+      order is the same. gesdd's residual was at most 0.31 and its orthogonality 2.1
+      n·ε; Golub–Reinsch's 0.20 and 6.4. Also gesdd against Golub–Reinsch, one thread:
+      float32 500×500 0.057 s against 0.113, complex128 300×300 0.033 against 0.114,
+      values only, float64 2000×2000, 1.74 against 2.32.
     - One matrix, H100, float64 square, Golub–Reinsch against Jacobi: n = 1024
       0.132 s against 0.160 s, 2048 0.349 against 0.390, 4096 1.10 against 1.31, 8192
       5.13 against 7.84 (``gr_h100_s2.json``, ``jacobi_h100_s3_one_run.json``), and
@@ -157,19 +196,11 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
       measured; the Jacobi SVD of float32 and of tall matrices is not benchmarked yet.
     - One complex matrix, H100 (``complex_svd_h100_s5.json``): complex128 n = 1024
       0.112 s against 0.227 s, 2048 0.328 against 0.565, 4096 1.49 against 2.39;
-      complex64 4096 1.05 against 2.61 (cuSOLVER gesvd: 2.68 and 1.63 s). On the CPU
-      (2 cores, 2026-11-22) complex128 n = 300 takes 0.14 s against 1.7 s.
+      complex64 4096 1.05 against 2.61 (cuSOLVER gesvd: 2.68 and 1.63 s).
     - Stacks, H100: 20000 matrices 32×32 take 30.6 ms in float64 and 31.5 ms in float32
       through the batched Jacobi (``jacobi_h100_s3.json``), while Golub–Reinsch costs
       about 30 ms for a single matrix of 32 columns (8192×32: 29 ms, float64,
       ``gr_h100_s2_tall.json``).
-    - Stacks, CPU (2 cores, float64, 2026-11-22): 1000 × 8×8 53 ms by Jacobi against
-      7.7 s by Golub–Reinsch; 200 × 32×32 67 ms against 0.85 s; 100 × 200×20 37 ms
-      against 0.41 s; 2 × 32×32 1.3 ms against 8.4 ms. Past 2b the Jacobi SVD goes
-      matrix by matrix and its lead is gone: 100 × 64×64 0.64 s against 0.76 s,
-      20 × 128×128 0.90 s against 0.59 s. The rule loses on very tall stacks, values
-      only, where the Jacobi SVD's preconditioning QR dominates: 4 × 20000×32 0.16 s
-      against 0.04 s.
 
     Ask for ``method="jacobi"`` when small singular values must be relatively accurate
     (column-, row- or two-sided-graded matrices): Golub–Reinsch bounds their error by
@@ -194,7 +225,8 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
     >>> np.round(gpusvd.svd(z, compute_uv=False, method="jacobi", device="cpu"), 6)
     array([2.414214, 0.414214])
 
-    A stack of many small matrices is decomposed in one batched Jacobi call:
+    A stack of many small matrices is decomposed in one call (on the CPU by LAPACK, on a
+    GPU by the batched Jacobi SVD):
 
     >>> stack = np.random.default_rng(0).standard_normal((1000, 8, 8))
     >>> U, S, Vh = gpusvd.svd(stack)

@@ -2,7 +2,7 @@
 
 Subcommands::
 
-    gpusvd svd      A.npy -o usv.npz [--method auto|gr|jacobi] [--full-matrices] [--check]
+    gpusvd svd      A.npy -o usv.npz [--method auto|gr|jacobi|polar|lapack] [--check]
     gpusvd svdvals  A.npz --key A [--check]                  # values only, no vectors
     gpusvd jacobi   A.h5:/group/data -o usv.npz [--strategy ... --variant ... --tol ...]
     gpusvd hsvd     G.npy --signs 3 -o usvj.npz              # J = diag(+1, +1, +1, -1, ...)
@@ -53,8 +53,10 @@ from gpusvd.jacobi.driver import DEFAULTS, MAX_SWEEPS, SHORTENINGS, VARIANTS, VE
 from gpusvd.jacobi.strategies import NAMES as STRATEGIES
 from gpusvd.takagi.driver import MAX_SWEEPS as TAKAGI_MAX_SWEEPS
 from gpusvd._cli_io import check_out, message, read_matrix, write
+from gpusvd._dispatch import _METHODS
 
 DTYPES = ("float32", "float64", "complex64", "complex128")
+METHODS = ("auto", *_METHODS)  # of gpusvd.svd
 # Rows of an out-of-core matrix read at once by the lowrank --check (about 32 MB of float64).
 CHECK_BLOCK_ENTRIES = 1 << 22
 PREVIEW = 6  # singular values shown in the summary line
@@ -392,11 +394,12 @@ def _parser():
         return sub.add_parser(name, help=help, description=help, parents=list(parents))
 
     p = command("svd", "singular value decomposition A = U diag(S) Vh")
-    p.add_argument("--method", choices=("auto", "gr", "jacobi"), default="auto",
-                   help="Golub-Reinsch, Jacobi, or the documented automatic rule")
+    p.add_argument("--method", choices=METHODS, default="auto",
+                   help="Golub-Reinsch, Jacobi, polar, LAPACK's gesdd (CPU), or the "
+                        "documented automatic rule")
     p.add_argument("--full-matrices", action="store_true", help="square U and Vh")
     p = command("svdvals", "singular values only, descending")
-    p.add_argument("--method", choices=("auto", "gr", "jacobi"), default="auto")
+    p.add_argument("--method", choices=METHODS, default="auto")
     p = command("jacobi", "blocked one-sided Jacobi SVD (high relative accuracy)")
     p.add_argument("--full-matrices", action="store_true", help="square U and Vh")
     p.add_argument("--values-only", action="store_true", help="singular values only")
@@ -430,7 +433,7 @@ def _parser():
     p.add_argument("--n", type=int, default=None, help="columns (default: m)")
     p.add_argument("--dtype", choices=("float32", "float64"), default="float64")
     p.add_argument("--device", type=_device, default="auto", help="auto, cpu, gpu or index")
-    p.add_argument("--method", choices=("auto", "gr", "jacobi"), default="auto")
+    p.add_argument("--method", choices=METHODS, default="auto")
     p.add_argument("--values-only", action="store_true", help="singular values only")
     p.add_argument("--cond", type=float, default=1e6, help="condition number of the matrix")
     p.add_argument("--seed", type=int, default=0)

@@ -68,7 +68,9 @@ def check_lines(out):
 
 
 @pytest.mark.parametrize("extra, ku, kv", [((), 20, 20), (("--full-matrices",), 30, 20),
-                                           (("--method", "jacobi"), 20, 20)])
+                                           (("--method", "jacobi"), 20, 20),
+                                           (("--method", "polar"), 20, 20),
+                                           (("--method", "lapack"), 20, 20)])
 def test_svd_writes_u_s_vh(files, tmp_path, capsys, extra, ku, kv):
     out = tmp_path / "usv.npz"
     rc, text, err = run(capsys, "svd", files["a.npy"], "-o", out, "--device", "cpu", *extra)

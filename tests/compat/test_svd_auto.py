@@ -1,19 +1,39 @@
 """``svd(method="auto")`` picks what the Notes of ``gpusvd.svd`` say it picks.
 
-The rule, for real and complex input alike: a stack of two or more matrices with
-min(M, N) <= 2b (b the Jacobi block width of the device) to the Jacobi SVD, whose
-pointwise kernel takes the whole stack in one call; everything else to Golub–Reinsch.
+The rule, for real and complex input alike. On the CPU: LAPACK's gesdd (``"lapack"``),
+faster than our methods at every shape measured (``bench/bench_cpu_default.py``). On the
+GPU: a stack of two or more matrices with min(M, N) <= 2b (b the Jacobi block width) to
+the Jacobi SVD, whose pointwise kernel takes the whole stack in one call; everything else
+to Golub–Reinsch. ``method="lapack"`` is also asked for by name; NumPy's and SciPy's own
+SVD tests rerun with it.
 """
+
+import types
 
 import numpy as np
 import pytest
+import scipy.linalg
+import test_numpy_svd
+import test_scipy_svd
 
 import gpusvd
-from gpusvd import _dispatch
+from gpusvd import _dispatch, testing
 from gpusvd._core import tunables
 from gpusvd.jacobi import orthogonalize
 
-TWO_B_CPU = 2 * tunables.get().jacobi_block_width
+TWO_B_GPU = 2 * tunables.get().jacobi_block_width_gpu
+# Any array namespace but NumPy's takes the GPU branch of the rule: checked without a GPU.
+GPU = types.ModuleType("cupy_stand_in")
+TOL = 10  # residual and orthogonality, in units of n·ε (LAPACK's xDRVBD flags 50)
+
+
+@pytest.mark.parametrize(("shape", "dtype"), [
+    ((500, 400), np.float64), ((8, 8), np.float32), ((1, 8, 8), np.float64),
+    ((6, 5), np.complex128), ((3, 2, 400, 300), np.complex64), ((4, 8, 8), np.complex128),
+    ((1000, 200, 32), np.float32), ((7, 32, 900), np.float64), ((0, 5, 5), np.float64),
+])
+def test_rule_on_the_cpu(shape, dtype):
+    assert _dispatch._choose_method(shape, np.dtype(dtype), np) == "lapack"
 
 
 @pytest.mark.parametrize(("shape", "dtype", "expected"), [
@@ -24,19 +44,19 @@ TWO_B_CPU = 2 * tunables.get().jacobi_block_width
     ((3, 2, 400, 300), np.complex64, "gr"),
     ((4, 8, 8), np.complex128, "jacobi"),
     ((2, 8, 8), np.float64, "jacobi"),               # a stack of small matrices
-    ((1000, 200, TWO_B_CPU), np.float32, "jacobi"),  # tall, narrow: min(M, N) counts
-    ((7, TWO_B_CPU, 900), np.float64, "jacobi"),
-    ((2, TWO_B_CPU + 1, TWO_B_CPU + 1), np.float64, "gr"),
+    ((1000, 200, TWO_B_GPU), np.float32, "jacobi"),  # tall, narrow: min(M, N) counts
+    ((7, TWO_B_GPU, 900), np.float64, "jacobi"),
+    ((2, TWO_B_GPU + 1, TWO_B_GPU + 1), np.float64, "gr"),
     ((0, 5, 5), np.float64, "gr"),                   # no matrix at all
 ])
-def test_rule(shape, dtype, expected):
-    assert _dispatch._choose_method(shape, np.dtype(dtype), np) == expected
+def test_rule_on_the_gpu(shape, dtype, expected):
+    assert _dispatch._choose_method(shape, np.dtype(dtype), GPU) == expected
 
 
 def test_boundary_follows_the_block_width():
-    with tunables.override(jacobi_block_width=4):
-        assert _dispatch._choose_method((5, 8, 8), np.dtype(np.float64), np) == "jacobi"
-        assert _dispatch._choose_method((5, 9, 9), np.dtype(np.float64), np) == "gr"
+    with tunables.override(jacobi_block_width_gpu=4):
+        assert _dispatch._choose_method((5, 8, 8), np.dtype(np.float64), GPU) == "jacobi"
+        assert _dispatch._choose_method((5, 9, 9), np.dtype(np.float64), GPU) == "gr"
 
 
 @pytest.fixture
@@ -51,20 +71,17 @@ def spy(monkeypatch):
     return calls
 
 
-@pytest.mark.parametrize(("shape", "complex_", "expected"), [
-    ((30, 20), False, "gr"),
-    ((30, 20), True, "gr"),
-    ((4, 3, 10, 6), False, "jacobi"),
-    ((5, 10, 6), True, "jacobi"),
-    ((3, 40, 40), False, "gr"),
+@pytest.mark.parametrize(("shape", "complex_"), [
+    ((30, 20), False), ((30, 20), True), ((4, 3, 10, 6), False), ((5, 10, 6), True),
+    ((3, 40, 40), False),
 ])
-def test_svd_and_svdvals_dispatch(spy, shape, complex_, expected):
+def test_svd_and_svdvals_dispatch(spy, shape, complex_):
     rng = np.random.default_rng(0)
     a = rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if complex_ else 0)
     batch = int(np.prod(shape[:-2]))
     u, s, vh = gpusvd.svd(a, full_matrices=False, device="cpu")
     gpusvd.svdvals(a, device="cpu")
-    assert spy == [(expected, (batch, *shape[-2:]))] * 2  # the whole stack in one call
+    assert spy == [("lapack", (batch, *shape[-2:]))] * 2  # the whole stack in one call
     assert np.allclose(np.matmul(u * s[..., None, :], vh), a)
 
 
@@ -81,9 +98,9 @@ def pointwise_calls(monkeypatch):
     return calls
 
 
-def test_stack_is_one_batched_jacobi_call(pointwise_calls):
+def test_jacobi_takes_a_stack_in_one_batched_call(pointwise_calls):
     a = np.random.default_rng(1).standard_normal((500, 12, 9))
-    s = gpusvd.svdvals(a, device="cpu")
+    s = gpusvd.svdvals(a, method="jacobi", device="cpu")
     assert pointwise_calls == [(500, 9, 9)]  # after preconditioning: X = Rᴴ, 9 × 9
     assert np.allclose(s, np.linalg.svd(a, compute_uv=False))
 
@@ -95,6 +112,43 @@ def test_gr_takes_complex_on_the_cpu():
     assert np.allclose(s, [1 + np.sqrt(2), np.sqrt(2) - 1])
     assert np.allclose(u * s @ vh, z, atol=1e-6)
     assert np.allclose(gpusvd.svdvals(z, method="gr", device="cpu"), s)
+
+
+@pytest.mark.parametrize("shape", [(40, 30), (3, 12, 20)])
+def test_lapack_falls_back_to_gesvd(monkeypatch, shape):
+    """Where gesdd does not converge, gesvd through SciPy, check_finite=False."""
+    def no_convergence(*args, **kwargs):
+        raise np.linalg.LinAlgError("SVD did not converge")
+
+    drivers, real = [], scipy.linalg.svd
+    monkeypatch.setattr(np.linalg, "svd", no_convergence)
+    monkeypatch.setattr(scipy.linalg, "svd", lambda *args, **kw: drivers.append(
+        (kw["lapack_driver"], kw["check_finite"])) or real(*args, **kw))
+    a = np.random.default_rng(3).standard_normal(shape)
+    u, s, vh = gpusvd.svd(a, full_matrices=False, device="cpu")
+    assert drivers == [("gesvd", False)]
+    for a_i, u_i, vh_i, s_i in zip(*(x.reshape(-1, *x.shape[-2:]) for x in (a, u, vh)),
+                                   s.reshape(-1, s.shape[-1])):
+        assert testing.svd_residual(a_i, u_i, s_i, vh_i) < TOL
+        assert testing.orthogonality(u_i) < TOL
+        assert testing.orthogonality(vh_i, rows=True) < TOL
+    values = gpusvd.svdvals(a, device="cpu")
+    assert drivers == [("gesvd", False)] * 2
+    assert all(testing.sv_error(x, y) < TOL for x, y in zip(values.reshape(s.shape), s))
+
+
+def test_lapack_is_for_the_cpu():
+    with pytest.raises(ValueError, match="method='lapack' is LAPACK's gesdd on the CPU"):
+        _dispatch._lapack(np.eye(2)[None], GPU, full_matrices=False, compute_uv=True,
+                          overwrite_a=False)
+
+
+class TestNumPySVD_LAPACK(test_numpy_svd.TestNumPySVD_GR):
+    method = "lapack"
+
+
+class TestSciPySVD_LAPACK(test_scipy_svd.TestSciPySVD_GR):
+    method = "lapack"
 
 
 @pytest.mark.gpu
