@@ -3,6 +3,8 @@ every BLAS pool runs one thread, the earlier sizes come back afterwards (also af
 error, and when nested), and the CPU call sites of the Numba parallel kernels, the Takagi
 block update and the Jacobi SVD run under the limit."""
 
+import threading
+
 import numpy as np
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
@@ -40,6 +42,38 @@ def test_restored_after_an_error(two_blas_threads):
     with pytest.raises(RuntimeError):
         with threads.single_threaded_blas():
             raise RuntimeError
+    assert set(blas_threads()) == {2}
+
+
+@pytest.mark.parametrize("first", ["worker", "main"])
+def test_overlapping_threads(two_blas_threads, first):
+    """Calls from two threads overlap, either one leaving first: the calling thread's own
+    limit holds for its whole block, and the sizes from before come back after both, not
+    the limit of one that the later entrant found (threadpoolctl >= 3.8 lets one thread
+    at a time set OpenBLAS's process-wide size)."""
+    entered, leave, left = threading.Event(), threading.Event(), threading.Event()
+
+    def worker_call():
+        with threads.single_threaded_blas():
+            entered.set()
+            leave.wait(10)
+        left.set()
+
+    worker = threading.Thread(target=worker_call)
+    if first == "worker":
+        worker.start()
+        entered.wait(10)
+        with threads.single_threaded_blas():
+            leave.set()
+            left.wait(10)
+            assert set(blas_threads()) == {1}
+    else:
+        with threads.single_threaded_blas():
+            worker.start()
+            entered.wait(10)
+        leave.set()
+        left.wait(10)
+    worker.join(10)
     assert set(blas_threads()) == {2}
 
 

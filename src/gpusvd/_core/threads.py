@@ -21,6 +21,11 @@ the Takagi block update, and for the whole of a Jacobi SVD, whose sweeps interle
 Numba kernel with GEMMs of one block pair. Golub–Reinsch keeps BLAS's threads for its
 bidiagonalization (large GEMMs, where they pay: 1000×1000 0.69 s against 0.75–1.03 s
 with one thread) and limits them only while its rotations are applied.
+
+OpenBLAS's size is process-wide. threadpoolctl (3.8 on) lets one Python thread at a time
+set it, so calls from several threads at once neither undo each other's limit nor leave
+one behind (``tests/core/test_threads.py``); a call from another thread meanwhile runs
+with BLAS's threads as they are.
 """
 
 import contextlib
@@ -42,7 +47,7 @@ def single_threaded_blas():
     """Within the block, every BLAS pool runs one thread; their sizes are restored after.
 
     Nesting is allowed (the inner block restores one thread). The limit is process-wide,
-    as BLAS's own setting is.
+    as BLAS's own setting is (the module docstring says what that means for threads).
 
     Examples
     --------
