@@ -98,6 +98,9 @@ def case(name, dtype=np.float64):
     d, e = (CASES if dtype == np.float64 else CASES32)[name]
     return np.asarray(d, dtype), np.asarray(e, dtype)
 
+# A float32 bidiagonal of subnormal entries (the smallest normal float32 is 1.2e-38).
+SUBNORMAL32 = (np.array([3e-40, 1e-40, 2e-41], np.float32), np.array([2e-40, 5e-41], np.float32))
+
 
 @functools.cache
 def reference(name, dtype=np.float64):

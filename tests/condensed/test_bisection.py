@@ -22,7 +22,7 @@ from gpusvd.condensed.bisection import (bidiagonal_singular_values_bisection,
 from gpusvd.golub_reinsch.dqds import bidiagonal_singular_values
 
 import bisection_cases
-from bisection_cases import BOUND, CASES, CASES32, COUNT_CASES
+from bisection_cases import BOUND, CASES, CASES32, COUNT_CASES, SUBNORMAL32
 
 DQDS_BOUND = 10  # dqds's own bound in units of n·ε (tests/golub_reinsch/test_dqds.py)
 
@@ -135,6 +135,18 @@ def test_scaling_is_exact():
     for k in (-600, -40, 40, 900):  # the values stay normal
         scaled = bidiagonal_singular_values_bisection(np.ldexp(d, k), np.ldexp(e, k))
         assert np.array_equal(scaled, np.ldexp(s, k))
+
+
+def test_subnormal_float32_input():
+    # Entries near 1e-40 (float32 subnormals) are scaled exactly into range first, which
+    # a GPU's flush of float32 subnormals must not undo (the GPU test runs this too).
+    d, e = SUBNORMAL32
+    s = bidiagonal_singular_values_bisection(d, e)
+    ref = bisection_cases.reference_singular_values(d.astype(np.float64), e.astype(np.float64))
+    assert s.dtype == np.float32 and s[-1] > 0
+    # the values are float32 subnormals too: their rounding adds half the smallest one
+    rounding = float(np.finfo(np.float32).smallest_subnormal) / 2
+    assert np.all(np.abs(s - ref) <= BOUND * 3 * _eps(np.float32) * ref + rounding)
 
 
 def test_lanes_do_not_change_the_bits():

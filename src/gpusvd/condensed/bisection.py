@@ -68,6 +68,7 @@ import numpy as np
 from .._core import tunables
 from .._core.backend import array_namespace
 from .._core.errors import LinAlgError
+from .._core.scaling import largest_entries, scale_values, times_power_of_two
 
 # The top of every bisection, for max|t| < 1 (after scaling): σ_max(B) is at most the
 # Gershgorin bound of T_GK, max(t_{k−1} + t_k) < 2, and the counts see a B̃ whose values
@@ -206,8 +207,9 @@ _TWINS = {"numpy": _numba_twin, "cupy": _cuda_twin}
 def golub_kahan_offdiagonal(xp, d, e):
     """(t, exponent): |d₁|, |e₁|, |d₂|, …, |dₙ| times 2^−exponent, max|t| in [1/2, 1).
 
-    One reduction (max|t|, read back to the host) scales B and checks it: an exponent
-    of 0 for B = 0.
+    One reduction (max|t| on the integer bits, read back to the host: ``largest_entries``,
+    which a GPU's float32 flush of subnormals cannot touch) checks B and gives the
+    exponent, 0 for B = 0; the scaling is exact (``times_power_of_two``).
 
     Raises
     ------
@@ -216,14 +218,14 @@ def golub_kahan_offdiagonal(xp, d, e):
     """
     n = d.shape[0]
     t = xp.empty(max(2 * n - 1, 0), d.dtype)
-    t[0::2] = xp.abs(d)
-    t[1::2] = xp.abs(e)
-    top = float(t.max()) if n else 0.0
+    t[0::2] = d
+    t[1::2] = e
+    top = float(largest_entries(t.reshape(1, 1, -1), xp)[0]) if n else 0.0
     if not math.isfinite(top):
         raise LinAlgError("the bidiagonal holds NaN or infinity: the input was not finite "
                           "(check_finite=True rejects such input up front)")
     exponent = math.frexp(top)[1] if top > 0 else 0
-    return xp.ldexp(t, -exponent).astype(d.dtype, copy=False), exponent
+    return xp.abs(times_power_of_two(t, -exponent, xp)), exponent
 
 
 def bidiagonal_singular_values_bisection(d, e):
@@ -276,4 +278,4 @@ def bidiagonal_singular_values_bisection(d, e):
     if n == 0:
         return xp.empty(0, dtype)
     s = _TWINS[xp.__name__](t, n, bounds(dtype))
-    return xp.ldexp(s, exponent).astype(dtype, copy=False)
+    return scale_values(s, exponent, xp)
