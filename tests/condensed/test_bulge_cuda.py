@@ -163,20 +163,34 @@ def _units(x, y, band):
 @pytest.mark.parametrize("dtype", REAL)
 @pytest.mark.parametrize("n, b", [(3, 2), (41, 5), (500, 2), (500, 8), (1000, 32),
                                   (2000, 64), (3000, 16)])
-def test_cuda_kernel_agrees_with_the_numba_loop(n, b, dtype):
+def test_cuda_kernel_is_a_backward_stable_chase(n, b, dtype):
+    """The kernel's bidiagonal and recorded reflectors rebuild the band (Q·B·Pᴴ = band,
+    Q and P orthogonal, to n·ε), and its singular values are the Numba loop's and
+    LAPACK's. Entries are not compared one by one: CUDA's hypot and the Numba loop's
+    differ by an ulp, and the chase's forward error is not bounded by n·ε where its
+    backward error is (H100, 2026-11-25: d, e and signs of tiny entries differed by up
+    to 170 n·ε on graded bands whose singular values agreed)."""
     import cupy
 
     band = _random_band(n, b, dtype, seed=n * b)
-    numba = bulge.band_to_bidiagonal(band, record=True)
+    a = stage1.band_matrix(band).astype(np.float64)
     gpu = bulge.band_to_bidiagonal(cupy.asarray(band), record=True)
     assert isinstance(gpu.d, cupy.ndarray) and isinstance(gpu.reflectors.v_left, cupy.ndarray)
-    for x, y in zip(numba[:4] + tuple(numba.reflectors[:4]),
-                    gpu[:4] + tuple(gpu.reflectors[:4])):
-        assert x.shape == y.shape and x.dtype == y.dtype
-        assert _units(x, y.get(), band) < BOUND
-    s = scipy.linalg.svdvals(naive.bidiagonal_matrix(gpu.d.get(), gpu.e.get()).astype(np.float64))
-    ref = scipy.linalg.svdvals(stage1.band_matrix(band).astype(np.float64))
-    assert testing.sv_error(np.sort(s)[::-1].astype(dtype), ref) < BOUND * n
+    if n <= 1000:
+        host = bulge.Bidiagonal(*(x.get() for x in gpu[:4]), bulge.ChaseReflectors(
+            *(x.get() if hasattr(x, "get") else x for x in gpu.reflectors)))
+        eye = np.eye(n, dtype=dtype)
+        q = naive.apply_chase_reflectors(host.reflectors, n, eye, side="left") * host.phase_left
+        p = naive.apply_chase_reflectors(host.reflectors, n, eye, side="right") * host.phase_right
+        assert testing.orthogonality(q) < BOUND and testing.orthogonality(p) < BOUND
+        b_real = naive.bidiagonal_matrix(host.d, host.e).astype(dtype)
+        assert _units(q @ b_real @ p.conj().T, a, band) < BOUND
+    numba = bulge.band_to_bidiagonal(band)
+    s_gpu = scipy.linalg.svdvals(naive.bidiagonal_matrix(gpu.d.get(), gpu.e.get()).astype(np.float64))
+    s_numba = scipy.linalg.svdvals(naive.bidiagonal_matrix(numba.d, numba.e).astype(np.float64))
+    ref = scipy.linalg.svdvals(a)
+    assert testing.sv_error(s_gpu.astype(dtype), ref) < BOUND * n
+    assert testing.sv_error(s_gpu.astype(dtype), s_numba) < BOUND * n
 
 
 @pytest.mark.gpu
