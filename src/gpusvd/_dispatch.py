@@ -86,7 +86,7 @@ def _choose_method(shape, dtype, xp):
         return "lapack"
     if math.prod(shape[:-2]) > 1 and min(shape[-2:]) <= 2 * block_width(xp):
         return "jacobi"
-    return "gr"
+    return "polar"
 
 
 def _empty_stack(xp, batch, m, n, dtype, full_matrices, compute_uv):
@@ -133,15 +133,17 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
         (..., M, K) and (..., K, N) with K = min(M, N).
     compute_uv : bool, optional
         If false, only the singular values are computed and returned.
-    method : {"auto", "gr", "jacobi", "polar"}, optional
+    method : {"auto", "polar", "gr", "jacobi", "lapack"}, optional
         ``"polar"``: the QDWH polar decomposition A = U_p·H, then the Hermitian
         eigendecomposition of H (Nakatsukasa & Higham 2013), nearly all in matrix
-        products and QR/Cholesky factorizations; real or complex. ``"gr"``: Golub–Reinsch (Householder bidiagonalization, implicitly shifted QR on
-        the bidiagonal, dqds for values only; Lahabar & Narayanan 2009), real or complex
+        products and QR/Cholesky factorizations; real or complex. ``"gr"``:
+        Golub–Reinsch (Householder bidiagonalization, implicitly shifted QR on the
+        bidiagonal, dqds for values only; Lahabar & Narayanan 2009), real or complex
         (complex reflectors, real bidiagonal). ``"jacobi"``: the blocked one-sided
         Jacobi SVD of :func:`gpusvd.jacobi_svd` with its defaults (Novaković 2015): real
         or complex, singular values to high relative accuracy (graded matrices), and a stack of
-        small matrices in one batched call. ``"auto"`` (default): the rule in the Notes.
+        small matrices in one batched call. ``"lapack"``: LAPACK's gesdd, on the CPU
+        only. ``"auto"`` (default): the rule in the Notes.
     overwrite_a : bool, optional
         Allow the input's memory to be used as workspace. Otherwise ``a`` is never changed.
         Ignored for immutable input (JAX arrays).
@@ -174,8 +176,9 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
       ``method="lapack"`` asks for it by name, on the CPU only.
     - on the GPU: a stack of two or more matrices with min(M, N) <= 2b, where b is the
       Jacobi block width (tunable ``jacobi_block_width_gpu``, 32): ``"jacobi"``, whose
-      pointwise kernel takes the whole stack in one call, where Golub–Reinsch pays a
-      fixed cost per matrix (its host QR loop and its launches); anything else: ``"gr"``.
+      pointwise kernel takes the whole stack in one call, where the other methods pay a
+      fixed cost per matrix; anything else: ``"polar"``, the fastest at every size,
+      shape and dtype measured, with gesvd's accuracy or better (below).
 
     The measurements (``bench/results/``, ``BENCHMARKS.md``; U, S, Vh economy):
 
@@ -189,6 +192,13 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
       n·ε; Golub–Reinsch's 0.20 and 6.4. Also gesdd against Golub–Reinsch, one thread:
       float32 500×500 0.057 s against 0.113, complex128 300×300 0.033 against 0.114,
       values only, float64 2000×2000, 1.74 against 2.32.
+    - One matrix, H100, 2026-11-25 (``polar_h100_s7.json``, economy U, S, Vh): polar
+      against Golub–Reinsch and cuSOLVER's gesvd, float64 n = 1024 0.044 s against
+      0.104 and 0.148, 4096 0.284 against 1.13 and 1.83, 8192 1.33 against 5.03 and
+      10.8; float32 8192 1.11 against 3.90 and 6.81; tall 8192×256 0.011 against 0.028
+      and 0.032, 8192×4096 0.263 against 1.51 and 2.41; values only 8192 float64 1.25
+      against 2.97 and 2.85. Residual 0.004–0.06, orthogonality 0.4–0.8 n·ε (gesvd's:
+      0.015–0.1 and 0.9–1.9).
     - One matrix, H100, float64 square, Golub–Reinsch against Jacobi: n = 1024
       0.132 s against 0.160 s, 2048 0.349 against 0.390, 4096 1.10 against 1.31, 8192
       5.13 against 7.84 (``gr_h100_s2.json``, ``jacobi_h100_s3_one_run.json``), and
@@ -203,8 +213,8 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
       ``gr_h100_s2_tall.json``).
 
     Ask for ``method="jacobi"`` when small singular values must be relatively accurate
-    (column-, row- or two-sided-graded matrices): Golub–Reinsch bounds their error by
-    ε·σ₁ only.
+    (column-, row- or two-sided-graded matrices): the polar method, Golub–Reinsch and
+    LAPACK bound their error by about n·ε·σ₁ only.
 
     Examples
     --------
@@ -216,8 +226,7 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
     >>> bool(np.allclose(U @ np.diag(S) @ Vh, a))
     True
 
-    Complex input takes the same rule as real input (one matrix: Golub–Reinsch, with
-    complex reflectors and a real bidiagonal); the Jacobi SVD takes it on request:
+    Complex input takes the same rule as real input; every method takes it on request:
 
     >>> z = np.array([[1.0, 2.0j], [0.0, 1.0]])
     >>> np.round(gpusvd.svd(z, compute_uv=False), 6)      # 1 + √2 and √2 − 1
@@ -251,11 +260,11 @@ def svdvals(a, *, method="auto", overwrite_a=False, check_finite=True, device="a
     a : (..., M, N) array_like
         Matrix or stack of matrices, real or complex: NumPy, CuPy, or anything with
         ``__dlpack__`` or ``__array__`` (PyTorch, JAX, …). Integers are promoted to float64.
-    method : {"auto", "gr", "jacobi", "polar"}, optional
-        As in :func:`svd`: Golub–Reinsch (``"gr"``, values by dqds), the blocked one-sided
-        Jacobi SVD (``"jacobi"``, relatively accurate), the polar method (``"polar"``,
-        eigenvalues of H only), or ``"auto"`` (default), the rule in the Notes of
-        :func:`svd`.
+    method : {"auto", "polar", "gr", "jacobi", "lapack"}, optional
+        As in :func:`svd`: the polar method (``"polar"``, eigenvalues of H only),
+        Golub–Reinsch (``"gr"``, values by dqds), the blocked one-sided Jacobi SVD
+        (``"jacobi"``, relatively accurate), LAPACK's gesdd (``"lapack"``, CPU only), or
+        ``"auto"`` (default), the rule in the Notes of :func:`svd`.
     overwrite_a : bool, optional
         Allow the input's memory to be used as workspace. Otherwise ``a`` is never changed.
         Ignored for immutable input (JAX arrays).

@@ -4,7 +4,7 @@ The rule, for real and complex input alike. On the CPU: LAPACK's gesdd (``"lapac
 faster than our methods at every shape measured (``bench/bench_cpu_default.py``). On the
 GPU: a stack of two or more matrices with min(M, N) <= 2b (b the Jacobi block width) to
 the Jacobi SVD, whose pointwise kernel takes the whole stack in one call; everything else
-to Golub–Reinsch. ``method="lapack"`` is also asked for by name; NumPy's and SciPy's own
+to the polar method (``bench/bench_polar.py``). ``method="lapack"`` is also asked for by name; NumPy's and SciPy's own
 SVD tests rerun with it.
 """
 
@@ -37,17 +37,17 @@ def test_rule_on_the_cpu(shape, dtype):
 
 
 @pytest.mark.parametrize(("shape", "dtype", "expected"), [
-    ((500, 400), np.float64, "gr"),
-    ((8, 8), np.float32, "gr"),                      # one small matrix: Golub–Reinsch
-    ((1, 8, 8), np.float64, "gr"),                   # a stack of one is one matrix
-    ((6, 5), np.complex128, "gr"),                   # complex: the same rule
-    ((3, 2, 400, 300), np.complex64, "gr"),
+    ((500, 400), np.float64, "polar"),
+    ((8, 8), np.float32, "polar"),                   # one small matrix: polar
+    ((1, 8, 8), np.float64, "polar"),                # a stack of one is one matrix
+    ((6, 5), np.complex128, "polar"),                # complex: the same rule
+    ((3, 2, 400, 300), np.complex64, "polar"),
     ((4, 8, 8), np.complex128, "jacobi"),
     ((2, 8, 8), np.float64, "jacobi"),               # a stack of small matrices
     ((1000, 200, TWO_B_GPU), np.float32, "jacobi"),  # tall, narrow: min(M, N) counts
     ((7, TWO_B_GPU, 900), np.float64, "jacobi"),
-    ((2, TWO_B_GPU + 1, TWO_B_GPU + 1), np.float64, "gr"),
-    ((0, 5, 5), np.float64, "gr"),                   # no matrix at all
+    ((2, TWO_B_GPU + 1, TWO_B_GPU + 1), np.float64, "polar"),
+    ((0, 5, 5), np.float64, "polar"),                # no matrix at all
 ])
 def test_rule_on_the_gpu(shape, dtype, expected):
     assert _dispatch._choose_method(shape, np.dtype(dtype), GPU) == expected
@@ -56,7 +56,7 @@ def test_rule_on_the_gpu(shape, dtype, expected):
 def test_boundary_follows_the_block_width():
     with tunables.override(jacobi_block_width_gpu=4):
         assert _dispatch._choose_method((5, 8, 8), np.dtype(np.float64), GPU) == "jacobi"
-        assert _dispatch._choose_method((5, 9, 9), np.dtype(np.float64), GPU) == "gr"
+        assert _dispatch._choose_method((5, 9, 9), np.dtype(np.float64), GPU) == "polar"
 
 
 @pytest.fixture
@@ -152,12 +152,12 @@ class TestSciPySVD_LAPACK(test_scipy_svd.TestSciPySVD_GR):
 
 
 @pytest.mark.gpu
-def test_auto_takes_gr_for_complex_on_the_gpu(spy):
+def test_auto_takes_polar_for_complex_on_the_gpu(spy):
     import cupy
 
     z = cupy.asarray(np.array([[1.0, 2.0j], [0.0, 1.0]], np.complex64))
     u, s, vh = gpusvd.svd(z)
-    assert spy == [("gr", (1, 2, 2))]
+    assert spy == [("polar", (1, 2, 2))]
     assert isinstance(u, cupy.ndarray) and u.dtype == vh.dtype == cupy.complex64
     assert np.allclose(s.get(), [1 + np.sqrt(2), np.sqrt(2) - 1])
     assert np.allclose((u * s @ vh).get(), z.get(), atol=1e-6)
@@ -170,7 +170,7 @@ def test_gpu_boundary_and_one_batched_call(pointwise_calls):
 
     two_b = 2 * tunables.get().jacobi_block_width_gpu
     assert _dispatch._choose_method((2, 300, two_b), np.dtype(np.float64), cupy) == "jacobi"
-    assert _dispatch._choose_method((2, 300, two_b + 1), np.dtype(np.float64), cupy) == "gr"
+    assert _dispatch._choose_method((2, 300, two_b + 1), np.dtype(np.float64), cupy) == "polar"
     a = np.random.default_rng(2).standard_normal((2000, 40, 32))
     u, s, vh = gpusvd.svd(cupy.asarray(a), full_matrices=False)
     assert pointwise_calls == [(2000, 32, 32)]  # after preconditioning: X = Rᴴ, 32 × 32
