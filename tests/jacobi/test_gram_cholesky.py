@@ -94,6 +94,27 @@ def test_not_positive_definite_is_refactored_with_a_larger_shift(host_gc, dtype)
     np.testing.assert_allclose(r[0, 0], twin[0, 0], rtol=0, atol=1e-12 * np.linalg.norm(c))
 
 
+@pytest.mark.parametrize("shift", [0.0, 1e-14])
+def test_not_finite_gram_ends_with_nan(host_gc, shift):
+    """A NaN Gram matrix fails every Cholesky pivot: the retries stop at Gershgorin's
+    bound (k + 1) with a NaN factor (NumPy's Cholesky on the host path returns NaN
+    itself); neither loops forever (issue 19: a NaN matrix hung the GPU Jacobi SVD). A
+    zero ``shift`` grows too."""
+    h = np.full((1, 5, 5), np.nan)
+    h[0][np.diag_indices(5)] = 1.0
+    assert np.isnan(host_gc(h, shift, np.float64)).all()
+    assert np.isnan(blocked.factor_gram(np, h, shift, np.float64)).any()
+
+
+def test_host_path_grows_a_zero_shift():
+    """Singular after rounding with shift 0: the host path's retries start from k·ε."""
+    c = np.random.default_rng(4).standard_normal(40)
+    h = blocked.gram(np, np.stack([c, c, -c])[None])
+    h[0, 1, 1] *= 1 - 1e-12
+    r = blocked.factor_gram(np, h, 0.0, np.float64)
+    assert np.all(np.isfinite(r))
+
+
 def test_zero_pair_gives_zero_r(host_gc):
     h = np.zeros((2, 6, 6))
     r, v = host_gc(h, 1e-15, np.float64, kv=6)

@@ -121,7 +121,8 @@ def _host_cholesky(hs, shift):
     """NumPy's Cholesky of each matrix; one not positive definite after rounding gets a
     larger shift (the GPU has no such test: there it would cost a synchronization).
 
-    The shift doubles from ``shift`` until the factorization succeeds. Hs has unit
+    The shift doubles from ``shift`` (from k·ε when ``shift`` is 0, which would never
+    grow) until the factorization succeeds. Hs has unit
     diagonal and, as a scaled Gram matrix, off-diagonal entries of modulus at most about
     one, so by Gershgorin's theorem an extra shift of k makes it positive definite: at
     most log2(k/shift) + 1 doublings. A matrix that fails beyond that cannot be a Gram
@@ -133,6 +134,7 @@ def _host_cholesky(hs, shift):
         low = np.empty_like(hs)
         eye = np.eye(hs.shape[-1], dtype=hs.dtype)
         limit = hs.shape[-1] + 1.0
+        first = shift if shift > 0 else hs.shape[-1] * float(np.finfo(np.float64).eps)
         for i, one in enumerate(hs):
             extra = 0.0
             while True:
@@ -146,7 +148,7 @@ def _host_cholesky(hs, shift):
                             f"definite even with a shift of {extra:.3g}: it is not finite "
                             "(was the input? check_finite=True rejects such input up "
                             "front)") from None
-                    extra = max(2 * extra, shift)
+                    extra = 2 * extra if extra else first
         return low
 
 

@@ -9,8 +9,12 @@
 //   2. Hs = L Lᴴ by a right-looking Cholesky factorization of its lower triangle, held in
 //      shared memory column-major with an odd leading dimension. A pivot that is not
 //      positive (a pair numerically singular beyond the shift) restarts the factorization
-//      with extra = shift, 2 shift, 4 shift, ... added to the diagonal, as the host's
-//      _host_cholesky does, so the kernel never fails and never needs a host check;
+//      with extra = shift, 2 shift, 4 shift, ... (from k·ε when shift is 0) added to the
+//      diagonal, as the host's _host_cholesky does, so the kernel needs no host check.
+//      Hs has unit diagonal and off-diagonal entries of modulus at most about one, so by
+//      Gershgorin's theorem extra > k + 1 always succeeds for finite H: past that the
+//      block gives up (H was not finite) and writes NaN, which the sweep's convergence
+//      test then reports, instead of looping forever;
 //   3. R = Lᴴ diag(d) (upper triangular, R_ij = conj(L_ji) d_j), rounded to the data type.
 // It can also set V (batch x kv x kv) to the identity, the start of the inner Jacobi's
 // accumulated rotations, saving a launch.
@@ -100,7 +104,10 @@ gram_cholesky(const typename Wide<T>::Type *__restrict__ h, T *__restrict__ r,
     }
     __syncthreads();
 
+    const double limit = k + 1.0;                        // Gershgorin (step 2 above)
+    const double first = shift > 0 ? shift : k * 2.220446049250313e-16;
     double extra = 0.0;
+    bool finite = true;
     for (;;) {
         // 1. the scaled lower triangle, diagonal 1 + shift + extra
         for (int idx = tid; idx < k * k; idx += nt) {
@@ -143,14 +150,20 @@ gram_cholesky(const typename Wide<T>::Type *__restrict__ h, T *__restrict__ r,
         __syncthreads();
         if (!failed)
             break;
-        extra = extra == 0.0 ? shift : 2.0 * extra;
+        if (extra > limit) {
+            finite = false;
+            break;
+        }
+        extra = extra == 0.0 ? first : 2.0 * extra;
         __syncthreads();                   // every thread has read `failed`
     }
 
     // 3. R = Lᴴ diag(d), upper triangular
     for (int idx = tid; idx < k * k; idx += nt) {
         const int i = idx / k, j = idx % k;
-        if (i <= j)
+        if (!finite)
+            set_real(rb[idx], nan(""));
+        else if (i <= j)
             store_conj_scaled(a[j + (size_t)i * ld], d[j], rb[idx]);
         else
             set_real(rb[idx], 0.0);
