@@ -15,7 +15,6 @@ from ._core import validation
 from ._core.front_end import receive
 from ._core.memory import DENSE_HINT, hint_on_exhaustion
 from ._core.results import SVDResult
-from ._core.threads import single_threaded_blas
 from .golub_reinsch import driver as golub_reinsch
 from .jacobi import driver as jacobi
 from .jacobi.blocked import block_width
@@ -73,10 +72,7 @@ def _lapack(stack, xp, *, full_matrices, compute_uv, overwrite_a):
     return tuple(out) if compute_uv else (None, out, None)
 
 
-# The Jacobi SVD's sweeps interleave its Numba kernel with GEMMs of one block pair, so
-# BLAS runs one thread for the whole of it (_core/threads.py has the measurements).
-_METHODS = {"gr": _golub_reinsch, "jacobi": single_threaded_blas()(_jacobi), "polar": _polar,
-            "lapack": _lapack}
+_METHODS = {"gr": _golub_reinsch, "jacobi": _jacobi, "polar": _polar, "lapack": _lapack}
 
 
 def _choose_method(shape, dtype, xp):

@@ -93,8 +93,9 @@ def spy(monkeypatch, module, name):
     (inner, "_inner_jacobi", lambda a, c: gpusvd.jacobi_svd(a, device="cpu")),
     (rotations, "_apply_rotations", lambda a, c: gpusvd.svd(a, method="gr", device="cpu")),
     (block_update, "gemm_batched", lambda a, c: gpusvd.takagi(c, device="cpu")),
-    (jacobi_driver, "decompose", lambda a, c: gpusvd.svd(a, method="jacobi", device="cpu")),
-], ids=["inner_jacobi", "apply_rotations", "takagi_update", "svd_jacobi"])
+    (jacobi_driver, "svd_stack", lambda a, c: gpusvd.svd(a, method="jacobi", device="cpu")),
+    (jacobi_driver, "svd_stack", lambda a, c: gpusvd.jacobi_svd(a, device="cpu")),
+], ids=["inner_jacobi", "apply_rotations", "takagi_update", "svd_jacobi", "jacobi_svd"])
 def test_call_sites_run_single_threaded_blas(two_blas_threads, monkeypatch, module, name,
                                              call):
     from gpusvd._core import tunables

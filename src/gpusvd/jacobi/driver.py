@@ -20,6 +20,7 @@ from .._core import validation
 from .._core.front_end import receive
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
 from .._core.results import SVDResult
+from .._core.threads import single_threaded_blas
 from .orthogonalize import Options, orthogonalize
 from .precondition import inverse_permutation, precondition
 from .small_qr_cuda import stack_qr
@@ -168,6 +169,9 @@ def _empty(batch, m, n, xp, dtype, full_matrices):
     return u, s, vh
 
 
+# The sweeps interleave the parallel Numba kernel with GEMMs of one block pair, so BLAS runs
+# one thread for the whole of it (_core/threads.py: 500×500 on 2 cores 2.13 → 1.01 s).
+@single_threaded_blas()
 def decompose(a, xp, *, full_matrices, compute_uv, options):
     """Any stack (batch, m, n): empty, wide (through Aᴴ) or tall."""
     batch, m, n = a.shape
