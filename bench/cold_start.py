@@ -10,8 +10,8 @@ Cache states, each with its own temporary NUMBA_CACHE_DIR and CUPY_CACHE_DIR:
                after ``pip install`` without the precompile step)
   nvrtc        empty, and GPUSVD_KERNELS=nvrtc: every gpusvd kernel compiled at run time
                (the state before the binaries shipped); GPU only
-  precompiled  Numba's cache filled by ``python -m gpusvd._core.precompile`` (timed once),
-               CuPy's empty: a clean install with the install-time step
+  precompiled  Numba's and CuPy's caches filled by ``gpusvd precompile`` (timed once):
+               a clean install with the install-time step of the README
   warm         both caches filled by an earlier process making the same call
 
 Targets (DESIGN.md, "First call"): first call <= 2 s on the GPU; <= 1 s of compilation
@@ -111,7 +111,7 @@ def _child(function, device, n, env):
 
 def _precompile(numba_cache):
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "gpusvd._core.precompile"], check=True,
+    subprocess.run([sys.executable, "-m", "gpusvd", "precompile"], check=True,
                    capture_output=True, env=_env(numba_cache, numba_cache, False),
                    timeout=3600)
     return time.perf_counter() - start
@@ -130,7 +130,7 @@ def measure(device, n, functions, states):
                 cupy_cache = root / f"{function}-{state}-cupy"
                 cupy_cache.mkdir()
                 if state == "precompiled":
-                    numba = prepared
+                    numba = cupy_cache = prepared
                 env = _env(numba, cupy_cache, state == "nvrtc")
                 if state == "warm":
                     _child(function, device, n, env)

@@ -438,6 +438,9 @@ def _parser():
     p.add_argument("--cond", type=float, default=1e6, help="condition number of the matrix")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeat", type=int, default=2, help="runs; the first warms up")
+    command("precompile", "compile every kernel a first call needs (Numba's CPU loops; on a "
+            "GPU machine CuPy's own kernels too) into their caches: run once after install",
+            parents=(common,))
     command("distributed", "the multi-GPU Jacobi SVD under mpiexec (python -m "
             "gpusvd.distributed; its options follow)", parents=())
     return top
@@ -500,4 +503,11 @@ def _command(args):
         return _bench.run(args)
     if args.command == "demo":
         return _demo(args)
+    if args.command == "precompile":
+        from gpusvd._core.precompile import precompile
+        start = time.perf_counter()
+        done = precompile(log=sys.stdout)
+        print(f"gpusvd precompile: {len(done)} Numba specializations compiled in "
+              f"{time.perf_counter() - start:.1f} s")
+        return 0
     return _decompose(args)

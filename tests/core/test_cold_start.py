@@ -1,6 +1,6 @@
 """A fresh process on a prepared install compiles nothing it could have had ready.
 
-CPU: after ``python -m gpusvd._core.precompile`` (the install-time step) a new process
+CPU: after ``gpusvd precompile`` (the install-time step of the README) a new process
 calling every public function, on other shapes than the step used, compiles no gpusvd
 Numba function: everything loads from the cache. GPU: every kernel file has an up-to-date
 shipped binary (test_shipped_kernels.py); the GPU test loads each from it.
@@ -25,6 +25,7 @@ with jit_compilations() as compiled:
         a = rng.standard_normal((150, 100)).astype(dtype)
         signs = np.where(np.arange(100) < 60, 1.0, -1.0).astype(a.real.dtype)
         gpusvd.svd(a, device="cpu")
+        gpusvd.svd(a, method="polar", device="cpu")
         gpusvd.svd(a, method="jacobi", full_matrices=False, device="cpu")
         gpusvd.svd(a[:5, :3], method="gr", device="cpu")
         gpusvd.svd(a[:20].reshape(4, 5, 100).transpose(0, 2, 1), device="cpu")
@@ -50,6 +51,6 @@ def _run(args, cache, timeout):
 
 
 def test_a_fresh_process_compiles_nothing_after_precompile(tmp_path):
-    _run(["-m", "gpusvd._core.precompile"], tmp_path, timeout=1200)
+    _run(["-m", "gpusvd", "precompile"], tmp_path, timeout=1200)
     compiled = json.loads(_run(["-c", _FIRST_CALLS], tmp_path, timeout=600).splitlines()[-1])
     assert compiled == [], f"compiled at the first call despite the cache: {compiled}"

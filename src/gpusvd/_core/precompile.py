@@ -5,15 +5,17 @@ loads them from Numba's cache in about 0.2 s, but with an empty cache it compile
 4–8.6 s for the first ``svd``, ``svdvals``, ``jacobi_svd``, ``hsvd`` or ``eigh_factored``
 of a process and 1.8 s for ``takagi`` (2 cores, 2026-11-25, BENCHMARKS.md "Session 7").
 Numba's machine code is specific to the CPU and the Numba version, so it cannot ship in
-the package; :func:`precompile` builds it on the machine, once (``python -m
-gpusvd._core.precompile``, meant to run at install), by running every public function on
-small inputs of every dtype through every CPU code path that reaches a Numba kernel.
+the package; :func:`precompile` builds it on the machine, once (``gpusvd
+precompile``, run at install), by running every
+public function on small inputs of every dtype through every CPU code path that reaches a
+Numba kernel, and on a GPU machine through the GPU paths too, which fills CuPy's own
+kernel cache (its elementwise and reduction kernels are compiled by NVRTC on first use;
+gpusvd's kernels ship compiled, ``_core/kernels.py``).
 :func:`jit_compilations` records what a block of code compiles, so a test can check that
 nothing is left for a user's first call.
 """
 
 import contextlib
-import sys
 import time
 
 import numpy as np
@@ -48,18 +50,23 @@ def _symmetric(rng, n, dtype):
     return (a + a.T).astype(np.result_type(dtype, np.complex64))
 
 
-def calls(dtype):
+def calls(dtype, device="cpu"):
     """(name, thunk) of the public calls that reach every Numba kernel for ``dtype``: a
     tall matrix past one Jacobi block (blocked path) and a stack of small ones (batched
-    path), for each method."""
+    path), for each method. ``device="gpu"``: the same calls with CuPy input, which also
+    compile CuPy's own elementwise and reduction kernels into CuPy's disk cache."""
     import gpusvd
 
     rng = np.random.default_rng(0)
     dtype = np.dtype(dtype)
-    tall = rng.standard_normal((40, 36)).astype(dtype)
-    stack = rng.standard_normal((3, 6, 4)).astype(dtype)
-    signs = np.where(np.arange(36) % 3, 1.0, -1.0).astype(tall.real.dtype)
-    cpu = {"device": "cpu"}
+    put = np.asarray
+    if device == "gpu":
+        import cupy
+        put = cupy.asarray
+    tall = put(rng.standard_normal((40, 36)).astype(dtype))
+    stack = put(rng.standard_normal((3, 6, 4)).astype(dtype))
+    signs = put(np.where(np.arange(36) % 3, 1.0, -1.0).astype(np.finfo(dtype).dtype))
+    cpu = {"device": device}
     out = [(f"svd gr {dtype}", lambda: gpusvd.svd(tall, method="gr", **cpu)),
            (f"svd gr stack {dtype}", lambda: gpusvd.svd(stack, method="gr", **cpu)),
            (f"svd jacobi {dtype}", lambda: gpusvd.svd(tall, method="jacobi", **cpu)),
@@ -72,17 +79,26 @@ def calls(dtype):
     if dtype.kind == "f":  # QUIC-SVD is real; Takagi's input is complex symmetric
         out.append((f"svd_lowrank {dtype}", lambda: gpusvd.svd_lowrank(tall, **cpu)))
     else:
-        sym = _symmetric(rng, 40, dtype)
+        sym = put(_symmetric(rng, 40, dtype))
         out.append((f"takagi {dtype}", lambda: gpusvd.takagi(sym, **cpu)))
     return out
 
 
-def precompile(dtypes=DTYPES, log=None):
-    """Run :func:`calls` for ``dtypes``, filling Numba's cache; returns the functions
+def _devices():
+    """The CPU, and the GPU where CuPy finds one."""
+    from .backend import cupy_or_none
+
+    return ("cpu", "gpu") if cupy_or_none() is not None else ("cpu",)
+
+
+def precompile(dtypes=DTYPES, log=None, devices=None):
+    """Run :func:`calls` for ``dtypes`` on ``devices`` (default: the CPU, and the GPU where
+    there is one), filling Numba's and CuPy's caches; returns the Numba functions
     compiled (empty when the cache was already complete)."""
     compiled_all = []
-    for dtype in dtypes:
-        for name, call in calls(dtype):
+    for device, dtype in ((d, t) for d in (devices or _devices()) for t in dtypes):
+        for name, call in calls(dtype, device):
+            name = f"{name} ({device})"
             start = time.perf_counter()
             with jit_compilations() as compiled:
                 call()
@@ -92,9 +108,3 @@ def precompile(dtypes=DTYPES, log=None):
                       f"{len(compiled)} compiled", file=log)
     return compiled_all
 
-
-if __name__ == "__main__":
-    start = time.perf_counter()
-    done = precompile(log=sys.stdout)
-    print(f"{len(done)} Numba specializations compiled into the cache in "
-          f"{time.perf_counter() - start:.1f} s")
