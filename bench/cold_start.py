@@ -160,6 +160,9 @@ def main():
     parser.add_argument("--n", type=int, default=0,
                         help="columns (rows 1.5 n); default 200 on the CPU, 1000 on the GPU")
     parser.add_argument("--functions", nargs="+", default=FUNCTIONS, choices=FUNCTIONS)
+    parser.add_argument("--states", nargs="+", default=None,
+                        choices=("empty", "nvrtc", "precompiled", "warm"),
+                        help="cache states to run (default: all of the device's)")
     parser.add_argument("--out", type=pathlib.Path, help="JSON file for the results")
     args = parser.parse_args()
     devices = ("cpu", "gpu") if args.device == "both" else (args.device,)
@@ -170,10 +173,12 @@ def main():
               "cpus": os.cpu_count(), "python": platform.python_version(), "runs": []}
     for device in devices:
         n = args.n or (1000 if device == "gpu" else 200)
-        rows, precompile_s = measure(device, n, args.functions, STATES[device])
+        states = [s for s in STATES[device] if not args.states or s in args.states]
+        rows, precompile_s = measure(device, n, args.functions, states)
         result["runs"] += rows
         result[f"precompile_s_{device}"] = precompile_s
-        print(f"precompile step ({device} run): {precompile_s:.1f} s")
+        if precompile_s is not None:
+            print(f"precompile step ({device} run): {precompile_s:.1f} s")
     if "gpu" in devices:
         import cupy
         result["gpu"] = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
