@@ -20,6 +20,8 @@ import time
 
 import numpy as np
 
+from . import tunables
+
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 
 
@@ -63,9 +65,16 @@ def calls(dtype, device="cpu"):
     if device == "gpu":
         import cupy
         put = cupy.asarray
-    tall = put(rng.standard_normal((40, 36)).astype(dtype))
+    # Past two Jacobi blocks on either device (b = 16 on the CPU, 32 on the GPU), so the
+    # blocked path runs, not only the pointwise kernel: the H100's first svd(method=
+    # "jacobi") of a 1500×1000 matrix still took 7.1 s after a step that used 40×36.
+    widths = tunables.get()
+    cols = 2 * max(widths.jacobi_block_width, widths.jacobi_block_width_gpu) + 4
+    tall = put(rng.standard_normal((cols + 10, cols)).astype(dtype))
     stack = put(rng.standard_normal((3, 6, 4)).astype(dtype))
-    signs = put(np.where(np.arange(36) % 3, 1.0, -1.0).astype(np.finfo(dtype).dtype))
+    signs = put(np.where(np.arange(cols) % 3, 1.0, -1.0).astype(np.finfo(dtype).dtype))
+    # QUIC-SVD's growth, merge and extraction steps need a rank above its first sample.
+    low = put((rng.standard_normal((300, 25)) @ rng.standard_normal((25, 200))).astype(dtype))
     cpu = {"device": device}
     out = [(f"svd gr {dtype}", lambda: gpusvd.svd(tall, method="gr", **cpu)),
            (f"svd gr stack {dtype}", lambda: gpusvd.svd(stack, method="gr", **cpu)),
@@ -77,7 +86,7 @@ def calls(dtype, device="cpu"):
            (f"hsvd {dtype}", lambda: gpusvd.hsvd(tall, signs, **cpu)),
            (f"eigh_factored {dtype}", lambda: gpusvd.eigh_factored(tall, signs, **cpu))]
     if dtype.kind == "f":  # QUIC-SVD is real; Takagi's input is complex symmetric
-        out.append((f"svd_lowrank {dtype}", lambda: gpusvd.svd_lowrank(tall, **cpu)))
+        out.append((f"svd_lowrank {dtype}", lambda: gpusvd.svd_lowrank(low, **cpu)))
     else:
         sym = put(_symmetric(rng, 40, dtype))
         out.append((f"takagi {dtype}", lambda: gpusvd.takagi(sym, **cpu)))
