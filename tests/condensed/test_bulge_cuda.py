@@ -93,6 +93,15 @@ def _assert_same_bits(x, y):
         assert np.array_equal(a, b)
 
 
+@pytest.fixture(autouse=True)
+def chase_on_gpu():
+    """The kernel is what this module tests: on, whatever the default (tunables)."""
+    from gpusvd._core import tunables
+
+    with tunables.override(chase_on_gpu=True):
+        yield
+
+
 @pytest.fixture(scope="module")
 def host_chase(tmp_path_factory):
     chase = host_bulge.build(tmp_path_factory.mktemp("host_bulge"))

@@ -161,6 +161,11 @@ class Tunables:
     # H100) hold every sweep that can be in flight up to n = 16384 with b ≥ 16 (683 there,
     # 171 at n = 8192, b = 32); to be measured with bench/bench_two_stage.py.
     chase_blocks_per_sm: int = 8
+    # Stage 2 on the GPU (condensed/kernels/bulge.cu) is off: on the H100 (2026-11-25)
+    # its chase of a 3000×3000 float64 band with b = 16 returned NaN once, a race the
+    # host build (one thread per block) cannot show; until it is found, a CuPy band is
+    # chased by the Numba loop on a host copy. The GPU tests switch it on.
+    chase_on_gpu: bool = False
 
 
 _TUNABLES = Tunables()
