@@ -21,15 +21,18 @@ from .jacobi.blocked import block_width
 from .polar import driver as polar
 
 
-def _golub_reinsch(stack, xp, *, full_matrices, compute_uv, overwrite_a):
-    """Golub–Reinsch on each matrix of ``stack`` (batch >= 1, m, n), one after another:
-    its bidiagonal QR is a sequential host loop per matrix."""
-    parts = [golub_reinsch.svd(mat, xp, full_matrices=full_matrices, compute_uv=compute_uv,
+def _matrix_by_matrix(decompose_one):
+    """A stack method from a one-matrix driver ``decompose_one(mat, xp, **kw)``, one matrix
+    after another (Golub–Reinsch: a sequential host QR loop per matrix; polar: its steps
+    are factorizations of the whole matrix)."""
+    def decompose(stack, xp, *, full_matrices, compute_uv, overwrite_a):
+        parts = [decompose_one(mat, xp, full_matrices=full_matrices, compute_uv=compute_uv,
                                overwrite_a=overwrite_a) for mat in stack]
-    s = xp.stack([p[1] for p in parts])
-    if not compute_uv:
-        return None, s, None
-    return xp.stack([p[0] for p in parts]), s, xp.stack([p[2] for p in parts])
+        s = xp.stack([p[1] for p in parts])
+        if not compute_uv:
+            return None, s, None
+        return xp.stack([p[0] for p in parts]), s, xp.stack([p[2] for p in parts])
+    return decompose
 
 
 def _jacobi(stack, xp, *, full_matrices, compute_uv, overwrite_a):
@@ -38,16 +41,6 @@ def _jacobi(stack, xp, *, full_matrices, compute_uv, overwrite_a):
     batched call. It never writes to ``stack``."""
     return jacobi.decompose(stack, xp, full_matrices=full_matrices, compute_uv=compute_uv,
                             options=jacobi.DEFAULTS)
-
-
-def _polar(stack, xp, *, full_matrices, compute_uv, overwrite_a):
-    """The polar-decomposition SVD (QDWH + eigh) of each matrix of ``stack``."""
-    parts = [polar.svd(mat, xp, full_matrices=full_matrices, compute_uv=compute_uv,
-                       overwrite_a=overwrite_a) for mat in stack]
-    s = xp.stack([p[1] for p in parts])
-    if not compute_uv:
-        return None, s, None
-    return xp.stack([p[0] for p in parts]), s, xp.stack([p[2] for p in parts])
 
 
 def _lapack(stack, xp, *, full_matrices, compute_uv, overwrite_a):
@@ -72,7 +65,8 @@ def _lapack(stack, xp, *, full_matrices, compute_uv, overwrite_a):
     return tuple(out) if compute_uv else (None, out, None)
 
 
-_METHODS = {"gr": _golub_reinsch, "jacobi": _jacobi, "polar": _polar, "lapack": _lapack}
+_METHODS = {"gr": _matrix_by_matrix(golub_reinsch.svd), "jacobi": _jacobi,
+            "polar": _matrix_by_matrix(polar.svd), "lapack": _lapack}
 
 
 def _choose_method(shape, dtype, xp):
