@@ -76,6 +76,8 @@ def _choose_method(shape, dtype, xp):
         return "lapack"
     if math.prod(shape[:-2]) > 1 and min(shape[-2:]) <= 2 * block_width(xp):
         return "jacobi"
+    if dtype.kind == "c":
+        return "gr"  # measured against gesvd and jacobi; polar's complex path is not yet
     return "polar"
 
 
@@ -157,7 +159,7 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
 
     Notes
     -----
-    ``method="auto"`` takes, for real and complex input alike:
+    ``method="auto"`` takes:
 
     - on the CPU, ``"lapack"``: LAPACK's divide-and-conquer SVD (gesdd) through NumPy,
       a stack in one call, with SciPy's gesvd where gesdd does not converge. It is not
@@ -167,8 +169,10 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
     - on the GPU: a stack of two or more matrices with min(M, N) <= 2b, where b is the
       Jacobi block width (tunable ``jacobi_block_width_gpu``, 32): ``"jacobi"``, whose
       pointwise kernel takes the whole stack in one call, where the other methods pay a
-      fixed cost per matrix; anything else: ``"polar"``, the fastest at every size,
-      shape and dtype measured, with gesvd's accuracy or better (below).
+      fixed cost per matrix; other complex input: ``"gr"`` (the polar method's complex
+      path is tested but not yet benchmarked on the GPU); other real input: ``"polar"``,
+      the fastest at every size, shape and dtype measured, with gesvd's accuracy or
+      better (below).
 
     The measurements (``bench/results/``, ``BENCHMARKS.md``; U, S, Vh economy):
 
@@ -216,7 +220,7 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
     >>> bool(np.allclose(U @ np.diag(S) @ Vh, a))
     True
 
-    Complex input takes the same rule as real input; every method takes it on request:
+    Every method takes complex input:
 
     >>> z = np.array([[1.0, 2.0j], [0.0, 1.0]])
     >>> np.round(gpusvd.svd(z, compute_uv=False), 6)      # 1 + √2 and √2 − 1

@@ -4,7 +4,8 @@ The rule, for real and complex input alike. On the CPU: LAPACK's gesdd (``"lapac
 faster than our methods at every shape measured (``bench/bench_cpu_default.py``). On the
 GPU: a stack of two or more matrices with min(M, N) <= 2b (b the Jacobi block width) to
 the Jacobi SVD, whose pointwise kernel takes the whole stack in one call; everything else
-to the polar method (``bench/bench_polar.py``). ``method="lapack"`` is also asked for by name; NumPy's and SciPy's own
+to the polar method (``bench/bench_polar.py``) for real input and to Golub–Reinsch for
+complex input (the measured one). ``method="lapack"`` is also asked for by name; NumPy's and SciPy's own
 SVD tests rerun with it.
 """
 
@@ -40,8 +41,8 @@ def test_rule_on_the_cpu(shape, dtype):
     ((500, 400), np.float64, "polar"),
     ((8, 8), np.float32, "polar"),                   # one small matrix: polar
     ((1, 8, 8), np.float64, "polar"),                # a stack of one is one matrix
-    ((6, 5), np.complex128, "polar"),                # complex: the same rule
-    ((3, 2, 400, 300), np.complex64, "polar"),
+    ((6, 5), np.complex128, "gr"),                   # complex: Golub–Reinsch
+    ((3, 2, 400, 300), np.complex64, "gr"),
     ((4, 8, 8), np.complex128, "jacobi"),
     ((2, 8, 8), np.float64, "jacobi"),               # a stack of small matrices
     ((1000, 200, TWO_B_GPU), np.float32, "jacobi"),  # tall, narrow: min(M, N) counts
@@ -152,12 +153,12 @@ class TestSciPySVD_LAPACK(test_scipy_svd.TestSciPySVD_GR):
 
 
 @pytest.mark.gpu
-def test_auto_takes_polar_for_complex_on_the_gpu(spy):
+def test_auto_takes_gr_for_complex_on_the_gpu(spy):
     import cupy
 
     z = cupy.asarray(np.array([[1.0, 2.0j], [0.0, 1.0]], np.complex64))
     u, s, vh = gpusvd.svd(z)
-    assert spy == [("polar", (1, 2, 2))]
+    assert spy == [("gr", (1, 2, 2))]
     assert isinstance(u, cupy.ndarray) and u.dtype == vh.dtype == cupy.complex64
     assert np.allclose(s.get(), [1 + np.sqrt(2), np.sqrt(2) - 1])
     assert np.allclose((u * s @ vh).get(), z.get(), atol=1e-6)
