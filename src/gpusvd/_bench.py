@@ -26,15 +26,27 @@ the squared relative Frobenius error (:mod:`gpusvd.testing.metrics`). Where a GP
 
 The results go to a JSON file and, when matplotlib is importable, to a PNG plot beside it
 (time and accuracy against n). This module imports neither PyTorch, JAX nor scikit-learn.
+
+It is also the one benchmark harness of the project: ``bench/common.py``, which the
+scripts in ``bench/`` use (that folder is not part of the wheel), is a thin layer over
+the functions of the first part below. Timing synchronizes the device before and after
+every call and reads ``time.perf_counter`` only after synchronization, warms up first
+(module load, NVRTC compilation, JIT tracing, handle and workspace creation stay out of
+the numbers), repeats, reports the median and keeps every sample. Accuracy is in the
+units of :mod:`gpusvd.testing.metrics`, their one definition.
 """
 
 import datetime
+import functools
 import json
+import math
 import os
 import platform
-import statistics
+import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 
@@ -50,14 +62,224 @@ LOWRANK_EPS = 1e-10    # gpusvd.svd_lowrank's eps in the benchmark (well above r
 COMPLEX = {"float32": "complex64", "float64": "complex128"}
 
 
+# ============================================================================ the harness
+# (``gpusvd bench`` and ``bench/common.py``). Nothing here imports CuPy, PyTorch or JAX at
+# module level; CuPy and PyTorch are only touched once the caller has imported them.
+
+def short_error(exc: BaseException, limit: int = 400) -> str:
+    """One line for a JSON record or a log: the exception's type and message, cut."""
+    s = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+@functools.lru_cache(maxsize=None)
+def _gpu_usable() -> bool:
+    return cupy_or_none() is not None
+
+
+def synchronize() -> None:
+    """Wait for all work queued on the current CUDA device by CuPy and PyTorch.
+
+    Only frameworks that are already imported are touched (no import happens here), and
+    CuPy only where it sees a device. ``cudaDeviceSynchronize`` (CuPy's
+    ``Device.synchronize``) waits for every stream of the device in this process, JAX's
+    included; torch's synchronize is added as asked.
+    """
+    cp = sys.modules.get("cupy")
+    if cp is not None and _gpu_usable():
+        cp.cuda.Device().synchronize()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            if torch.cuda.is_available() and torch.cuda.is_initialized():
+                torch.cuda.synchronize()
+        except Exception:  # a torch without CUDA: nothing to wait for
+            pass
+
+
+@dataclass
+class Timing:
+    median: float                 # seconds, median of ``times``
+    times: list[float]            # every timed call, seconds, in order
+    warmup_times: list[float]     # the untimed warm-up calls, seconds
+    result: Any = field(default=None, repr=False)   # what the last call returned
+    stopped_early: bool = False   # fewer than ``repeat`` timed calls (budget reached)
+
+    @property
+    def total(self) -> float:
+        return sum(self.times) + sum(self.warmup_times)
+
+
+def time_calls(fn: Callable[[], Any], *, warmup: int = 1, repeat: int = 5,
+               max_seconds: float = 60.0, sync: Callable[[], None] = synchronize) -> Timing:
+    """Median wall time of ``fn()``, the device synchronized around each call.
+
+    ``warmup`` untimed calls come first (their times are returned, not counted). Then up
+    to ``repeat`` timed calls; after each, if the time spent so far in the timed loop plus
+    one more call (the last one's time) would pass ``max_seconds``, repetition stops
+    early. At least one timed call is made.
+    ``fn``'s exceptions propagate. The last call's return value is kept in ``.result``
+    (earlier results are dropped before the next call so memory pools can reuse them).
+    """
+    warm: list[float] = []
+    out = None
+    for _ in range(max(0, warmup)):
+        out = None
+        sync()
+        t0 = time.perf_counter()
+        out = fn()
+        sync()
+        warm.append(time.perf_counter() - t0)
+    times: list[float] = []
+    stopped = False
+    t_begin = time.perf_counter()
+    for i in range(max(1, repeat)):
+        out = None
+        sync()
+        t0 = time.perf_counter()
+        out = fn()
+        sync()
+        times.append(time.perf_counter() - t0)
+        spent = time.perf_counter() - t_begin
+        if i + 1 < repeat and spent + times[-1] > max_seconds:
+            stopped = True
+            break
+    return Timing(float(np.median(times)), times, warm, out, stopped)
+
+
+def free_gpu_memory() -> None:
+    """Return cached blocks of CuPy's pools and PyTorch's allocator to the device."""
+    synchronize()
+    cp = sys.modules.get("cupy")
+    if cp is not None:
+        cp.get_default_memory_pool().free_all_blocks()
+        cp.get_default_pinned_memory_pool().free_all_blocks()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            if torch.cuda.is_available() and torch.cuda.is_initialized():
+                torch.cuda.empty_cache()
+        except Exception:
+            pass
+
+
 # ---------------------------------------------------------------------------- this machine
 
-def _version(name):
+def _version(name, *, load=False):
+    """The version of ``name``: gpusvd's running one, else the installed distribution's,
+    else the module's ``__version__`` if it is imported (or, with ``load``, importable);
+    None where there is none."""
+    if name == "gpusvd":
+        return gpusvd.__version__
     try:
-        module = __import__(name)
-    except Exception:  # not installed, or broken: reported as absent
-        return None
-    return getattr(module, "__version__", "?")
+        from importlib.metadata import version
+        return version(name)
+    except Exception:
+        pass
+    module = sys.modules.get(name)
+    if module is None and load:
+        try:
+            module = __import__(name)
+        except Exception:  # not installed, or broken: reported as absent
+            return None
+    return None if module is None else getattr(module, "__version__", "?")
+
+
+def _basics() -> dict:
+    """Date, platform, Python and CPU count: the facts every record starts with."""
+    return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "cpu_count": os.cpu_count()}
+
+
+def _device_name(props) -> str:
+    name = props["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def _fmt_cuda_version(v: int) -> str:
+    return f"{v // 1000}.{(v % 1000) // 10}"
+
+
+def _git_revision(start: str) -> str | None:
+    """The checked-out commit, read from ``.git`` files (no git command is run)."""
+    d = os.path.abspath(start)
+    while True:
+        head = os.path.join(d, ".git", "HEAD")
+        if os.path.isfile(head):
+            try:
+                ref = open(head).read().strip()
+                if ref.startswith("ref: "):
+                    p = os.path.join(d, ".git", ref[5:])
+                    if os.path.isfile(p):
+                        return open(p).read().strip()
+                    packed = os.path.join(d, ".git", "packed-refs")
+                    if os.path.isfile(packed):
+                        for line in open(packed):
+                            if line.strip().endswith(ref[5:]):
+                                return line.split()[0]
+                    return ref
+                return ref
+            except OSError:
+                return None
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def device_info(device: int = 0) -> dict:
+    """GPU name, driver/runtime versions, library versions, host, commit and date (the
+    record of the scripts in ``bench/``).
+
+    Every field is best effort: a failure is recorded as a string, never raised. The
+    commit is that of the repository holding the gpusvd that runs (None for a wheel).
+    """
+    info: dict[str, Any] = _basics()
+    info.update(host=platform.node(),
+                git_commit=_git_revision(os.path.dirname(os.path.abspath(gpusvd.__file__))),
+                versions={})
+    for name in ("numpy", "scipy", "cupy", "cupy-cuda13x", "cupy-cuda12x", "torch",
+                 "jax", "jaxlib", "jax-cuda13-plugin", "jax-cuda12-plugin", "gpusvd"):
+        v = _version(name)
+        if v is not None:
+            info["versions"][name] = v
+    try:
+        import cupy as cp
+        rt = cp.cuda.runtime
+        props = rt.getDeviceProperties(device)
+        info["gpu"] = _device_name(props)
+        info["gpu_index"] = device
+        info["gpu_memory_bytes"] = int(props.get("totalGlobalMem", 0))
+        info["multiprocessors"] = int(props.get("multiProcessorCount", 0))
+        info["compute_capability"] = f"{props.get('major')}.{props.get('minor')}"
+        info["l2_cache_bytes"] = int(props.get("l2CacheSize", 0))
+        info["cuda_driver"] = _fmt_cuda_version(rt.driverGetVersion())
+        info["cuda_runtime"] = _fmt_cuda_version(rt.runtimeGetVersion())
+        info["versions"]["cupy"] = cp.__version__
+        try:
+            from cupy_backends.cuda.libs import cusolver
+            info["cusolver"] = str(cusolver.getVersion())
+        except Exception:
+            pass
+    except Exception as exc:  # no CuPy or no GPU
+        info["gpu"] = None
+        info["gpu_error"] = f"{type(exc).__name__}: {exc}"
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        info["versions"]["torch"] = torch.__version__
+        info["torch_cuda"] = getattr(torch.version, "cuda", None)
+    try:
+        q = ("name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,temperature.gpu,"
+             "power.draw,power.limit,persistence_mode")
+        r = subprocess.run(["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"],
+                           capture_output=True, text=True, timeout=20)
+        if r.returncode == 0:
+            info["nvidia_smi"] = {"query": q, "rows": r.stdout.strip().splitlines()}
+    except Exception:
+        pass
+    return info
 
 
 def _tree_size(root, suffixes=None):
@@ -78,10 +300,9 @@ def _gpus():
     out = []
     for index in range(cp.cuda.runtime.getDeviceCount()):
         props = cp.cuda.runtime.getDeviceProperties(index)
-        name = props["name"]
         with cp.cuda.Device(index):
             free, total = cp.cuda.Device(index).mem_info
-        out.append({"index": index, "name": name.decode() if isinstance(name, bytes) else name,
+        out.append({"index": index, "name": _device_name(props),
                     "memory_bytes": int(total), "free_bytes": int(free)})
     return out
 
@@ -115,15 +336,12 @@ def machine_info():
     numba_files, numba_bytes = _tree_size(numba_cache, (".nbi", ".nbc"))
     cupy_files, cupy_bytes = _tree_size(cupy_cache) if os.path.isdir(cupy_cache) else (0, 0)
     return {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "versions": {name: _version(name) for name in
+        **_basics(),
+        "versions": {name: _version(name, load=True) for name in
                      ("gpusvd", "numpy", "scipy", "numba", "cupy", "h5py", "matplotlib",
                       "mpi4py")},
         "package": package,
         "gpus": _gpus(),
-        "cpu_count": os.cpu_count(),
         "host_memory": _host_memory(),
         "kernels": {"cuda_files": len(REGISTRY),
                     "cupy_cache": {"path": cupy_cache, "files": cupy_files,
@@ -164,6 +382,166 @@ def format_machine_info(facts):
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------------------- JSON
+
+def json_ready(x, nonfinite=str):
+    """JSON-safe copy: NumPy scalars and arrays to Python, dict keys to strings, objects
+    JSON cannot hold to their ``str``, and a non-finite float ``f`` to ``nonfinite(f)``
+    (by default the strings ``"nan"``, ``"inf"``, ``"-inf"``)."""
+    if isinstance(x, dict):
+        return {str(k): json_ready(v, nonfinite) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [json_ready(v, nonfinite) for v in x]
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        f = float(x)
+        return f if math.isfinite(f) else nonfinite(f)
+    if isinstance(x, np.ndarray):
+        return json_ready(x.tolist(), nonfinite)
+    if x is None or isinstance(x, str):
+        return x
+    return str(x)
+
+
+def write_json(path: str, payload: dict, *, nonfinite=str) -> None:
+    """Write ``payload`` to ``path`` atomically (temporary file, then rename).
+
+    NaN and infinities become ``nonfinite(value)``, by default the strings ``"nan"``,
+    ``"inf"``, ``"-inf"``, so the file is strict JSON; readers treat any non-number as
+    missing.
+    """
+    path = os.path.abspath(path)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(json_ready(payload, nonfinite), f, indent=1, allow_nan=False)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------- accuracy
+# Of results from any framework (CuPy, PyTorch, JAX, NumPy through DLPack), computed with
+# CuPy in float64 whatever the method's dtype and reported in units of the method's own ε:
+# the units of gpusvd.testing.metrics (residual max(m, n)·ε, orthogonality k·ε, values
+# s_max·ε), its functions applied to the float64 copies (which measure in units of
+# float64's ε) and rescaled by ε_float64/ε_dtype. The raw (unnormalized) numbers are kept
+# alongside.
+
+def eps_of(dtype) -> float:
+    return float(np.finfo(np.dtype(dtype)).eps)
+
+
+def _in_units_of(dtype, value_in_float64_units: float) -> float:
+    return value_in_float64_units * eps_of(np.float64) / eps_of(dtype)
+
+
+def to_cupy(x):
+    """A CuPy view of ``x`` (CuPy, PyTorch CUDA tensor, JAX GPU array, NumPy...)."""
+    import cupy as cp
+    if isinstance(x, cp.ndarray):
+        return x
+    if hasattr(x, "__dlpack__") and not isinstance(x, np.ndarray):
+        try:
+            return cp.from_dlpack(x)
+        except Exception:
+            if hasattr(x, "contiguous"):       # a strided torch view: retry dense
+                return cp.from_dlpack(x.contiguous())
+            if hasattr(x, "is_cuda") and x.is_cuda:
+                raise
+    return cp.asarray(np.asarray(x))
+
+
+def _defect(q, rows: bool):
+    """Qᴴ Q − I (columns orthonormal) or Q Qᴴ − I (rows orthonormal)."""
+    import cupy as cp
+    g = q @ q.conj().T if rows else q.conj().T @ q
+    g[cp.diag_indices(g.shape[0])] -= 1
+    return g
+
+
+def _two_norm(g, iterations: int = 40) -> float:
+    """‖E‖₂ of a Hermitian defect E by power iteration (a lower estimate that converges to
+    the 2-norm; 40 steps from a random start are within a few per cent for the defects
+    seen here)."""
+    import cupy as cp
+    x = cp.random.default_rng(1).standard_normal(g.shape[0]).astype(g.dtype)
+    est = 0.0
+    for _ in range(iterations):
+        nx = float(cp.linalg.norm(x))
+        if nx == 0:
+            return 0.0
+        x = g @ (x / nx)
+        est = float(cp.linalg.norm(x))
+    return est
+
+
+def sv_accuracy(s, s_ref, dtype) -> dict:
+    """:func:`gpusvd.testing.sv_error` in units of ``dtype``'s ε, the raw max |s − s_ref|,
+    and whether ``s`` is descending."""
+    import cupy as cp
+    s64 = to_cupy(s).astype(cp.float64).ravel()
+    r64 = to_cupy(s_ref).astype(cp.float64).ravel()
+    if s64.shape != r64.shape:
+        raise ValueError(f"got {s64.size} singular values, expected {r64.size}")
+    out = {"sv_error": None, "sv_error_raw": None, "sorted": None}
+    if s64.size == 0:
+        return out
+    out["sv_error_raw"] = float(cp.max(cp.abs(s64 - r64)))
+    out["sv_error"] = _in_units_of(dtype, testing.sv_error(s64, r64))
+    out["sorted"] = bool(cp.all(s64[:-1] >= s64[1:])) if s64.size > 1 else True
+    return out
+
+
+def svd_accuracy(a, u, s, vh, s_ref, dtype) -> dict:
+    """Residual, orthogonality and singular value error, computed in float64 on the GPU.
+
+    ``a`` is the matrix the method was given (any dtype; it is upcast exactly), ``u``,
+    ``s``, ``vh`` its economy SVD (any array type with DLPack), ``s_ref`` the float64
+    reference singular values, ``dtype`` the method's dtype (sets ε).
+    """
+    import cupy as cp
+    a64 = to_cupy(a).astype(cp.float64 if not cp.iscomplexobj(to_cupy(a)) else cp.complex128)
+    m, n = a64.shape
+    k = min(m, n)
+    u64 = to_cupy(u).astype(a64.dtype)
+    vh64 = to_cupy(vh).astype(a64.dtype)
+    s64 = to_cupy(s).astype(cp.float64)
+    if u64.shape != (m, k) or s64.shape != (k,) or vh64.shape != (k, n):
+        raise ValueError(f"economy SVD of {m}x{n} expects U {(m, k)}, S {(k,)}, Vh {(k, n)}; "
+                         f"got {u64.shape}, {s64.shape}, {vh64.shape}")
+    eps = eps_of(dtype)
+    residual = _in_units_of(dtype, testing.svd_residual(a64, u64, s64, vh64))
+    orthogonality = _in_units_of(dtype, max(testing.orthogonality(u64),
+                                            testing.orthogonality(vh64, rows=True)))
+    out = {
+        "residual": residual,
+        "residual_raw": residual * max(m, n, 1) * eps,
+        "residual_unit": "max(m,n)*eps",
+        "orthogonality": orthogonality,
+        "orthogonality_raw": orthogonality * max(k, 1) * eps,
+        "orthogonality_v_2norm": _two_norm(_defect(vh64, rows=True)),   # ‖VᵀV − I‖₂
+        "finite": bool(cp.isfinite(u64).all() and cp.isfinite(s64).all()
+                       and cp.isfinite(vh64).all()),
+    }
+    out.update(sv_accuracy(s64, s_ref, dtype))
+    return out
+
+
+def values_accuracy(s, s_ref, dtype) -> dict:
+    """Singular value error only (values-only mode)."""
+    import cupy as cp
+    out = {"residual": None, "residual_raw": None,
+           "orthogonality": None, "orthogonality_raw": None}
+    s64 = to_cupy(s).astype(cp.float64)
+    out["finite"] = bool(cp.isfinite(s64).all())
+    out.update(sv_accuracy(s64, s_ref, dtype))
+    return out
+
+
+# ============================================================================ gpusvd bench
 # ---------------------------------------------------------------------------- methods
 
 def _thewalrus_takagi(a, xp):
@@ -248,56 +626,23 @@ def _accuracy(algorithm, a, out, s_ref):
             "sv_error": testing.sv_error(s, s_ref)}
 
 
-# ---------------------------------------------------------------------------- timing
-
-def _sync():
-    cp = cupy_or_none()
-    if cp is not None:
-        cp.cuda.Device().synchronize()
-
-
-def _time(fn, warmup, repeat):
-    """(median seconds, every timed sample, the last result)."""
-    out = None
-    for _ in range(warmup):
-        out = fn()
-    times = []
-    for _ in range(max(repeat, 1)):
-        out = None
-        _sync()
-        start = time.perf_counter()
-        out = fn()
-        _sync()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), times, out
-
+# ---------------------------------------------------------------------------- cases
 
 def _case(algorithm, name, where, fn, a, s_ref, warmup, repeat):
     record = {"method": name, "where": where, "n": a.shape[-1]}
     xp = cupy_or_none() if where == "gpu" else np
     try:
         x = xp.asarray(a)
-        median, times, out = _time(lambda: fn(x, xp), warmup, repeat)
-        record.update(seconds=median, times=times)
-        record.update(_accuracy(algorithm, x, out, s_ref))
+        timing = time_calls(lambda: fn(x, xp), warmup=warmup, repeat=repeat,
+                            max_seconds=math.inf)
+        record.update(seconds=timing.median, times=timing.times)
+        record.update(_accuracy(algorithm, x, timing.result, s_ref))
     except (ValueError, np.linalg.LinAlgError, MemoryError) as exc:
-        record["failed"] = f"{type(exc).__name__}: {exc}"
+        record["failed"] = short_error(exc)
     return record
 
 
 # ---------------------------------------------------------------------------- report
-
-def _json_ready(x):
-    if isinstance(x, dict):
-        return {k: _json_ready(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_json_ready(v) for v in x]
-    if isinstance(x, (float, np.floating)):
-        return float(x) if np.isfinite(x) else None
-    if isinstance(x, np.integer):
-        return int(x)
-    return x
-
 
 # The accuracy columns of each algorithm; the first is plotted.
 METRICS = {"svd": ("residual", "orthogonality", "sv_error"), "svdvals": ("sv_error",),
@@ -393,8 +738,7 @@ def run(args):
             result["records"].append(_case(args.algorithm, name, where, fn, a, s_ref,
                                            args.warmup, args.repeat))
     _table(result)
-    with open(out, "w") as f:
-        json.dump(_json_ready(result), f, indent=1)
+    write_json(out, result, nonfinite=lambda f: None)
     print(f"wrote {out}")
     if args.plot:
         png = os.path.splitext(out)[0] + ".png"
