@@ -40,6 +40,7 @@ import math
 
 import numpy as np
 
+from .._core.backend import to_host
 from .monte_carlo import length_squared_positions
 
 # Entries of the temporary selection matrix S (children × rows) or inner-product block
@@ -67,7 +68,7 @@ def row_norms2(a, xp):
     for r0 in range(0, m, step):
         block = a[r0:r0 + step].astype(xp.float64, copy=False)
         out[r0:r0 + step] = (block * block).sum(axis=1)
-    return out.get() if hasattr(out, "get") else out
+    return to_host(out)
 
 
 def _row_chunks(rows_sorted, m, step):
@@ -91,7 +92,7 @@ def _pivot_dots(a, rows, seg, pivots, order, xp):
     for r0, r1, lo, hi in _row_chunks(rows[order], a.shape[0], step):
         g = a[r0:r1] @ piv_t
         dots[lo:hi] = g[rows_d[lo:hi] - r0, seg_d[lo:hi]]
-    host = dots.get() if hasattr(dots, "get") else dots
+    host = to_host(dots)
     out = np.empty(len(rows))
     out[order] = host
     return out

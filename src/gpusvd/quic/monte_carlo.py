@@ -26,6 +26,8 @@ from statistics import NormalDist
 
 import numpy as np
 
+from .._core.backend import to_host
+
 
 def z_score(delta):
     """Φ⁻¹(1 − δ): the one-sided normal quantile of the bound at confidence 1 − δ."""
@@ -98,7 +100,7 @@ def residual_norms2(a, rows, v, xp):
     if v.shape[1]:
         x = x - (x @ v) @ v.T
     r2 = (x * x).sum(axis=1, dtype=xp.float64)
-    return r2.get() if hasattr(r2, "get") else np.asarray(r2)
+    return to_host(r2)
 
 
 def upper_bounds(draw, res2, z):
