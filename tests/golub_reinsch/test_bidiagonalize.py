@@ -258,6 +258,30 @@ def test_wy_factor_matches_explicit_product(k, dtype):
     np.testing.assert_array_equal(t, np.triu(t))
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("count", [1, 2, 7, 16, 17, 40, 64, 65, 100])
+def test_narrowed_block_keeps_the_bits(count, dtype):
+    """The T of ``count`` reflectors built at the narrowed width equals, bit for bit, the
+    leading count×count block of the T built at the full padded width (128): apply_q and
+    apply_p of small matrices give the same bits as with the padded block."""
+    rng = np.random.default_rng(count)
+    rows = count + 5
+    v = np.tril(_random((rows, count), dtype, seed=count), -1) + np.eye(rows, count)
+    tau = (2 / np.sum(abs(v) ** 2, axis=0)).astype(dtype)
+    tau[rng.random(count) < 0.2] = 0
+    nb = bidiagonalize_module._narrowed(128, count)
+    assert count <= nb <= 128 and (nb == 128 or nb < 2 * max(count, 16))
+
+    def t_at(width):
+        s = np.zeros((1, width, width), dtype)
+        s[0, :count, :count] = v.conj().T @ v
+        taus = np.zeros((1, width), dtype)
+        taus[0, :count] = tau
+        return bidiagonalize_module._wy_factors(s, taus)[0, :count, :count]
+
+    np.testing.assert_array_equal(t_at(nb), t_at(128))
+
+
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 @pytest.mark.parametrize("x", [[1 + 2j, 3 - 1j, 0.5j], [2 - 3j], [-1j, 0, 0], [-4.0, 0],
                                [0j, 0, 0], [1e-3j, 1e-3]])
