@@ -29,11 +29,15 @@ factorable, and no test of the factorization (a host synchronization on the GPU)
 needed.
 """
 
+from typing import Callable, NamedTuple
+
 import numpy as np
 
 from .._core import progress, tunables
 from .._core.backend import to_host
 from .._core.errors import LinAlgError
+from . import block_copy_cuda, gram_cholesky_cuda, inner_cuda
+from . import inner as inner_numba
 from .padding import drop_columns, kept_columns, pad_columns, pad_signs
 from .rotations import orthogonality_tol
 from .strategies import PARALLEL, block_count, padded_order, pivot_strategy
@@ -44,11 +48,7 @@ _INNER_OF_SEQUENTIAL = {"row-cyclic": "row", "column-cyclic": "column"}
 
 def inner_for(xp):
     """The inner Jacobi twin for arrays of ``xp``: Numba on NumPy, CUDA on CuPy."""
-    if xp is np:
-        from .inner import inner_jacobi
-    else:
-        from .inner_cuda import inner_jacobi
-    return inner_jacobi
+    return _TWINS[xp.__name__].inner_jacobi
 
 
 def inner_name(strategy):
@@ -91,10 +91,7 @@ def factor_gram(xp, h, shift, dtype):
     hs = h / (ds[:, :, None] * ds[:, None, :])
     diag = xp.arange(k)
     hs[:, diag, diag] = 1 + shift
-    if xp is np:
-        low = _host_cholesky(hs, shift)
-    else:
-        low = xp.linalg.cholesky(hs)
+    low = _TWINS[xp.__name__].cholesky(xp, hs, shift)
     r = low.conj().transpose(0, 2, 1) * d[:, None, :].astype(h.dtype)
     return xp.ascontiguousarray(r.astype(dtype, copy=False))
 
@@ -111,10 +108,15 @@ def _shorten(xp, x, shorten, shift, eye):
     kernel after the Gram GEMM (``gram_cholesky_cuda``), with no host synchronization."""
     if shorten == "qr":
         return qr_factor(xp, x), eye.copy()
-    if xp is np:
-        return _cholesky_factor(xp, x, shift), eye.copy()
-    from .gram_cholesky_cuda import gram_cholesky
-    return gram_cholesky(gram(xp, x), shift, x.dtype, kv=eye.shape[-1])
+    return _TWINS[xp.__name__].shorten(xp, x, shift, eye)
+
+
+def _host_shorten(xp, x, shift, eye):
+    return _cholesky_factor(xp, x, shift), eye.copy()
+
+
+def _cuda_shorten(xp, x, shift, eye):
+    return gram_cholesky_cuda.gram_cholesky(gram(xp, x), shift, x.dtype, kv=eye.shape[-1])
 
 
 def _host_cholesky(hs, shift):
@@ -260,19 +262,47 @@ def blocked_jacobi(gt, vt, signs, *, xp, strategy, variant, shorten, tol, max_sw
 def _gather(xp, a, cols, blks, width):
     """The rows ``cols`` (pairs, k) of ``a``, i.e. its block-columns ``blks``, as
     (pairs, k, row): NumPy fancy indexing, or one copy kernel on the GPU."""
-    if xp is np:
-        return a[cols]
-    from .block_copy_cuda import gather_blocks
-    return gather_blocks(a, blks, width).reshape(cols.shape + a.shape[1:])
+    return _TWINS[xp.__name__].gather(a, cols, blks, width)
+
+
+def _host_gather(a, cols, blks, width):
+    return a[cols]
+
+
+def _cuda_gather(a, cols, blks, width):
+    return block_copy_cuda.gather_blocks(a, blks, width).reshape(cols.shape + a.shape[1:])
 
 
 def _scatter(xp, a, cols, blks, width, values):
     """``a[cols] = values`` (the inverse of :func:`_gather`)."""
-    if xp is np:
-        a[cols] = values
-        return
-    from .block_copy_cuda import scatter_blocks
-    scatter_blocks(a, blks, width, values.reshape(-1, a.shape[1]))
+    _TWINS[xp.__name__].scatter(a, cols, blks, width, values)
+
+
+def _host_scatter(a, cols, blks, width, values):
+    a[cols] = values
+
+
+def _cuda_scatter(a, cols, blks, width, values):
+    block_copy_cuda.scatter_blocks(a, blks, width, values.reshape(-1, a.shape[1]))
+
+
+class _Twins(NamedTuple):
+    """The steps of the blocked Jacobi that differ between the devices."""
+
+    inner_jacobi: Callable  # the inner pointwise Jacobi on all pairs (inner / inner_cuda)
+    cholesky: Callable      # (xp, hs, shift): the lower Cholesky factors of the scaled Grams
+    shorten: Callable       # (xp, x, shift, eye): R_pq by Cholesky and the start of V
+    gather: Callable        # (a, cols, blks, width): the block-columns' rows
+    scatter: Callable       # (a, cols, blks, width, values): their inverse
+
+
+# The Numba (NumPy) or CUDA (CuPy) twin of each step, by the name of the array namespace.
+_TWINS = {
+    "numpy": _Twins(inner_numba.inner_jacobi, lambda xp, hs, shift: _host_cholesky(hs, shift),
+                    _host_shorten, _host_gather, _host_scatter),
+    "cupy": _Twins(inner_cuda.inner_jacobi, lambda xp, hs, shift: xp.linalg.cholesky(hs),
+                   _cuda_shorten, _cuda_gather, _cuda_scatter),
+}
 
 
 def block_width(xp):
