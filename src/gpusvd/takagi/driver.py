@@ -31,12 +31,14 @@ Alg. 2 of the paper, with its choices made explicit:
 """
 
 
+from typing import Callable, NamedTuple
+
 import numpy as np
 
 from .._core import profile, progress, tunables, validation
 from .._core.errors import LinAlgError
 from .._core.scaling import largest_entries, scale_values, times_power_of_two, unit_exponent
-from . import block_update, steps
+from . import block_update, block_update_cuda, steps, steps_cuda
 from .ordering import chess_tournament
 
 # Sweep limit: Hahn's TakagiFactor (physics/0607103) stops at 50; the paper reports
@@ -71,6 +73,31 @@ def _off_norm(a, xp):
     return float(xp.linalg.norm(off))
 
 
+def _host_solver(tiles, b, sweeps, width):
+    local = chess_tournament(width)
+    return lambda a, out=None: _into(steps.solve_block_pairs(a, tiles, b, sweeps, local), out)
+
+
+def _cuda_solver(tiles, b, sweeps, width):
+    return lambda a, out=None: steps_cuda.solve_block_pairs(a, tiles, b, sweeps, out=out)
+
+
+class _Twins(NamedTuple):
+    """The steps of the Takagi sweeps that differ between the devices."""
+
+    sweep: Callable   # (a, u, ordering): one pointwise sweep (steps / steps_cuda)
+    solver: Callable  # (tiles, b, sweeps, width) -> solve(a, out=None) of the block pairs
+    update: Callable  # (plan, a, ut, overlap): the strided block update
+
+
+# The Numba (NumPy) or CUDA (CuPy) twin of each step, by the name of the array namespace.
+_TWINS = {
+    "numpy": _Twins(steps.jacobi_sweep, _host_solver,
+                    lambda plan, a, ut, overlap: block_update.HostUpdate(plan, a, ut)),
+    "cupy": _Twins(steps_cuda.jacobi_sweep, _cuda_solver, block_update_cuda.DeviceUpdate),
+}
+
+
 class _Pointwise:
     """The paper's sweeps: n − 1 parallel steps over the whole matrix."""
 
@@ -78,11 +105,7 @@ class _Pointwise:
         self.a, self._xp = a, xp
         self._u = xp.eye(a.shape[0], dtype=a.dtype)
         self._ordering = xp.asarray(chess_tournament(a.shape[0]))
-        if xp is np:
-            self._sweep = steps.jacobi_sweep
-        else:
-            from . import steps_cuda
-            self._sweep = steps_cuda.jacobi_sweep
+        self._sweep = _TWINS[xp.__name__].sweep
 
     def sweep(self):
         with profile.phase("takagi_pointwise_sweep", self._xp):
@@ -131,14 +154,7 @@ class _Blocked:
         index0 = xp.asarray(self._order0)
         self.a = xp.ascontiguousarray(self.a[index0][:, index0])
         self._ut = xp.eye(padded, dtype=a.dtype)
-        if xp is np:
-            local = chess_tournament(width)
-            self._solve = lambda a, out=None: _into(
-                steps.solve_block_pairs(a, self._tiles, self._b, self._sweeps, local), out)
-        else:
-            from . import steps_cuda
-            self._solve = lambda a, out=None: steps_cuda.solve_block_pairs(
-                a, self._tiles, self._b, self._sweeps, out=out)
+        self._solve = _TWINS[xp.__name__].solver(self._tiles, self._b, self._sweeps, width)
         if t.takagi_update == "gather":
             self._update = None
             inverse = np.argsort(order, axis=1)
@@ -147,12 +163,8 @@ class _Blocked:
             return
         plan = block_update.Plan(padded, self._b, pairs)
         self._steps = len(plan.steps)
-        if xp is np:
-            self._update = block_update.HostUpdate(plan, self.a, self._ut)
-        else:
-            from . import block_update_cuda
-            self._update = block_update_cuda.DeviceUpdate(plan, self.a, self._ut,
-                                                          t.takagi_update_overlap)
+        self._update = _TWINS[xp.__name__].update(plan, self.a, self._ut,
+                                                  t.takagi_update_overlap)
 
     def sweep(self):
         if self._update is not None:
