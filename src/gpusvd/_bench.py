@@ -110,6 +110,15 @@ class Timing:
         return sum(self.times) + sum(self.warmup_times)
 
 
+def _one_call(fn, sync):
+    """(seconds, result) of one call of ``fn``, the device synchronized before and after."""
+    sync()
+    t0 = time.perf_counter()
+    out = fn()
+    sync()
+    return time.perf_counter() - t0, out
+
+
 def time_calls(fn: Callable[[], Any], *, warmup: int = 1, repeat: int = 5,
                max_seconds: float = 60.0, sync: Callable[[], None] = synchronize) -> Timing:
     """Median wall time of ``fn()``, the device synchronized around each call.
@@ -125,21 +134,15 @@ def time_calls(fn: Callable[[], Any], *, warmup: int = 1, repeat: int = 5,
     out = None
     for _ in range(max(0, warmup)):
         out = None
-        sync()
-        t0 = time.perf_counter()
-        out = fn()
-        sync()
-        warm.append(time.perf_counter() - t0)
+        seconds, out = _one_call(fn, sync)
+        warm.append(seconds)
     times: list[float] = []
     stopped = False
     t_begin = time.perf_counter()
     for i in range(max(1, repeat)):
         out = None
-        sync()
-        t0 = time.perf_counter()
-        out = fn()
-        sync()
-        times.append(time.perf_counter() - t0)
+        seconds, out = _one_call(fn, sync)
+        times.append(seconds)
         spent = time.perf_counter() - t_begin
         if i + 1 < repeat and spent + times[-1] > max_seconds:
             stopped = True
