@@ -102,9 +102,14 @@ def test_host_update_is_the_dense_congruence(size, block, dtype):
     plan, a, ut, gs = _steps_input(size, block, dtype, seed=size + block)
     ref_a, ref_ut = a.astype(np.complex128), ut.astype(np.complex128)
     update = block_update.HostUpdate(plan, a.copy(), ut)
-    for s in range(len(plan.steps)):             # a whole sweep: back in step 0's order
-        update.step(s, _given(gs, s))
-        ref_a, ref_ut = _dense_step(ref_a, ref_ut, gs[s], plan.dest[s], block)
+    # Two sweeps (each back in step 0's order), the second with other G's: HostUpdate
+    # keeps its operands from the first sweep, and they must see the new G's.
+    steps = len(plan.steps)
+    for k in range(2 * steps):
+        s = k % steps
+        given = gs[s] if k < steps else gs[steps - 1 - s]
+        update.step(s, lambda a, out, given=given: out.__setitem__(Ellipsis, given))
+        ref_a, ref_ut = _dense_step(ref_a, ref_ut, given, plan.dest[s], block)
         scale = np.abs(ref_a).max()
         np.testing.assert_allclose(update.a, ref_a, rtol=0, atol=_tol(dtype, size) * scale)
         np.testing.assert_allclose(update.vectors(), ref_ut, rtol=0, atol=_tol(dtype, size))
