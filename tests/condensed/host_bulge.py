@@ -13,24 +13,16 @@ hypot, so the result must be the Numba loop's bit for bit. Two schedules:
 """
 
 import ctypes
-import importlib.util
 import pathlib
+import sys
 
-import numpy as np
 
 _ROOT = pathlib.Path(__file__).resolve().parents[2]
 KERNEL = _ROOT / "src/gpusvd/condensed/kernels/bulge.cu"
 
 
-def _host_kernel():
-    spec = importlib.util.spec_from_file_location(
-        "jacobi_host_kernel", _ROOT / "tests/jacobi/host_kernel.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_HOST = _host_kernel()
+sys.path.insert(0, str(_ROOT / "tests/jacobi"))
+import host_kernel as _HOST  # noqa: E402  (the CUDA stubs of every host build)
 
 SHIM = _HOST.STUBS + f"""
 #include <random>
