@@ -16,7 +16,6 @@ import ctypes
 import pathlib
 import sys
 
-
 _ROOT = pathlib.Path(__file__).resolve().parents[2]
 KERNEL = _ROOT / "src/gpusvd/condensed/kernels/bulge.cu"
 
