@@ -3,7 +3,8 @@
 host), with its 60-digit oracle, and the table of Sturm counts.
 
 The oracle is ``reference_singular_values`` of tests/golub_reinsch/test_dqds.py
-(bisection on the Golub–Kahan tridiagonal in mpmath), imported, not copied.
+(bisection on the Golub–Kahan tridiagonal in mpmath), imported, not copied, as are its
+generators of random and graded bidiagonals.
 """
 
 import functools
@@ -15,26 +16,10 @@ import numpy as np
 from gpusvd import testing
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "golub_reinsch"))
-from test_dqds import reference_singular_values  # noqa: E402
+from test_dqds import _graded as graded, _random, reference_singular_values  # noqa: E402
 
 # Relative error per value in units of n·ε: (2n − 1)·1.5 + 1 <= 4n (bisection.py's bound).
 BOUND = 4
-
-
-def graded(n, decades, seed, increasing=False):
-    """d₁, e₁, d₂, …, dₙ falling geometrically over ``decades`` (rising if
-    ``increasing``), each times a random factor in [1, 2) and a random sign."""
-    rng = np.random.default_rng(seed)
-    entries = rng.uniform(1, 2, 2 * n - 1) * 10.0 ** (-decades * np.linspace(0, 1, 2 * n - 1))
-    entries *= rng.choice([-1.0, 1.0], 2 * n - 1)
-    if increasing:
-        entries = entries[::-1].copy()
-    return entries[0::2].copy(), entries[1::2].copy()
-
-
-def _random(n, seed, scale=1.0):
-    rng = np.random.default_rng(seed)
-    return scale * rng.standard_normal(n), scale * rng.standard_normal(n - 1)
 
 
 def _with_zeros(n, seed, d_at=(), e_at=()):
