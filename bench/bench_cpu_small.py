@@ -76,9 +76,9 @@ def _takagi_case(n, rng):
 
 
 def _dgejsv(a):
-    # joba="C": relative accuracy as LAPACK's guide asks for it (column-scaled condition);
-    # jobu="U", jobv="V": economy U and V.
-    sva, u, v, work, iwork, info = scipy.linalg.lapack.dgejsv(a, joba=1, jobu=0, jobv=0)
+    # SciPy's integer codes: joba=0, jobu=0 and jobv=0 (economy U and V); SVA scaled
+    # back by WORK(1)/WORK(2) as dgejsv documents.
+    sva, u, v, work, iwork, info = scipy.linalg.lapack.dgejsv(a, joba=0, jobu=0, jobv=0)
     if info != 0:
         raise RuntimeError(f"dgejsv info={info}")
     return u, sva * work[0] / work[1], v.T
