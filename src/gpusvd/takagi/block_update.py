@@ -160,8 +160,9 @@ def gemm_batched(gemm, buffers):
 
 
 class HostUpdate:
-    """Runs the steps of a :class:`Plan` on NumPy arrays with :func:`gemm_batched` (the CPU
-    twin of :class:`gpusvd.takagi.block_update_cuda.DeviceUpdate`, same buffers and order).
+    """Runs the steps of a :class:`Plan` on NumPy arrays, the products of each step's
+    :class:`Gemm` as :func:`gemm_batched` forms them (the CPU twin of
+    :class:`gpusvd.takagi.block_update_cuda.DeviceUpdate`, same buffers and order).
 
     Parameters
     ----------
