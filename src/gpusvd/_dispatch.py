@@ -140,7 +140,8 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
         Allow the input's memory to be used as workspace. Otherwise ``a`` is never changed.
         Ignored for immutable input (JAX arrays).
     check_finite : bool, optional
-        Check that the input holds no NaN or infinity (``ValueError`` if it does).
+        Check that the input holds no NaN or infinity (``ValueError`` if it does). If
+        false, a matrix that holds one is not decomposed: its results are NaN.
     device : {"auto", "cpu", "gpu"} or int, optional
         Where to compute. ``"auto"``: on the GPU that holds the input, or for NumPy input
         on a GPU when one is present and the problem is large enough to gain.
@@ -263,7 +264,7 @@ def svdvals(a, *, method="auto", overwrite_a=False, check_finite=True, device="a
         Allow the input's memory to be used as workspace. Otherwise ``a`` is never changed.
         Ignored for immutable input (JAX arrays).
     check_finite : bool, optional
-        Check that the input holds no NaN or infinity (``ValueError`` if it does).
+        As in :func:`svd`: ``ValueError`` for NaN or infinity, or, if false, NaN values.
     device : {"auto", "cpu", "gpu"} or int, optional
         Where to compute, as in :func:`svd`.
 
