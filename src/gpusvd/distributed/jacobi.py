@@ -15,16 +15,11 @@ options (:class:`.outer.OuterOptions`) are ``pair_sweeps``, ``skip_orthogonal`` 
 ``pairs_per_rank``.
 """
 
-import numpy as np
-
 from .._core import validation
 from .._core.front_end import prepare
 from .._core.results import HSVDResult, SVDResult
-from ..jacobi.driver import (DEFAULTS, MAX_SWEEPS, check_options, decompose, normalized,
-                             scale_to_unit)
-from ..jacobi import driver
-from ..jacobi.norms import column_norms
-from ..jacobi.precondition import inverse_permutation
+from ..jacobi.driver import DEFAULTS, MAX_SWEEPS, check_options, decompose
+from ..jacobi import driver, hyperbolic
 from . import outer
 from .comm import given_or_own
 from .outer import OuterOptions
@@ -87,50 +82,30 @@ class _SVDJob:
 
 
 class _HSVDJob:
-    """Root's side of the HSVD, as ``hyperbolic._hsvd_stack`` prepares and assembles."""
+    """Root's side of the HSVD: ``hyperbolic.prepare`` gives the factor the ranks
+    orthogonalize, ``hyperbolic.assemble`` the result."""
 
     def __init__(self, g, signs, comm, options, check_finite):
-        xp = self.xp = comm.xp
-        self.options = options
+        self.xp, self.options = comm.xp, options
         self.received = _received(g, comm, check_finite, "distributed hsvd")
         g = self.received.stack
-        _, m, n = g.shape
-        signs = validation.check_signs(signs, n, what="distributed hsvd")
-        if m < n:
-            raise ValueError(f"distributed hsvd: g must have at least as many rows as "
-                             f"columns (m >= n), got {m}×{n}")
-        _, m, n = g.shape
-        self.trivial = n == 0
-        self.shape = (m, n)
-        real = np.finfo(g.dtype).dtype
-        self.perm = np.argsort(-signs, kind="stable")          # J partitioned: +1 first
-        g, self.e = scale_to_unit(xp, g[..., xp.asarray(self.perm)])
-        self.q = None
-        if m > n and not self.trivial:
-            self.rows = xp.argsort(-column_norms(g.swapaxes(-1, -2), xp), axis=-1,
-                                   kind="stable")
-            g = xp.take_along_axis(g, self.rows[..., None], axis=-2)
-            self.q, g = xp.linalg.qr(g, mode="reduced")
-        self.x = g
-        self.signs = signs[self.perm].astype(real)
-        self.want_v = True
+        signs = hyperbolic.check_factor(g.shape, signs, what="distributed hsvd")
+        self.shape, self.dtype = g.shape, g.dtype
+        self.trivial = g.shape[-1] == 0
+        if not self.trivial:
+            self.prep = hyperbolic.prepare(g, signs, self.xp, want_v=True)
+            self.x, self.signs, self.want_v = self.prep.x, self.prep.signs, self.prep.want_v
 
     def finish(self, res):
-        xp, (m, n), received = self.xp, self.shape, self.received
+        """U, S, V, J from the orthogonalized columns."""
         if self.trivial:
-            real = np.finfo(self.x.dtype).dtype
-            return HSVDResult(received.vectors(xp.zeros((1, m, 0), self.x.dtype)),
-                              received.values(xp.zeros((1, 0), real)),
-                              received.vectors(xp.zeros((1, 0, 0), self.x.dtype)),
-                              received.vectors(xp.zeros((1, 0), real)))
-        u = normalized(xp, res.g, res.s, n)
-        if self.q is not None:
-            u = xp.take_along_axis(xp.matmul(self.q, u),
-                                   inverse_permutation(xp, self.rows)[..., None], axis=-2)
-        v = res.v[:, xp.asarray(np.argsort(self.perm)), :]
-        s = xp.ldexp(res.s, self.e[:, None])
+            batch, m, _ = self.shape
+            u, s, v, j = hyperbolic.empty(batch, m, self.dtype, self.xp)
+        else:
+            u, s, v, j = hyperbolic.assemble(self.prep, res, self.xp)
+        received = self.received
         return HSVDResult(received.vectors(u), received.values(s), received.vectors(v),
-                          received.vectors(xp.asarray(res.signs)))
+                          received.vectors(self.xp.asarray(j)))
 
 
 def _run(comm, root, make_job):

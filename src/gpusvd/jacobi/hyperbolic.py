@@ -13,9 +13,14 @@ For m > n, G is first reduced to its triangular factor (rows presorted by norm, 
 without column pivoting, which would mix the partition), G = P_rᵀ·Q·R; the Jacobi
 method runs on R and U = P_rᵀ·Q·U_R. Wide G (m < n) is not supported: its columns
 cannot all be made J-orthogonal.
+
+:func:`prepare` (J partitioned, scaling, the QR) and :func:`assemble` (U, Σ, V, J) are
+public so that the distributed HSVD (:mod:`gpusvd.distributed.jacobi`) runs its iteration
+between the same two steps.
 """
 
 import contextlib
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -30,26 +35,73 @@ from .precondition import inverse_permutation
 from .small_qr_cuda import stack_qr
 
 
-def _hsvd_stack(g, signs, xp, options, want_v):
-    """HSVD of each matrix of ``g`` (batch, m, n), m >= n >= 1, with one ``signs``."""
-    batch, m, n = g.shape
+class Prepared(NamedTuple):
+    """J partitioned, G scaled and, for m > n, reduced to its triangular factor: ``x``
+    (batch, n, n) is the factor whose columns the Jacobi method orthogonalizes against
+    ``signs``, with all that :func:`assemble` needs. The distributed HSVD iterates on
+    ``x`` over its ranks between the two."""
+
+    x: Any
+    signs: Any          # J of the columns of x, +1 first, of the real dtype (host)
+    perm: Any           # the host column permutation that partitions J
+    exponents: Any      # of scale_to_unit
+    q: Any              # Q of the row-sorted QR, or None (m == n)
+    rows: Any           # the row permutation of that QR, or None
+    want_v: bool
+
+
+def prepare(g, signs, xp, *, want_v):
+    """Partition J, scale, and for m > n presort the rows and factor each matrix of ``g``
+    (batch, m, n), finite, m >= n >= 1, with one host ``signs``."""
+    _, m, n = g.shape
     real = np.finfo(g.dtype).dtype
     perm = np.argsort(-signs, kind="stable")          # J partitioned: +1 first
     g, e = scale_to_unit(xp, g[..., xp.asarray(perm)])
-    q = None
+    q = rows = None
     if m > n:
         rows = xp.argsort(-column_norms(g.swapaxes(-1, -2), xp), axis=-1, kind="stable")
         g = xp.take_along_axis(g, rows[..., None], axis=-2)
         q, g = stack_qr(g, xp, n)
-    res = orthogonalize(g, signs[perm].astype(real), xp, want_v=want_v, options=options)
-    u = normalized(xp, res.g, res.s, n)
-    if q is not None:
-        u = xp.take_along_axis(xp.matmul(q, u), inverse_permutation(xp, rows)[..., None],
-                               axis=-2)
+    return Prepared(g, signs[perm].astype(real), perm, e, q, rows, want_v)
+
+
+def assemble(prep, res, xp):
+    """(U, S, V, J) stacks from the orthogonalized columns ``res`` of ``prep.x``; V is
+    None unless ``prep.want_v``, J the host signs paired with S."""
+    u = normalized(xp, res.g, res.s, prep.x.shape[-1])
+    if prep.q is not None:
+        u = xp.take_along_axis(xp.matmul(prep.q, u),
+                               inverse_permutation(xp, prep.rows)[..., None], axis=-2)
     v = None
-    if want_v:
-        v = res.v[:, xp.asarray(np.argsort(perm)), :]
-    return u, xp.ldexp(res.s, e[:, None]), v, res.signs
+    if prep.want_v:
+        v = res.v[:, xp.asarray(np.argsort(prep.perm)), :]
+    return u, xp.ldexp(res.s, prep.exponents[:, None]), v, res.signs
+
+
+def empty(batch, m, dtype, xp):
+    """(U, S, V, J) stacks of the HSVD of G (batch, m, 0)."""
+    real = np.finfo(dtype).dtype
+    return (xp.zeros((batch, m, 0), dtype), xp.zeros((batch, 0), real),
+            xp.zeros((batch, 0, 0), dtype), xp.zeros((batch, 0), real))
+
+
+def _hsvd_stack(g, signs, xp, options, want_v):
+    """HSVD of each matrix of ``g`` (batch, m, n), m >= n >= 1, with one ``signs``:
+    :func:`prepare`, orthogonalize, :func:`assemble`."""
+    prep = prepare(g, signs, xp, want_v=want_v)
+    res = orthogonalize(prep.x, prep.signs, xp, want_v=prep.want_v, options=options)
+    return assemble(prep, res, xp)
+
+
+def check_factor(shape, signs, *, what):
+    """The host signs for G of ``shape`` (..., m, n), checked: one ±1 per column; and
+    m >= n."""
+    m, n = shape[-2:]
+    signs = validation.check_signs(signs, n, what=what)
+    if m < n:
+        raise ValueError(f"{what}: g must have at least as many rows as columns "
+                         f"(m >= n), got {m}×{n}")
+    return signs
 
 
 @contextlib.contextmanager
@@ -61,12 +113,7 @@ def receive_factor(g, signs, *, options, device, check_finite, what):
     :class:`~gpusvd._core.front_end.Received`, the host signs and the :class:`Options`."""
     options = check_options(vectors="accumulate", precondition=True, what=what, **options)
     with receive(g, what=what, device=device, check_finite=check_finite) as job:
-        _, m, n = job.stack.shape
-        signs = validation.check_signs(signs, n, what=what)
-        if m < n:
-            raise ValueError(f"{what}: g must have at least as many rows as columns "
-                             f"(m >= n), got {m}×{n}")
-        yield job, signs, options
+        yield job, check_factor(job.stack.shape, signs, what=what), options
 
 
 @hint_on_exhaustion(DENSE_HINT)
@@ -111,9 +158,7 @@ def hsvd(g, signs, *, strategy=DEFAULTS.strategy, variant=DEFAULTS.variant,
                         what="hsvd") as (job, signs, options):
         stack, xp, (batch, m, n) = job.stack, job.xp, job.stack.shape
         if n == 0:
-            real = np.finfo(stack.dtype).dtype
-            u, s = xp.zeros((batch, m, 0), stack.dtype), xp.zeros((batch, 0), real)
-            v, j = xp.zeros((batch, 0, 0), stack.dtype), xp.zeros((batch, 0), real)
+            u, s, v, j = empty(batch, m, stack.dtype, xp)
         else:
             u, s, v, j = _hsvd_stack(stack, signs, xp, options, want_v=True)
         return HSVDResult(job.vectors(u), job.values(s), job.vectors(v),
