@@ -12,6 +12,7 @@
    paper's (5): triangular after preconditioning).
 """
 
+import importlib
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -78,16 +79,18 @@ def normalized(xp, g, s, k):
     return xp.where(keep[:, None, :], wide, q)
 
 
+# The module whose solve_triangular twin serves arrays of the namespace, by its name;
+# imported when first used (SciPy's linalg costs import time, cupyx exists only with CuPy).
+_LINALG = {"numpy": "scipy.linalg", "cupy": "cupyx.scipy.linalg"}
+
+
 def solve_v(xp, x, g, lower):
     """V from X·V = G for each matrix (triangular X after preconditioning)."""
     if lower is None:
         return xp.linalg.solve(x, g)
     if len(x) == 0:
         return g.copy()
-    if xp is np:
-        from scipy.linalg import solve_triangular
-    else:
-        from cupyx.scipy.linalg import solve_triangular
+    solve_triangular = importlib.import_module(_LINALG[xp.__name__]).solve_triangular
     return solve_triangular(x, g, lower=lower)  # batched in both (SciPy >= 1.15, CuPy)
 
 

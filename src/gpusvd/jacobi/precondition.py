@@ -43,6 +43,36 @@ def _argsort_descending(xp, norms):
     return xp.argsort(-norms, axis=-1, kind="stable")
 
 
+def _host_qrcp(a, xp, want_q, complete, rows):
+    """LAPACK's dgeqp3 (SciPy) of each matrix, one at a time."""
+    import scipy.linalg
+
+    sp_mode = ("full" if complete else "economic") if want_q else "r"
+    qs, rs, cols = [], [], []
+    for one in a:
+        out = scipy.linalg.qr(one, mode=sp_mode, pivoting=True, check_finite=False)
+        if want_q:
+            qs.append(out[0])
+        rs.append(out[-2][: one.shape[1]])
+        cols.append(out[-1])
+    q = np.stack(qs) if want_q else None
+    return Preconditioned(q, np.stack(rs), rows, np.stack(cols))
+
+
+def _device_presorted_qr(a, xp, want_q, complete, rows):
+    """Columns presorted by descending norm, then the unpivoted QR of the whole stack."""
+    cols = _argsort_descending(xp, column_norms(a, xp))
+    a = xp.take_along_axis(a, cols[..., None, :], axis=-1)
+    m, n = a.shape[-2:]
+    q, r = stack_qr(a, xp, (m if complete else n) if want_q else 0)
+    return Preconditioned(q, r, rows, cols)
+
+
+# The QR with column pivoting (or its GPU stand-in, the module docstring) of the row-sorted
+# matrices, by the name of the array namespace.
+_TWINS = {"numpy": _host_qrcp, "cupy": _device_presorted_qr}
+
+
 def precondition(a, xp, *, want_q, complete):
     """Row presorting and QR with column pivoting of each matrix of ``a`` (batch, m, n).
 
@@ -51,24 +81,7 @@ def precondition(a, xp, *, want_q, complete):
     """
     rows = _argsort_descending(xp, column_norms(a.swapaxes(-1, -2), xp))
     a = xp.take_along_axis(a, rows[..., None], axis=-2)
-    if xp is np:
-        import scipy.linalg
-
-        sp_mode = ("full" if complete else "economic") if want_q else "r"
-        qs, rs, cols = [], [], []
-        for one in a:
-            out = scipy.linalg.qr(one, mode=sp_mode, pivoting=True, check_finite=False)
-            if want_q:
-                qs.append(out[0])
-            rs.append(out[-2][: one.shape[1]])
-            cols.append(out[-1])
-        q = np.stack(qs) if want_q else None
-        return Preconditioned(q, np.stack(rs), rows, np.stack(cols))
-    cols = _argsort_descending(xp, column_norms(a, xp))
-    a = xp.take_along_axis(a, cols[..., None, :], axis=-1)
-    m, n = a.shape[-2:]
-    q, r = stack_qr(a, xp, (m if complete else n) if want_q else 0)
-    return Preconditioned(q, r, rows, cols)
+    return _TWINS[xp.__name__](a, xp, want_q, complete, rows)
 
 
 def inverse_permutation(xp, perm):
