@@ -131,8 +131,11 @@ def test_host_kernel_tiny_columns_do_not_underflow(host_qr):
 
 
 def _numpy_posing_as_cupy():
-    """NumPy's namespace under another name: the drivers take their GPU branches."""
-    return types.SimpleNamespace(**{k: getattr(np, k) for k in dir(np) if k[0] != "_"})
+    """NumPy's namespace under CuPy's name: the drivers take their GPU branches (the twin
+    tables are keyed by the namespace's ``__name__``)."""
+    fake = types.SimpleNamespace(**{k: getattr(np, k) for k in dir(np) if k[0] != "_"})
+    fake.__name__ = "cupy"
+    return fake
 
 
 @pytest.mark.parametrize("full_matrices", [True, False])
