@@ -23,6 +23,9 @@ _F32_MANTISSA_MASK = (1 << _F32_MANTISSA_BITS) - 1
 _F32_NORMAL_SHIFT = 150
 _F32_SUBNORMAL_POWER = -149
 _F32_SIGN_BIT = -(1 << 31)
+# Scaling by 2^k with |k| beyond this can move an entry that matters, one ≥ 2^−23·max|A|
+# (ε below the largest), across the smallest normal float32 2^−126: 126 − 23.
+_F32_EXACT_BEYOND = 103
 
 
 def _range(dtype):
@@ -146,13 +149,18 @@ def times_power_of_two(a, k, xp):
 
     ``k`` is an int or a host integer array that broadcasts against ``a`` (one exponent
     per matrix of a stack: shape (batch, 1, 1)). float64: two factors of about k/2 each,
-    so that neither over- or underflows. float32 (and complex64): through float64 built
-    from the bits (:func:`_float32_as_float64`), since the GPU flushes float32 subnormals
-    in and out of its arithmetic; k ≤ 277 there, well inside float64's range.
+    so that neither over- or underflows. float32 (and complex64) scaled by more than
+    2^±_F32_EXACT_BEYOND: through float64 built from the bits (:func:`_float32_as_float64`),
+    since the GPU flushes float32 subnormals in and out of its arithmetic, and only there
+    can an entry that matters (≥ ε·max|A|) be subnormal on one side; a smaller k takes
+    the plain product, with no float64 copy (a 2.2e9-entry float32 matrix ran the H100 out
+    of memory through float64 temporaries).
     """
     real = np.finfo(a.dtype).dtype
     k = np.asarray(k)
-    if real == np.float32:
+    if not k.any():
+        return a
+    if real == np.float32 and int(np.abs(k).max(initial=0)) > _F32_EXACT_BEYOND:
         wide = _float32_as_float64(_real_parts(a, xp), xp)
         wide = wide * (xp.asarray(np.ldexp(1.0, k)) if k.ndim else float(np.ldexp(1.0, k)))
         out = _float64_as_float32(wide, xp)

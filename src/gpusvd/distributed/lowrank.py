@@ -32,10 +32,10 @@ import numpy as np
 from .._core import tunables, validation
 from .._core.memory import LOWRANK_HINT, hint_on_exhaustion
 from .._core.results import LowRankSVD
-from .._core.scaling import safe_exponent, scale_values
+from .._core.scaling import safe_exponent, scale_values, times_power_of_two
 from ..quic import monte_carlo
 from ..quic.cosine_tree import row_norms2
-from ..quic.driver import MAX_ROUNDS, MORE_SAMPLES, largest_entry, partition_bounds, scaled
+from ..quic.driver import MAX_ROUNDS, MORE_SAMPLES, largest_entry, partition_bounds
 from ..quic.extraction import extract, project
 from ..quic.gram_schmidt import Basis
 from ..quic.growth import PartitionTree
@@ -169,7 +169,7 @@ def _decompose(comm, a, eps, delta, root, max_rank, seed):
             largest = largest_entry(block, xp, WHAT) if block.shape[0] else 0.0
         largest = comm.world.allreduce(largest, op=_mpi().MAX)
         k = safe_exponent(largest, dtype)
-        block = scaled(block, k, xp)
+        block = times_power_of_two(block, k, xp)
         out = _quic(comm, block, root, n, dtype, eps=eps, delta=delta, max_rank=max_rank,
                     rng=rng, m=m)
         if comm.rank != root:

@@ -28,9 +28,10 @@ the others become an orthonormal completion; their σ_i lie below the iteration'
 Values only skip the check: an unconverged σ_i below ε·‖A‖₂ is returned as f(σ_i)·σ_i,
 within the same bound.
 
-A is scaled by a power of two to max|A| ≈ 1 first (exact; dgesvd's dlascl scales only
-outside its safe range): the power iteration for ‖A‖₂ squares norms of AᴴA·x, which
-overflow from max|A| ≈ 10⁷⁷ in float64 (10¹⁰ in float32) and underflow likewise.
+A is scaled by a power of two to max|A| ≈ 1 first where max|A| is far from 1 (exact; the
+front end's dlascl-like scaling keeps it only inside dgesvd's safe range): the power
+iteration for ‖A‖₂ squares norms of AᴴA·x, which overflow from max|A| ≈ 10⁷⁷ in float64
+(10¹⁰ in float32) and underflow likewise.
 """
 
 import numpy as np
@@ -43,6 +44,9 @@ from . import qdwh
 # isometry (module docstring): converged QDWH gives O(ε) per column (‖U_pᴴU_p − I‖_F
 # measured 0.4–0.6 n·ε on the H100), and a column at the bound adds 20/√n n·ε to U's.
 ORTHONORMAL_TOL = 10.0
+# A is normalized only when max|A| is outside [2^−8, 2^8]: inside, ‖A·x‖ ≤ √(mn)·2^8 and
+# the squares that norms of AᴴA·x sum stay below 10³⁰ even in float32 for m·n ≤ 2⁶².
+NORMALIZE_BEYOND = 8
 # NH §5 and JAX's svd.py: QR first for m > 1.15·n. LAPACK's dgesvd crosses over at 1.6·n
 # for its one-stage bidiagonalization; QDWH's steps cost O(m·n²) each, so it gains sooner.
 QR_FIRST_RATIO = 1.15
@@ -108,6 +112,8 @@ def _svd_tall(a, xp, *, full_matrices, compute_uv):
     if anrm == 0.0:
         return _svd_zero(m, n, xp, a.dtype, full_matrices, compute_uv)
     exponent = unit_exponent(anrm)
+    if abs(exponent) <= NORMALIZE_BEYOND:
+        exponent = 0  # no copy of A where its norms cannot overflow (a 2.2e9-entry case)
     work = times_power_of_two(a, exponent, xp)
     q = None
     if m > QR_FIRST_RATIO * n:

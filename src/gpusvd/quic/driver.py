@@ -59,11 +59,6 @@ def largest_entry(block, xp, what):
     return largest
 
 
-def scaled(block, k, xp):
-    """``block``·2^k (:func:`gpusvd._core.scaling.times_power_of_two`); ``block`` if k = 0."""
-    return times_power_of_two(block, k, xp) if k else block
-
-
 def _bar(progress, label, total):
     return ProgressBar(label, total) if progress else NoProgress()
 
@@ -91,7 +86,7 @@ def quic_svd(source, *, eps, delta, max_rank, bounds, seed, dtype, xp, progress=
             with profile.phase("quic_grow", xp):
                 for done, (i, block) in enumerate(feeder.blocks(todo)):
                     largest[i] = largest_entry(block, xp, "svd_lowrank")
-                    block = scaled(block, safe_exponent(largest[i], dtype), xp)
+                    block = times_power_of_two(block, safe_exponent(largest[i], dtype), xp)
                     if i not in trees:
                         trees[i] = PartitionTree(row_norms2(block, xp))
                     tree = trees[i]
@@ -109,7 +104,7 @@ def quic_svd(source, *, eps, delta, max_rank, bounds, seed, dtype, xp, progress=
             with profile.phase("quic_project", xp):
                 for done, (i, block) in enumerate(feeder.blocks(range(len(bounds)))):
                     r0, r1 = bounds[i]
-                    p[r0:r1], residuals[i], masses[i] = project(scaled(block, k, xp),
+                    p[r0:r1], residuals[i], masses[i] = project(times_power_of_two(block, k, xp),
                                                                 basis.v, xp)
                     bar.update(done + 1, f"rank <= {basis.k}")
             bar.close()
