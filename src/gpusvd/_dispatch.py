@@ -76,8 +76,6 @@ def _choose_method(shape, dtype, xp):
         return "lapack"
     if math.prod(shape[:-2]) > 1 and min(shape[-2:]) <= 2 * block_width(xp):
         return "jacobi"
-    if dtype.kind == "c":
-        return "gr"  # measured against gesvd and jacobi; polar's complex path is not yet
     return "polar"
 
 
@@ -170,10 +168,8 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
     - on the GPU: a stack of two or more matrices with min(M, N) <= 2b, where b is the
       Jacobi block width (tunable ``jacobi_block_width_gpu``, 32): ``"jacobi"``, whose
       pointwise kernel takes the whole stack in one call, where the other methods pay a
-      fixed cost per matrix; other complex input: ``"gr"`` (the polar method's complex
-      path is tested but not yet benchmarked on the GPU); other real input: ``"polar"``,
-      the fastest at every size, shape and dtype measured, with gesvd's accuracy or
-      better (below).
+      fixed cost per matrix; any other input, real or complex: ``"polar"``, the fastest
+      at every size, shape and dtype measured, with gesvd's accuracy or better (below).
 
     The measurements (``bench/results/``, ``BENCHMARKS.md``; U, S, Vh economy):
 
@@ -193,7 +189,10 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
       10.8; float32 8192 1.11 against 3.90 and 6.81; tall 8192×256 0.011 against 0.028
       and 0.032, 8192×4096 0.263 against 1.51 and 2.41; values only 8192 float64 1.25
       against 2.97 and 2.85. Residual 0.004–0.06, orthogonality 0.4–0.8 n·ε (gesvd's:
-      0.015–0.1 and 0.9–1.9).
+      0.015–0.1 and 0.9–1.9). Complex, n = 4096 (``polar_complex_h100_s8.json``):
+      complex128 0.556 s against 1.41 and 2.67, complex64 0.388 against 1.00 and 1.61,
+      values only 0.526 and 0.363 against gr's 0.816 and 0.623; residual 0.010–0.012,
+      orthogonality 0.64–0.76 n·ε (gr's 0.014–0.025 and 0.69–1.2).
     - One matrix, H100, float64 square, Golub–Reinsch against Jacobi: n = 1024
       0.132 s against 0.160 s, 2048 0.349 against 0.390, 4096 1.10 against 1.31, 8192
       5.13 against 7.84 (``gr_h100_s2.json``, ``jacobi_h100_s3_one_run.json``), and
