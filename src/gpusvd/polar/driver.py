@@ -38,7 +38,6 @@ import numpy as np
 
 from .._core import profile
 from .._core.scaling import scale_values, times_power_of_two, unit_exponent
-from ..condensed.tall import tall_qr
 from . import qdwh
 
 # Columns of U = U_p·V with max |‖u_i‖ − 1| above this, in units of √n·ε, mark U_p a partial
@@ -120,10 +119,10 @@ def _svd_tall(a, xp, *, full_matrices, compute_uv):
     if m > QR_FIRST_RATIO * n:
         with profile.phase("qr", xp):
             if compute_uv:
-                q, r = tall_qr(work, xp, mode="complete" if full_matrices else "reduced")
+                q, r = xp.linalg.qr(work, mode="complete" if full_matrices else "reduced")
                 r = r[:n]
             else:
-                r = tall_qr(work, xp, mode="r")[:n]
+                r = xp.linalg.qr(work, mode="r")[:n]
             r = xp.triu(r)
         u, s, vh = _svd_square(r, xp, compute_uv=compute_uv, triangular=True)
     else:
