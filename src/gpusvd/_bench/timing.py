@@ -1,0 +1,112 @@
+"""Timing of one call: the device synchronized around it, warm-up first, the median kept.
+
+Timing synchronizes the device before and after every call and reads
+``time.perf_counter`` only after synchronization, warms up first (module load, NVRTC
+compilation, JIT tracing, handle and workspace creation stay out of the numbers),
+repeats, reports the median and keeps every sample. Nothing here imports CuPy, PyTorch
+or JAX: they are only touched once the caller has imported them.
+"""
+
+import functools
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from gpusvd._core.backend import cupy_or_none
+
+
+@functools.lru_cache(maxsize=None)
+def _gpu_usable() -> bool:
+    return cupy_or_none() is not None
+
+
+def synchronize() -> None:
+    """Wait for all work queued on the current CUDA device by CuPy and PyTorch.
+
+    Only frameworks that are already imported are touched (no import happens here), and
+    CuPy only where it sees a device. ``cudaDeviceSynchronize`` (CuPy's
+    ``Device.synchronize``) waits for every stream of the device in this process, JAX's
+    included; torch's synchronize is added as asked.
+    """
+    cp = sys.modules.get("cupy")
+    if cp is not None and _gpu_usable():
+        cp.cuda.Device().synchronize()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            if torch.cuda.is_available() and torch.cuda.is_initialized():
+                torch.cuda.synchronize()
+        except Exception:  # a torch without CUDA: nothing to wait for
+            pass
+
+
+@dataclass
+class Timing:
+    median: float                 # seconds, median of ``times``
+    times: list[float]            # every timed call, seconds, in order
+    warmup_times: list[float]     # the untimed warm-up calls, seconds
+    result: Any = field(default=None, repr=False)   # what the last call returned
+    stopped_early: bool = False   # fewer than ``repeat`` timed calls (budget reached)
+
+    @property
+    def total(self) -> float:
+        return sum(self.times) + sum(self.warmup_times)
+
+
+def _one_call(fn, sync):
+    """(seconds, result) of one call of ``fn``, the device synchronized before and after."""
+    sync()
+    t0 = time.perf_counter()
+    out = fn()
+    sync()
+    return time.perf_counter() - t0, out
+
+
+def time_calls(fn: Callable[[], Any], *, warmup: int = 1, repeat: int = 5,
+               max_seconds: float = 60.0, sync: Callable[[], None] = synchronize) -> Timing:
+    """Median wall time of ``fn()``, the device synchronized around each call.
+
+    ``warmup`` untimed calls come first (their times are returned, not counted). Then up
+    to ``repeat`` timed calls; after each, if the time spent so far in the timed loop plus
+    one more call (the last one's time) would pass ``max_seconds``, repetition stops
+    early. At least one timed call is made.
+    ``fn``'s exceptions propagate. The last call's return value is kept in ``.result``
+    (earlier results are dropped before the next call so memory pools can reuse them).
+    """
+    warm: list[float] = []
+    out = None
+    for _ in range(max(0, warmup)):
+        out = None
+        seconds, out = _one_call(fn, sync)
+        warm.append(seconds)
+    times: list[float] = []
+    stopped = False
+    t_begin = time.perf_counter()
+    for i in range(max(1, repeat)):
+        out = None
+        seconds, out = _one_call(fn, sync)
+        times.append(seconds)
+        spent = time.perf_counter() - t_begin
+        if i + 1 < repeat and spent + times[-1] > max_seconds:
+            stopped = True
+            break
+    return Timing(float(np.median(times)), times, warm, out, stopped)
+
+
+def free_gpu_memory() -> None:
+    """Return cached blocks of CuPy's pools and PyTorch's allocator to the device."""
+    synchronize()
+    cp = sys.modules.get("cupy")
+    if cp is not None:
+        cp.get_default_memory_pool().free_all_blocks()
+        cp.get_default_pinned_memory_pool().free_all_blocks()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            if torch.cuda.is_available() and torch.cuda.is_initialized():
+                torch.cuda.empty_cache()
+        except Exception:
+            pass
