@@ -25,22 +25,26 @@ Sci. Stat. Comput. 10 (1989) 53–57; LAPACK dlarft/dlarfb), with a fixed number
 of device operations per block: on a GPU each operation costs a launch, and a
 per-column loop over the block made launches, not flops, the cost.
 
-Everything is written once against the array namespace ``xp`` (NumPy or CuPy).
-The reduction reads no device value on the host: the Householder vectors are
-made with ``xp.where`` instead of branches (an ``if`` on a GPU scalar costs a
-synchronization, and there would be 2n of them).  The back-transformation
-synchronizes once, to build all its small T factors on the host.  The storage of the factors is
-LAPACK's gebrd (m ≥ n): v_i below the diagonal of column i with v_i(i) = 1
-implied, ū_i right of the superdiagonal of row i with u_i(i+1) = 1 implied, d on
-the diagonal and e on the superdiagonal.
+Everything is written once against the array namespace ``xp`` (NumPy or CuPy)
+but two steps, which ``_TWINS`` picks by the namespace's name: the panel, on the GPU
+one cooperative CUDA kernel (``bidiagonalize_cuda``), and the unblocked tail, on the
+GPU reduced on the host (``_reduce_tail_on_host``).  The reduction reads no device
+value on the host: the Householder vectors are made with ``xp.where`` instead of
+branches (an ``if`` on a GPU scalar costs a synchronization, and there would be 2n of
+them).  The back-transformation synchronizes once, to build all its small T factors on
+the host.  The storage of the factors is LAPACK's gebrd (m ≥ n): v_i below the
+diagonal of column i with v_i(i) = 1 implied, ū_i right of the superdiagonal of row i
+with u_i(i+1) = 1 implied, d on the diagonal and e on the superdiagonal.
 """
 
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
 from gpusvd._core import tunables
 from gpusvd._core.backend import array_namespace, to_host
+
+from . import bidiagonalize_cuda
 
 # Widest T built by the column recurrence rather than by halves in _wy_factors.
 # NumPy, 32 blocks of 128: 7.5 ms by the recurrence alone, 3.9–4.2 ms with a
@@ -302,9 +306,10 @@ def bidiagonalize(a, *, block_size):
     # Column-major scratch: the GPU panel kernel reads columns of X and Y.
     x = xp.zeros((m, nb), dtype=a.dtype, order="F")
     y = xp.zeros((n, nb), dtype=a.dtype, order="F")
-    reduce_panel = _reduce_panel
-    if xp is not np and a.flags.f_contiguous:
-        from .bidiagonalize_cuda import reduce_panel
+    twins = _TWINS[xp.__name__]
+    # The CUDA panel reads column-major arrays (the driver passes them): a C-ordered CuPy
+    # matrix takes the array-namespace panel.
+    reduce_panel = twins.reduce_panel if a.flags.f_contiguous else _reduce_panel
     k = 0
     while n - k > nb:  # steps 2–21: a panel, then the trailing update
         sub, xs, ys = a[k:, k:], x[:m - k], y[:n - k]
@@ -325,12 +330,12 @@ def bidiagonalize(a, *, block_size):
         sub[idx, idx] = d[k:k + nb]
         sub[idx, idx + 1] = e[k:k + nb]
         k += nb
-    _reduce_tail(a[k:, k:], d[k:], e[k:], tauq[k:], taup[k:])
+    twins.reduce_tail(a[k:, k:], d[k:], e[k:], tauq[k:], taup[k:])
     return Bidiagonal(a, tauq, taup, d, e)
 
 
-def _reduce_tail(a, d, e, tauq, taup):
-    """The last (at most block_size) columns, unblocked, on the host.
+def _reduce_tail_on_host(a, d, e, tauq, taup):
+    """The last (at most block_size) columns of a device matrix, unblocked, on the host.
 
     On the GPU, :func:`_reduce_unblocked` costs ~60 small launches per column: ~25 ms
     for a 32-column tail, which was a fixed overhead of every GPU SVD (8192×32 took 30 ms
@@ -338,13 +343,24 @@ def _reduce_tail(a, d, e, tauq, taup):
     host it costs a copy each way and well under a millisecond of NumPy.
     """
     xp = array_namespace(a)
-    if xp is np:
-        _reduce_unblocked(a, d, e, tauq, taup)
-        return
     host = [np.array(to_host(v)) for v in (a, d, e, tauq, taup)]
     _reduce_unblocked(*host)
     for device_view, values in zip((a, d, e, tauq, taup), host):
         device_view[...] = xp.asarray(values)
+
+
+class _Twins(NamedTuple):
+    """The steps of the reduction that differ between the devices."""
+
+    reduce_panel: Callable  # (a, nb, x, y, d, e, tauq, taup): dlabrd on a column-major a
+    reduce_tail: Callable   # (a, d, e, tauq, taup): the last columns, unblocked (dgebd2)
+
+
+# The NumPy (array-namespace) or CUDA twin of each step, by the name of the array namespace.
+_TWINS = {
+    "numpy": _Twins(_reduce_panel, _reduce_unblocked),
+    "cupy": _Twins(bidiagonalize_cuda.reduce_panel, _reduce_tail_on_host),
+}
 
 
 def apply_q(bd, c, *, block_size=None):
