@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._core import validation
+from .._core.backend import to_host
 from .._core.front_end import receive
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
 from .._core.results import SVDResult
@@ -69,7 +70,10 @@ def normalized(xp, g, s, k):
     batch, m, n = g.shape
     safe = xp.where(s > 0, s, 1)
     u = g / safe[:, None, :].astype(g.dtype)
-    if k <= n and not bool((s[:, :k] == 0).any()):  # the one host synchronization
+    # The one host synchronization. s is descending, so its column k − 1 says whether
+    # any of the first k is zero; read on the host, as CuPy's reductions compile a kernel
+    # per size class on their first use (6.6 s of the H100's first svd(method="jacobi")).
+    if k <= n and not (k and (to_host(s[:, k - 1]) == 0).any()):
         return u[:, :, :k]
     q = stack_qr(u, xp, max(k, n))[0][:, :, :k]
     keep = xp.zeros((batch, k), bool)

@@ -60,7 +60,9 @@ NEWTON_SCHULZ_STEPS = 2
 
 
 def _column_norms(x, xp):
-    return xp.sqrt((x * x).sum(axis=0))
+    # A matrix–vector product (BLAS's, nothing to compile): a CuPy column sum is a kernel
+    # compiled per size class on its first use (2.5 s of the H100's first svd_lowrank).
+    return xp.sqrt(xp.ones(x.shape[0], x.dtype) @ (x * x))
 
 
 def _newton_schulz(y, steps):
