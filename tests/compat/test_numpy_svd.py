@@ -4,8 +4,9 @@ Each test names the upstream test it mirrors (numpy/linalg/tests/test_linalg.py 
 test_regression.py, NumPy 2.4) and asserts the same properties, with the same
 tolerances, on the same matrices (``numpy_svd_cases``). ``TestNumPySVD_GR`` runs them
 with ``method="gr"``, ``TestNumPySVD_Jacobi`` with ``method="jacobi"`` and
-``TestNumPySVD_Polar`` with ``method="polar"``, on the CPU; the
-``_GPU`` classes rerun each on the GPU (NumPy in, NumPy out).
+``TestNumPySVD_Polar`` with ``method="polar"``, on the CPU, and ``TestNumPySVD_GR_TwoStage``
+the tests of values only with ``method="gr", reduction="two-stage"``; the ``_GPU``
+classes rerun each on the GPU (NumPy in, NumPy out).
 
 Departures: gpusvd has no ``hermitian=`` argument, so NumPy's Hermitian cases run
 through the general SVD and are held to the Hermitian tests' properties.
@@ -137,6 +138,31 @@ class TestNumPySVD_GR:
         assert_almost_equal(w, self.svdvals(a), decimal=6)
 
 
+class TestNumPySVD_GR_TwoStage(TestNumPySVD_GR):
+    """Values only through ``reduction="two-stage"`` (issue 18); the tests of vectors
+    alone are not rerun (the two-stage path gives no vectors yet)."""
+
+    def _call(self, fn, a, *args, **kwargs):
+        if fn is gpusvd.svdvals or kwargs.get("compute_uv") is False:
+            kwargs["reduction"] = "two-stage"
+        return super()._call(fn, a, *args, **kwargs)
+
+    test_cases = test_herm_cases = test_empty_identity = test_singular = None
+    test_svd_build = test_large_svd_32bit = None
+
+    # Values only of test_cases' and test_herm_cases' matrices, views and stacks
+    # (upstream's values-only tests are test_svdvals and test_svd_no_uv): LAPACK's to
+    # get_rtol·σ_max, in ndarrays.
+    @pytest.mark.parametrize("case", RECONSTRUCTION + HERMITIAN,
+                             ids=_ids(RECONSTRUCTION + HERMITIAN))
+    def test_values_of_cases(self, case):
+        for _, view in strided(case.a):
+            s = self.svd(view, compute_uv=False)
+            ref = np.linalg.svd(view, compute_uv=False)
+            assert type(s) is np.ndarray and s.dtype == ref.dtype and s.shape == ref.shape
+            assert_allclose(s, ref, rtol=0, atol=RTOL[ref.dtype] * ref.max(initial=0))
+
+
 class TestNumPySVD_Jacobi(TestNumPySVD_GR):
     method = "jacobi"
 
@@ -147,6 +173,11 @@ class TestNumPySVD_Polar(TestNumPySVD_GR):
 
 @pytest.mark.gpu
 class TestNumPySVD_GR_GPU(TestNumPySVD_GR):
+    device = "gpu"
+
+
+@pytest.mark.gpu
+class TestNumPySVD_GR_TwoStage_GPU(TestNumPySVD_GR_TwoStage):
     device = "gpu"
 
 

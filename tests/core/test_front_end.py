@@ -77,6 +77,9 @@ class Calls:
             **{f"svd-{m}": (lambda m=m: gpusvd.svd(put(a), compute_uv=False, method=m,
                                                   device=dev, **kw)) for m in METHODS},
             "svdvals": lambda: gpusvd.svdvals(put(a), device=dev, **kw),
+            "svdvals-gr-two-stage": lambda: gpusvd.svdvals(put(a), method="gr",
+                                                           reduction="two-stage",
+                                                           device=dev, **kw),
             "jacobi_svd": lambda: gpusvd.jacobi_svd(put(a), device=dev, **kw).S,
             "hsvd": lambda: gpusvd.hsvd(put(a), signs, device=dev, **kw).S,
             "eigh_factored": lambda: gpusvd.eigh_factored(put(a), signs, device=dev, **kw)[0],
@@ -85,8 +88,8 @@ class Calls:
         return _host(calls[name]())
 
 
-VALUE_CALLS = [*(f"svd-{m}" for m in METHODS), "svdvals", "jacobi_svd", "hsvd",
-               "eigh_factored", "takagi"]
+VALUE_CALLS = [*(f"svd-{m}" for m in METHODS), "svdvals", "svdvals-gr-two-stage",
+               "jacobi_svd", "hsvd", "eigh_factored", "takagi"]
 
 
 def _reference(name, a):

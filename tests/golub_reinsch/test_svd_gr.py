@@ -1,7 +1,9 @@
 """gpusvd.svd(method="gr") and gpusvd.svdvals: properties against LAPACK (issue 2).
 
 One class per backend: ``TestSVD_GR_GPU`` reruns every test of the CPU class with CuPy
-input (marker ``gpu``).
+input (marker ``gpu``). Values only go through ``reduction="auto"`` there;
+``TestSVDVals_GR_OneStage_CPU`` and ``TestSVDVals_GR_TwoStage_CPU`` hold the values of each
+reduction (issue 18) to the same properties.
 """
 
 import numpy as np
@@ -24,13 +26,28 @@ def _host(x):
 class TestSVD_GR_CPU:
     device = "cpu"
     method = "gr"
+    values_options = {}  # of the calls for values only
 
     def put(self, a):
         return a
 
     def svd(self, a, **kw):
         kw.setdefault("method", self.method)
+        if kw.get("compute_uv") is False:
+            kw.update(self.values_options)
         return gpusvd.svd(self.put(a), device=self.device, **kw)
+
+    def svdvals(self, a):
+        return gpusvd.svdvals(self.put(a), method=self.method, device=self.device,
+                              **self.values_options)
+
+    def check_values(self, a, s):
+        """The values ``s`` of ``a``: dtype, shape, order, and LAPACK's to BOUND·n·ε."""
+        m, n = a.shape
+        assert s.dtype == np.finfo(a.dtype).dtype and s.shape == (min(m, n),)
+        assert np.all(s[:-1] >= s[1:]) and np.all(s >= 0)
+        s_ref = scipy.linalg.svd(a.astype(np.float64), compute_uv=False)
+        assert testing.sv_error(s, s_ref) < BOUND * max(m, n)
 
     def check(self, a, full_matrices=False):
         dtype = a.dtype
@@ -38,16 +55,13 @@ class TestSVD_GR_CPU:
         u, s, vh = _host(u), _host(s), _host(vh)
         m, n = a.shape
         k = min(m, n)
-        assert u.dtype == dtype and s.dtype == dtype and vh.dtype == dtype
+        assert u.dtype == dtype and vh.dtype == dtype
         assert u.shape == ((m, m) if full_matrices else (m, k))
         assert vh.shape == ((n, n) if full_matrices else (k, n))
-        assert s.shape == (k,)
-        assert np.all(s[:-1] >= s[1:]) and np.all(s >= 0)
         assert testing.svd_residual(a, u, s, vh) < BOUND
         assert testing.orthogonality(u) < BOUND
         assert testing.orthogonality(vh, rows=True) < BOUND
-        s_ref = scipy.linalg.svd(a.astype(np.float64), compute_uv=False)
-        assert testing.sv_error(s, s_ref) < BOUND * max(m, n)
+        self.check_values(a, s)
         return u, s, vh
 
     @pytest.mark.parametrize("dtype", DTYPES)
@@ -96,7 +110,7 @@ class TestSVD_GR_CPU:
     @pytest.mark.parametrize("dtype", DTYPES)
     def test_values_only_equals_full(self, dtype):
         a = testing.random_matrix(60, 45, dtype=dtype, seed=6)
-        s_only = _host(gpusvd.svdvals(self.put(a), method=self.method, device=self.device))
+        s_only = _host(self.svdvals(a))
         _, s, _ = self.svd(a)
         # Values only may take another algorithm (dqds for "gr"): equal to rounding.
         assert testing.relative_sv_error(s_only, _host(s)) < 10 * 45 * np.finfo(dtype).eps
@@ -107,22 +121,23 @@ class TestSVD_GR_CPU:
         a = testing.random_matrix(3 * 2 * 14, 9, seed=7).reshape(3, 2, 14, 9)
         u, s, vh = (_host(x) for x in self.svd(a, full_matrices=False))
         assert u.shape == (3, 2, 14, 9) and s.shape == (3, 2, 9) and vh.shape == (3, 2, 9, 9)
+        s_only = _host(self.svdvals(a))
+        assert s_only.shape == (3, 2, 9)
         for idx in np.ndindex(3, 2):
             assert testing.svd_residual(a[idx], u[idx], s[idx], vh[idx]) < BOUND
-        assert _host(gpusvd.svdvals(self.put(a), device=self.device)).shape == (3, 2, 9)
+            assert testing.sv_error(s_only[idx], s[idx]) < BOUND * 14
 
     def test_input_unchanged(self):
         a = testing.random_matrix(30, 20, seed=8)
         kept = a.copy()
         x = self.put(a)
         self.svd(x)
-        gpusvd.svdvals(x, device=self.device)
+        self.svdvals(x)
         assert np.array_equal(_host(x), kept)
 
     def test_deterministic(self):
         a = testing.random_matrix(70, 50, seed=9)
-        first = [_host(x) for x in self.svd(a)]
-        second = [_host(x) for x in self.svd(a)]
+        first, second = self.check(a), self.check(a)
         for p, q in zip(first, second):
             assert np.array_equal(p, q)
 
@@ -174,6 +189,67 @@ class TestSVD_GR_GPU(TestSVD_GR_CPU):
         s_gpu = gpusvd.svdvals(a, device="gpu")
         s_cpu = gpusvd.svdvals(a, device="cpu")
         assert testing.sv_error(s_gpu, s_cpu) < BOUND * 200
+
+
+class _Values(TestSVD_GR_CPU):
+    """The value properties through the reduction of ``values_options``: every test that
+    goes through :meth:`check` holds the values, computed alone, to them; the tests of
+    vectors alone are not rerun."""
+
+    def check(self, a, full_matrices=False):
+        s = _host(self.svdvals(a))
+        self.check_values(a, s)
+        return None, s, None
+
+    test_full_matrices = test_empty = test_integer_input_promoted = None
+    test_non_finite_raises = test_bad_input_raises = test_overwrite_a = None
+
+    @pytest.mark.parametrize("dtype", DTYPES)
+    @pytest.mark.parametrize("shape", [(300, 300), (700, 300), (257, 600)])
+    def test_past_the_bandwidth(self, shape, dtype):
+        """Several band panels and many bulge-chasing sweeps (b = 32): square, tall past
+        the QR-first ratio 1.6, wide."""
+        self.check(testing.random_matrix(*shape, dtype=dtype, seed=14))
+
+
+class TestSVDVals_GR_OneStage_CPU(_Values):
+    """The paper's reduction (Householder bidiagonalization), then dqds."""
+
+    values_options = {"reduction": "one-stage"}
+
+
+class TestSVDVals_GR_TwoStage_CPU(_Values):
+    """Dense → band → bidiagonal (condensed/driver.py), then dqds on the CPU and
+    bisection, in the working precision, on the GPU. It gives no vectors yet."""
+
+    values_options = {"reduction": "two-stage"}
+
+    def test_vectors_raise(self):
+        a = testing.random_matrix(20, 10, seed=15)
+        for kw in ({}, {"full_matrices": False}):
+            with pytest.raises(ValueError, match="singular values only so far; pass "
+                                                 "reduction='one-stage' or compute_uv=False"):
+                self.svd(a, reduction="two-stage", **kw)
+
+    @pytest.mark.parametrize("call", ["svd", "svdvals"])
+    @pytest.mark.parametrize("value", ["two_stage", "Two-Stage", None, 2])
+    def test_unknown_reduction_raises(self, call, value):
+        fn = {"svd": gpusvd.svd, "svdvals": gpusvd.svdvals}[call]
+        with pytest.raises(ValueError, match="unknown reduction .*expected one of 'auto', "
+                                             "'one-stage', 'two-stage'"):
+            fn(self.put(np.eye(3)), method="gr", device=self.device, reduction=value)
+
+    @pytest.mark.parametrize("method", ["auto", "jacobi", "polar"])
+    def test_reduction_is_an_option_of_gr_only(self, method):
+        with pytest.raises(ValueError, match="unknown option.*reduction"):
+            gpusvd.svdvals(self.put(np.eye(3)), method=method, device=self.device,
+                           reduction="two-stage")
+
+
+@pytest.mark.gpu
+class TestSVDVals_GR_TwoStage_GPU(TestSVDVals_GR_TwoStage_CPU):
+    device = TestSVD_GR_GPU.device
+    put = TestSVD_GR_GPU.put
 
 
 class TestSVD_Jacobi_CPU(TestSVD_GR_CPU):

@@ -3,8 +3,12 @@
 The complex Householder bidiagonalization (LAPACK zgebrd; on the GPU the panel kernel's
 complex instantiation) leaves a real bidiagonal, so the QR, dqds and rotations are the
 real ones and only the back-transformation is complex. Invariants in units of n·ε: ‖A − U·S·Vh‖/(‖A‖·max(m, n)·ε), orthogonality of
-U and Vh, and the singular values against LAPACK's within 20·n·s_max·ε.
+U and Vh, and the singular values against LAPACK's within 20·n·s_max·ε. The value
+tests run again with values only through ``reduction="two-stage"`` (issue 18; the
+``check`` parameter).
 """
+
+import functools
 
 import numpy as np
 import pytest
@@ -24,48 +28,76 @@ def _svd(a, **kw):
     return gpusvd.svd(a, method="gr", device="cpu", **kw)
 
 
+def _check_values(a, s):
+    k = min(a.shape)
+    assert s.dtype == np.finfo(a.dtype).dtype and s.shape == (k,)
+    assert np.all(s[:-1] >= s[1:]) and np.all(s >= 0)
+    s_ref = np.linalg.svd(a.astype(np.complex128), compute_uv=False)
+    assert testing.sv_error(s, s_ref) < BOUND * max(k, 1)
+
+
 def _check(a, full_matrices=False, svd=_svd):
     m, n = a.shape
     k = min(m, n)
     u, s, vh = svd(a, full_matrices=full_matrices)
-    real = np.finfo(a.dtype).dtype
-    assert u.dtype == a.dtype and vh.dtype == a.dtype and s.dtype == real
+    assert u.dtype == a.dtype and vh.dtype == a.dtype
     assert u.shape == ((m, m) if full_matrices else (m, k))
     assert vh.shape == ((n, n) if full_matrices else (k, n))
-    assert np.all(s[:-1] >= s[1:]) and np.all(s >= 0)
     assert testing.svd_residual(a, u, s, vh) < BOUND
     assert testing.orthogonality(u) < BOUND
     assert testing.orthogonality(vh, rows=True) < BOUND
-    s_ref = np.linalg.svd(a.astype(np.complex128), compute_uv=False)
-    assert testing.sv_error(s, s_ref) < BOUND * max(k, 1)
+    _check_values(a, s)
     return u, s, vh
+
+
+def _values_two_stage(a):
+    return gpusvd.svdvals(a, method="gr", reduction="two-stage", device="cpu")
+
+
+def _check_two_stage(a, values=_values_two_stage):
+    """Values only through the two-stage reduction, held to _check's value properties."""
+    s = values(a)
+    _check_values(a, s)
+    return None, s, None
+
+
+# The checks each value test runs: the full SVD, and values only through the two-stage
+# reduction (GPU_CHECKS: the same on the GPU).
+CHECKS = {"svd": _check, "values-two-stage": _check_two_stage}
+# test_random's checks: full_matrices applies to the full SVD only.
+RANDOM_CHECKS = pytest.mark.parametrize("check, kw", [
+    ("svd", {}), ("svd", {"full_matrices": True}), ("values-two-stage", {})],
+    ids=["svd", "svd-full", "values-two-stage"])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("full_matrices", [False, True])
-def test_random(shape, dtype, full_matrices):
-    _check(testing.random_matrix(*shape, dtype=dtype, seed=1), full_matrices)
+@RANDOM_CHECKS
+def test_random(shape, dtype, check, kw):
+    CHECKS[check](testing.random_matrix(*shape, dtype=dtype, seed=1), **kw)
 
 
+@pytest.mark.parametrize("check", CHECKS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(50, 40), (40, 50), (90, 30)])
-def test_rank_deficient(shape, dtype):
-    _, s, _ = _check(testing.low_rank(*shape, 7, dtype=dtype, seed=5))
+def test_rank_deficient(shape, dtype, check):
+    _, s, _ = CHECKS[check](testing.low_rank(*shape, 7, dtype=dtype, seed=5))
     assert s[7] <= 100 * np.finfo(dtype).eps * s[0]
 
 
+@pytest.mark.parametrize("check", CHECKS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("side", ["left", "right", "both"])
 @pytest.mark.parametrize("shape", [(45, 33), (33, 45)])
-def test_graded(side, shape, dtype):
-    _check(testing.graded(*shape, side=side, dtype=dtype, seed=3))
+def test_graded(side, shape, dtype, check):
+    CHECKS[check](testing.graded(*shape, side=side, dtype=dtype, seed=3))
 
 
+@pytest.mark.parametrize("check", CHECKS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kind", ["zero", "identity", "near_underflow", "near_overflow"])
-def test_lapack_types(kind, dtype):
-    _, s, _ = _check(testing.lapack_type(kind, 25, 21, dtype=dtype, seed=4))
+def test_lapack_types(kind, dtype, check):
+    _, s, _ = CHECKS[check](testing.lapack_type(kind, 25, 21, dtype=dtype, seed=4))
     if kind == "zero":
         assert not s.any()
     if kind == "identity":
@@ -132,6 +164,20 @@ def _svd_gpu(a, **kw):
     return tuple(x.get() for x in out)
 
 
+def _values_two_stage_gpu(a):
+    """Two-stage values on the GPU (bisection there), CuPy in and out."""
+    import cupy
+
+    s = gpusvd.svdvals(cupy.asarray(a), method="gr", reduction="two-stage")
+    assert isinstance(s, cupy.ndarray)
+    return s.get()
+
+
+GPU_CHECKS = {"svd": functools.partial(_check, svd=_svd_gpu),
+              "values-two-stage": functools.partial(_check_two_stage,
+                                                    values=_values_two_stage_gpu)}
+
+
 # The shapes above, and sizes past one panel (bidiag_block_size on the GPU) so that the
 # panel kernel and the trailing GEMMs run, below and above the QR-first ratio.
 GPU_SHAPES = SHAPES + [(300, 300), (600, 257), (257, 600), (700, 300)]
@@ -140,22 +186,23 @@ GPU_SHAPES = SHAPES + [(300, 300), (600, 257), (257, 600), (700, 300)]
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", GPU_SHAPES)
-@pytest.mark.parametrize("full_matrices", [False, True])
-def test_gpu_random(shape, dtype, full_matrices):
-    _check(testing.random_matrix(*shape, dtype=dtype, seed=1), full_matrices, _svd_gpu)
+@RANDOM_CHECKS
+def test_gpu_random(shape, dtype, check, kw):
+    GPU_CHECKS[check](testing.random_matrix(*shape, dtype=dtype, seed=1), **kw)
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("check", GPU_CHECKS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kind", ["graded", "low_rank", "near_underflow", "near_overflow"])
-def test_gpu_hard_matrices(kind, dtype):
+def test_gpu_hard_matrices(kind, dtype, check):
     if kind == "graded":
         a = testing.graded(300, 240, side="both", dtype=dtype, seed=3)
     elif kind == "low_rank":
         a = testing.low_rank(300, 240, 9, dtype=dtype, seed=5)
     else:
         a = testing.lapack_type(kind, 300, 240, dtype=dtype, seed=4)
-    _check(a, svd=_svd_gpu)
+    GPU_CHECKS[check](a)
 
 
 @pytest.mark.gpu
@@ -165,7 +212,7 @@ def test_gpu_values_and_cpu_agree(dtype):
     import cupy
 
     a = testing.random_matrix(400, 300, dtype=dtype, seed=7)
-    s_gpu = gpusvd.svdvals(cupy.asarray(a), method="gr").get()
+    s_gpu = gpusvd.svdvals(cupy.asarray(a), method="gr", reduction="one-stage").get()
     _, s_full, _ = _svd_gpu(a)
     s_cpu = gpusvd.svdvals(a, method="gr", device="cpu")
     tol = 10 * 300 * np.finfo(dtype).eps

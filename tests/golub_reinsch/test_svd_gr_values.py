@@ -12,6 +12,7 @@ import scipy.linalg
 
 import gpusvd
 from gpusvd import testing
+from gpusvd._core import tunables
 from gpusvd.golub_reinsch import driver
 
 
@@ -26,10 +27,12 @@ def test_full_svd_values_are_accurate(seed):
 @pytest.mark.parametrize("n", [driver._DQDS_THREAD_MIN_N - 1, driver._DQDS_THREAD_MIN_N, 300])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
 def test_full_and_values_only_agree_bitwise(n, dtype):
-    """Same bidiagonal, same dqds: on the thread (n >= the threshold) or after the QR."""
+    """Same bidiagonal, same dqds: on the thread (n >= the threshold) or after the QR
+    (values only through the one-stage reduction, as the full SVD)."""
     a = testing.random_matrix(n, n, dtype=dtype, seed=n)
     _, s, _ = gpusvd.svd(a, method="gr", device="cpu")
-    assert np.array_equal(s, gpusvd.svdvals(a, method="gr", device="cpu"))
+    assert np.array_equal(s, gpusvd.svdvals(a, method="gr", device="cpu",
+                                            reduction="one-stage"))
 
 
 def test_qr_values_are_kept_when_dqds_fails(monkeypatch):
@@ -49,5 +52,35 @@ def test_gpu_full_and_values_only_agree(dtype):
 
     a = cupy.asarray(testing.random_matrix(700, 700, dtype=dtype, seed=3))
     _, s, _ = gpusvd.svd(a, method="gr")
-    assert cupy.array_equal(s, gpusvd.svdvals(a, method="gr"))
+    assert cupy.array_equal(s, gpusvd.svdvals(a, method="gr", reduction="one-stage"))
     assert testing.sv_error(s.get(), scipy.linalg.svdvals(a.get())) < 60
+
+
+def _put(device):
+    if device == "cpu":
+        return np.asarray
+    import cupy
+    return cupy.asarray
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_auto_reduction_rule(device, monkeypatch):
+    """reduction="auto": one-stage with vectors; values only two-stage from min(m, n) ≥
+    the device's tunable; the explicit reductions whatever the size."""
+    shapes = []
+    two_stage = driver.two_stage_singular_values
+    monkeypatch.setattr(driver, "two_stage_singular_values",
+                        lambda a, xp: shapes.append(a.shape) or two_stage(a, xp))
+    put = _put(device)
+    a, b = testing.random_matrix(30, 19, seed=1), testing.random_matrix(20, 40, seed=2)
+    with tunables.override(**{f"two_stage_values_min_n_{device}": 20}):
+        s_a = gpusvd.svdvals(put(a), method="gr", device=device)
+        gpusvd.svd(put(b), method="gr", device=device)
+        assert shapes == []
+        s_b = gpusvd.svd(put(b), compute_uv=False, method="gr", device=device)
+        gpusvd.svdvals(put(a), method="gr", reduction="two-stage", device=device)
+        gpusvd.svdvals(put(b), method="gr", reduction="one-stage", device=device)
+        gpusvd.svdvals(put(np.stack([b, b])), method="gr", device=device)
+    assert shapes == [(20, 40), (30, 19), (20, 40), (20, 40)]
+    for x, s in ((a, s_a), (b, s_b)):
+        assert testing.sv_error(s, put(scipy.linalg.svdvals(x))) < 30 * 40

@@ -146,6 +146,21 @@ class Tunables:
     # 3.9, 3.4, 2.8, 4.7 s (NOTES.md, "Two-stage reduction, first increment"). To be
     # measured again with stage 2's GPU kernel and the back-transformation.
     two_stage_bandwidth: int = 32
+    # reduction="auto" of svd/svdvals(method="gr"), values only: the two-stage reduction
+    # (condensed/driver.py) from min(m, n) >= this, the one-stage one below it. GPU: a
+    # placeholder that awaits the H100 measurement (bench/bench_two_stage_values.py
+    # --device gpu, n = 2048 … 16384, float32 and float64).
+    two_stage_values_min_n_gpu: int = 4096
+    # CPU: measured 2026-11-25 on the shared 2-core AMD EPYC (load 0.2–1.3), 1 thread
+    # (NUMBA/OPENBLAS_NUM_THREADS=1), square Gaussian, svdvals two-stage time over
+    # one-stage time, median of 3 rounds run side by side (bench/bench_two_stage_values.py;
+    # 40 rounds for n <= 32): float64 n = 4 1.61, 8 1.01, 10 0.86, 16 0.61, 50 0.26, 100
+    # 0.31, 200 0.47, 500 0.76, 1000 0.96 (first run 1.03), 1500 0.93, 2000 0.83–0.89 with
+    # b = 32 (b = 16: 0.49–1.12, b = 64: 0.25–1.27); float32 and complex128 cross at n = 8
+    # too (complex128 300 0.56, 800 0.67), but float32 from n = 1000 takes 1.15–1.24× the
+    # one-stage time (probably: the one-stage reduction's memory-bound half gains from
+    # 4-byte words, the bulge chasing does not). So two-stage from 10.
+    two_stage_values_min_n_cpu: int = 10
     # Singular values per Numba task of the bisection solver (condensed/bisection.py),
     # bisected together so that their independent chains of divisions overlap: one value's
     # Sturm count is a chain of 2n dependent divisions, latency-bound. Measured in NOTES.md

@@ -1,11 +1,17 @@
-"""Singular values by the two-stage reduction: dense → band → bidiagonal → dqds.
+"""Singular values by the two-stage reduction: dense → band → bidiagonal → values solver.
 
 1. Stage 1 (band.py): A = Q·B_band·Pᴴ, all but the panel QRs as GEMMs, on the device that
    holds A.
 2. Stage 2 (bulge.py): B_band → real bidiagonal by bulge chasing, where the band lies
    (the Numba loop on the host, the CUDA kernel of bulge_cuda.py on the GPU; complex
-   bands on the host); only the bidiagonal crosses to the host.
-3. dqds (golub_reinsch/dqds.py) for the bidiagonal's values, each to a few ulps.
+   bands on the host).
+3. The bidiagonal's values, each to high relative accuracy, where the bidiagonal lies
+   (:data:`_VALUES_SOLVERS`): on the CPU dqds (golub_reinsch/dqds.py) in float64, as
+   the one-stage path; on the GPU bisection on the Golub–Kahan tridiagonal
+   (bisection.py, one CUDA thread per value) in the working precision, so that only the
+   values cross to the host, when the caller reads them. On one CPU core bisection is
+   15–25× slower than dqds (NOTES.md, "Bisection for the bidiagonal's values": n = 1000
+   0.36 s against 0.023 s), hence dqds there.
 
 This is the split of LAPACK's dgesvd2stage/dgebrd2stage (xGEBRD_2STAGE: xGE2TB then
 xGBBRD-like bulge chasing) and of Haidar et al. (SC'13, "An improved parallel singular
@@ -16,7 +22,9 @@ modest multiple of n·ε·‖A‖ (Weyl), as with the one-stage reduction.
 
 As in golub_reinsch/driver.py: A is scaled by a power of two into the safe range first
 (``safe_scale``, LAPACK's dlascl), a wide A is reduced through its transpose (same
-values), and for m ≥ 1.6·n a QR of A leaves the n×n R to reduce.
+values), and for m ≥ 1.6·n a QR of A leaves the n×n R to reduce. Through ``svdvals`` the
+front end (_core/front_end.py) has already brought max|A| into that range by the same
+rule, so the scale here is 1 and nothing is scaled twice.
 """
 
 import numpy as np
@@ -26,6 +34,7 @@ from .._core.backend import array_namespace, to_host
 from .._core.scaling import safe_scale
 from ..golub_reinsch.dqds import bidiagonal_singular_values
 from .band import band_of, reduce_to_band
+from .bisection import bidiagonal_singular_values_bisection
 from .bulge import band_to_bidiagonal
 
 # dgesvd's crossover (LAPACK ILAENV ispec 6: MNTHR = 1.6·min(m, n)): from m ≥ 1.6·n a QR
@@ -40,6 +49,22 @@ def _bandwidth(n, bandwidth):
     if b < 1:
         raise ValueError(f"bandwidth must be a positive integer, got {bandwidth}")
     return max(1, min(b, n - 1))
+
+
+def _dqds_on_host(bd):
+    """dqds on the host in float64 (each value to a few ulps; Fernando & Parlett 1994)."""
+    return bidiagonal_singular_values(to_host(bd.d).astype(np.float64),
+                                      to_host(bd.e).astype(np.float64))
+
+
+def _bisection(bd):
+    """Bisection where the bidiagonal lies, in its precision (each value σ to 4·n·ε·σ;
+    Demmel & Kahan 1990, bisection.py)."""
+    return bidiagonal_singular_values_bisection(bd.d, bd.e)
+
+
+# The solver of the bidiagonal's values by the array namespace's name (module docstring).
+_VALUES_SOLVERS = {"numpy": _dqds_on_host, "cupy": _bisection}
 
 
 def two_stage_singular_values(a, xp=None, *, bandwidth=None):
@@ -79,6 +104,5 @@ def two_stage_singular_values(a, xp=None, *, bandwidth=None):
     if m >= _QR_FIRST_RATIO * n:
         work = xp.triu(xp.linalg.qr(work, mode="r")[:n]).astype(a.dtype, copy=False)
     bd = band_to_bidiagonal(band_of(reduce_to_band(xp.asfortranarray(work), bandwidth=b)))
-    s = bidiagonal_singular_values(to_host(bd.d).astype(np.float64),
-                                   to_host(bd.e).astype(np.float64))
-    return xp.asarray((s / scale).astype(real))
+    s = xp.asarray(_VALUES_SOLVERS[xp.__name__](bd))
+    return (s / scale).astype(real, copy=False)

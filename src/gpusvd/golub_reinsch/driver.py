@@ -21,16 +21,22 @@ most of the bidiagonalization's memory-bound matrix–vector traffic there.
 Like LAPACK's dgesvd, A is first scaled by a power of two into the range where the
 bidiagonalization cannot overflow or lose the smallest entries, and Σ is scaled back.
 A wide matrix is decomposed through its conjugate transpose.
+
+Values only can take the two-stage reduction instead of step 1 (``reduction``:
+condensed/driver.py, dense → band by GEMMs, band → bidiagonal by bulge chasing, then a
+values solver); ``reduction="auto"`` takes it from min(m, n) ≥ a tunable per device
+(:func:`choose_reduction`). Vectors through the two-stage path are not built yet.
 """
 
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .._core import profile, tunables
+from .._core import profile, tunables, validation
 from .._core.errors import LinAlgError
 from .._core.backend import to_host
 from .._core.scaling import safe_scale
+from ..condensed.driver import two_stage_singular_values
 from .bidiagonal_qr import BidiagonalQR
 from .bidiagonalize import _ct, apply_p, apply_q, bidiagonalize
 from .dqds import bidiagonal_singular_values
@@ -44,6 +50,43 @@ _DQDS_THREAD_MIN_N = 64
 # dgesvd's crossover (LAPACK ILAENV ispec 6: MNTHR = 1.6·min(m, n)): from m >= 1.6·n on, a
 # QR decomposition first makes the bidiagonalization n×n instead of m×n.
 _QR_FIRST_RATIO = 1.6
+
+# The options of method="gr" beyond svd's arguments, and the values of ``reduction``.
+OPTIONS = ("reduction",)
+REDUCTIONS = ("auto", "one-stage", "two-stage")
+
+# The smallest min(m, n) from which reduction="auto" takes the two-stage reduction for
+# values only, by the array namespace's name (the tunables say what measured them).
+_TWO_STAGE_VALUES_MIN_N = {"numpy": lambda t: t.two_stage_values_min_n_cpu,
+                           "cupy": lambda t: t.two_stage_values_min_n_gpu}
+
+
+def check_options(options, *, compute_uv, what):
+    """The options of ``method="gr"`` (``reduction``) as keyword arguments of :func:`svd`;
+    ``ValueError`` for an unknown option or value, or for the two-stage reduction with
+    vectors (not built yet)."""
+    validation.check_no_options({k: v for k, v in options.items() if k not in OPTIONS},
+                                what=what)
+    reduction = options.get("reduction", "auto")
+    validation.check_choice("reduction", reduction, REDUCTIONS)
+    if reduction == "two-stage" and compute_uv:
+        raise ValueError(f"{what}: the two-stage reduction gives singular values only so "
+                         "far; pass reduction='one-stage' or compute_uv=False")
+    return {"reduction": reduction}
+
+
+def choose_reduction(reduction, n, compute_uv, xp):
+    """The reduction ``"one-stage"`` or ``"two-stage"`` that runs for ``reduction`` on
+    matrices with min(m, n) = ``n`` on ``xp``: "auto" takes the one-stage reduction with
+    vectors, and for values only the two-stage one from n ≥ the device's tunable
+    (``two_stage_values_min_n_cpu`` / ``_gpu``)."""
+    if reduction != "auto":
+        return reduction
+    if compute_uv:
+        return "one-stage"
+    min_n = _TWO_STAGE_VALUES_MIN_N[xp.__name__](tunables.get())
+    return "two-stage" if n >= min_n else "one-stage"
+
 
 def _rotate_cpu(n, dtype, qr):
     """Run the bidiagonal QR to the end, applying its rotations to X and Y on the host."""
@@ -173,12 +216,19 @@ def _svd_empty(m, n, xp, dtype, full_matrices):
     return u, s, vh
 
 
-def svd(a, xp, *, full_matrices, compute_uv, overwrite_a):
+def svd(a, xp, *, full_matrices, compute_uv, overwrite_a, reduction="auto"):
     """Golub–Reinsch SVD of one finite matrix ``a`` (NumPy or CuPy) in its own dtype.
 
     Returns ``(U, S, Vh)`` (``U`` and ``Vh`` are ``None`` when ``compute_uv`` is false;
     ``S`` is of the real dtype). ``a`` is used as the workspace only when ``overwrite_a``
     is true. ``a`` is real or complex, on either device.
+
+    ``reduction`` is how ``a`` is brought to bidiagonal form: ``"one-stage"``, the
+    paper's blocked Householder bidiagonalization (steps 1-4 of the module docstring);
+    ``"two-stage"``, dense → band → bidiagonal (:mod:`gpusvd.condensed.driver`), values
+    only so far (``ValueError`` with ``compute_uv``); ``"auto"`` (default), one-stage
+    with vectors, and for values only two-stage from min(m, n) ≥ the tunable
+    ``two_stage_values_min_n_cpu`` (NumPy) or ``two_stage_values_min_n_gpu`` (CuPy).
 
     Examples
     --------
@@ -188,16 +238,24 @@ def svd(a, xp, *, full_matrices, compute_uv, overwrite_a):
     array([2.414214, 0.414214])
     >>> bool(np.allclose(u * s @ vh, z))
     True
+    >>> _, s2, _ = svd(z, np, full_matrices=False, compute_uv=False, overwrite_a=False,
+    ...                reduction="two-stage")
+    >>> bool(np.allclose(s2, s, rtol=0, atol=4 * 2 * np.finfo(float).eps * s[0]))
+    True
     """
+    reduction = check_options({"reduction": reduction}, compute_uv=compute_uv,
+                              what="svd")["reduction"]
     m, n = a.shape
     dtype = a.dtype
     if m == 0 or n == 0:
         u, s, vh = _svd_empty(m, n, xp, dtype, full_matrices)
         return (u, s, vh) if compute_uv else (None, s, None)
+    if choose_reduction(reduction, min(m, n), compute_uv, xp) == "two-stage":
+        return None, two_stage_singular_values(a, xp), None
     if m < n:
         # Aᴴ = U·Σ·Vh gives A = Vhᴴ·Σ·Uᴴ; the conjugate of complex A is a private copy.
         u, s, vh = svd(_ct(a), xp, full_matrices=full_matrices, compute_uv=compute_uv,
-                       overwrite_a=overwrite_a or dtype.kind == "c")
+                       overwrite_a=overwrite_a or dtype.kind == "c", reduction="one-stage")
         return (None if vh is None else xp.ascontiguousarray(_ct(vh)), s,
                 None if u is None else xp.ascontiguousarray(_ct(u)))
     work = a if overwrite_a and a.flags.f_contiguous else xp.array(a, order="F", copy=True)
