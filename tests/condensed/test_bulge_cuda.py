@@ -6,9 +6,13 @@ does not), and the kernel's source runs on the CPU (host_bulge.py, one thread pe
 the persistent kernel, and random wavefronts of sweeps in flight that respect the
 dependency, put in NumPy's row of band_to_bidiagonal's twin table, must give the Numba
 loop's bits (same operations, same order, same libm).
+Both twins rescale a reflector of subnormal entries as dlarfg does (bulge._reflector):
+without it the trailing block of a long chase overflowed to NaN (n = 3000, b = 16).
 On the GPU (marked gpu) the kernel must agree with the Numba loop within BOUND·n·ε of
 max|band| (only CUDA's hypot rounds differently, and the chase carries that on), keep
-LAPACK's singular values, and serve band_to_bidiagonal and the two-stage driver on CuPy.
+LAPACK's singular values, give the same bits run after run (it is deterministic: no
+atomics on data, every entry's operations in one order), and serve band_to_bidiagonal
+and the two-stage driver on CuPy.
 """
 
 import numpy as np
@@ -141,6 +145,19 @@ def test_any_wavefront_that_respects_the_lag_gives_the_numba_bits(host_chase, mo
     assert 1 < wavefront[2][0] <= min(window, bulge_cuda.sweeps_in_flight(n, b))
 
 
+@pytest.mark.parametrize("n, b, dtype, scale", [
+    (3000, 16, np.float64, 1.0),         # the race report's band: the Numba loop gave NaN
+    (200, 8, np.float64, 2.0 ** -1060),  # subnormal from the start
+    (200, 8, np.float32, 2.0 ** -140),   # float32 subnormals: double arithmetic, no rescaling
+])
+def test_subnormal_reflectors_are_rescaled_alike(host_chase, monkeypatch, n, b, dtype, scale):
+    band = _random_band(n, b, dtype, seed=n * b) * dtype(scale)
+    record = n <= 200
+    numba = _chased(bulge._chase, band, record, monkeypatch)
+    assert np.isfinite(numba[0].d).all() and np.isfinite(numba[0].e).all()
+    _assert_same_bits(numba, _chased(host_chase, band, record, monkeypatch))
+
+
 def test_launch_config():
     for n, b in [(3, 2), (100, 2), (1000, 16), (8192, 32), (16384, 64), (5000, 200)]:
         config = bulge_cuda.launch_config(n, b, 8, 132, 8)
@@ -200,6 +217,22 @@ def test_cuda_kernel_is_a_backward_stable_chase(n, b, dtype):
     ref = scipy.linalg.svdvals(a)
     assert testing.sv_error(s_gpu.astype(dtype), ref) < BOUND * n
     assert testing.sv_error(s_gpu.astype(dtype), s_numba) < BOUND * n
+
+
+@pytest.mark.gpu
+def test_cuda_kernel_is_bitwise_reproducible():
+    """The race report's case (NaN once, H100, 2026-11-25: the dlarfg rescaling was
+    missing, in both twins) chased 20 times: the same finite bits every time."""
+    import cupy
+
+    band = cupy.asarray(_random_band(3000, 16, np.float64, seed=3000 * 16))
+    first = None
+    for _ in range(20):
+        bd = bulge.band_to_bidiagonal(band, record=True)
+        run = [x.get() for x in bd[:4] + tuple(bd.reflectors[:4])]
+        assert all(np.isfinite(x).all() for x in run)
+        first = first or run
+        assert all(np.array_equal(x, y) for x, y in zip(first, run, strict=True))
 
 
 @pytest.mark.gpu

@@ -55,6 +55,13 @@ from .._core import tunables
 from .._core.backend import array_namespace, to_host
 from . import bulge_cuda
 
+# dlarfg's SAFMIN = DLAMCH('S')/DLAMCH('E') = 2^-1022/2^-53 in double, and its inverse:
+# a reflector whose entries are all below it is formed on x·2^969 (exact), since
+# 1/(alpha − beta) overflows once |alpha − beta| < 1/DBL_MAX (kernels/bulge.cu's
+# REFLECTOR_SAFMIN).
+_SAFMIN = 2.0 ** -969
+_RSAFMN = 2.0 ** 969
+
 
 @numba.njit(cache=True)
 def _reflector(x):
@@ -62,7 +69,14 @@ def _reflector(x):
 
     LAPACK's zlarfg (dlarfg when real): beta = −sign(Re x0)·‖x‖ is real.  When x(1:) = 0
     and x0 is real, H = I: tau = 0, beta = x0.  ‖x(1:)‖ is formed with the largest |x_i|
-    factored out, so that neither tiny nor huge entries lose it to under/overflow."""
+    factored out, so that neither tiny nor huge entries lose it to under/overflow.  When
+    every |x_i| < _SAFMIN, x is scaled by _RSAFMN first and beta back after, as in dlarfg:
+    down the trailing block of a long chase the entries shrink like products of earlier
+    ones and reach subnormals (a random band, n = 3000, b = 16), where 1/(alpha − beta)
+    is inf.  Departures from dlarfg, with the same effect: the test is on max|x_i|, not on
+    |beta| (one hypot, not two), and one step of its loop suffices (max|x_i| ≥ 2^-1074, so
+    max|x_i|·2^969 ≥ 2^-105); past the test |beta| ≥ _SAFMIN.  float32 data, computed in
+    double, never comes near it."""
     n = x.shape[0]
     alpha = x[0]
     amax = 0.0
@@ -71,20 +85,25 @@ def _reflector(x):
     if amax == 0.0 and alpha.imag == 0.0:
         x[0] = 1.0
         return alpha.real, x[0] * 0.0
-    xnorm = 0.0
+    ssq = 0.0
     if amax > 0.0:
-        ssq = 0.0
         for i in range(1, n):
             t = abs(x[i]) / amax
             ssq += t * t
-        xnorm = amax * math.sqrt(ssq)
-    beta = -math.copysign(math.hypot(abs(alpha), xnorm), alpha.real)
+    shrink = 1.0
+    if abs(alpha) < _SAFMIN and amax < _SAFMIN:
+        shrink = _SAFMIN
+        for i in range(n):
+            x[i] *= _RSAFMN
+        alpha = x[0]
+        amax *= _RSAFMN
+    beta = -math.copysign(math.hypot(abs(alpha), amax * math.sqrt(ssq)), alpha.real)
     tau = (beta - alpha) / beta
     scale = 1.0 / (alpha - beta)
     for i in range(1, n):
         x[i] *= scale
     x[0] = 1.0
-    return beta, tau
+    return beta * shrink, tau
 
 
 @numba.njit(cache=True)

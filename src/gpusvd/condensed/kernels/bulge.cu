@@ -23,7 +23,8 @@
 // tests/condensed/test_bulge_cuda.py checks this on the tasks' index sets: lag 3 orders
 // every pair of tasks that share an entry, lag 2 does not. Every entry is therefore
 // reduced by the same operations in the same order as in the sequential loop, and the
-// result is the loop's, whatever the schedule.
+// result is the loop's, whatever the schedule: the kernel is deterministic, bit for bit
+// from run to run (no atomics on data; which block runs a sweep does not matter).
 //
 // Concurrency: a persistent kernel. Each thread block takes the next sweep from a ticket
 // counter (atomicAdd), runs its tasks in order, and publishes its progress after each
@@ -37,7 +38,8 @@
 // n = 8192, b = 32 in double: resident in L2.
 //
 // Within a task: warp 0 forms the reflector (the largest entry by a warp reduction, the
-// squares in parallel, their sum sequentially by lane 0 as the Numba loop adds them),
+// squares in parallel, their sum sequentially by lane 0 as the Numba loop adds them, and
+// dlarfg's rescaling when every |x_i| < REFLECTOR_SAFMIN, as bulge._reflector does),
 // then every thread applies it to one row (right) or one column (left) of the window, a
 // sequential dot product and update. Products are rounded before they are added
 // (__fmul_rn, __dmul_rn), so nothing is contracted into an fma the Numba loop does not
@@ -51,6 +53,15 @@
 constexpr int CHASE_LAG = 3;
 constexpr int SWEEP_DONE = 0x7fffffff;
 constexpr int CHASE_MAX_THREADS = 256;
+// dlarfg's SAFMIN = DLAMCH('S')/DLAMCH('E') = 2^-1022 / 2^-53 and its inverse (bulge.py's
+// _SAFMIN, _RSAFMN, whose _reflector says why and how it departs from dlarfg): a
+// reflector whose entries are all below it is formed on x * 2^969, exactly. Down the
+// trailing block of a long chase the entries shrink like products of earlier ones and
+// reach subnormals (n = 3000, b = 16 on a random band): without the rescaling
+// 1 / (alpha - beta) is inf there, and d, e come out NaN, in this kernel and in the
+// Numba loop alike.
+constexpr double REFLECTOR_SAFMIN = 0x1p-969;
+constexpr double REFLECTOR_RSAFMN = 0x1p+969;
 // Pause between two readings of a progress counter: spinning blocks leave the issue slots
 // and L2 to the working ones, for a delay small against a task (about a microsecond).
 constexpr unsigned SPIN_NS = 32;
@@ -130,11 +141,18 @@ __device__ void reflector(Entry entry, int ln, Scratch<T> w, int lane, int width
     if (lane == 0) {
         double ssq = 0.0;
         for (int i = 1; i < ln; ++i) ssq = add_rn(ssq, w.squares[i]);
-        const double xnorm = amax * sqrt(ssq);
-        const double beta = -copysign(hypot(double(fabs(alpha)), xnorm), double(alpha));
-        *w.tau = (beta - double(alpha)) / beta;
-        scale_shared = 1.0 / (double(alpha) - beta);
-        *entry(0) = T(beta);
+        double a0 = double(alpha), xmax = amax, shrink = 1.0;
+        if (fabs(a0) < REFLECTOR_SAFMIN && xmax < REFLECTOR_SAFMIN) {
+            // Rare, so lane 0 scales the other lanes' entries itself.
+            shrink = REFLECTOR_SAFMIN;
+            for (int i = 1; i < ln; ++i) w.v[i] = T(double(w.v[i]) * REFLECTOR_RSAFMN);
+            a0 = a0 * REFLECTOR_RSAFMN;
+            xmax = xmax * REFLECTOR_RSAFMN;
+        }
+        const double beta = -copysign(hypot(fabs(a0), xmax * sqrt(ssq)), a0);
+        *w.tau = (beta - a0) / beta;
+        scale_shared = 1.0 / (a0 - beta);
+        *entry(0) = T(beta * shrink);
         w.v[0] = T(1);
     }
     __syncwarp();
@@ -261,8 +279,18 @@ __global__ void __launch_bounds__(CHASE_MAX_THREADS)
         __syncthreads();
         const int s = sweep;
         if (s >= n - 2) return;
-        int seen = 0;
+        int seen = 0;  // thread 0's last acquired progress of sweep s-1
         for (int h = 0;; ++h) {
+            // Acquire: thread 0 waits until sweep s-1 has published tasks 0 .. h+3, every
+            // task of it that shares an entry with task h (reads and writes alike, so
+            // read-after-write, write-after-read and write-after-write are all ordered);
+            // its tasks from h+4 on share none and may run meanwhile. Sweeps s-2, ...
+            // are ordered transitively (s-1 waited for s-2's task h+6 before its h+3).
+            // The barrier passes thread 0's acquire on to every thread of the block
+            // (PTX causality order is transitive through bar.sync), and the acquire
+            // invalidates this SM's L1 (ld.acquire.gpu is LDG.STRONG.GPU + CCTL.IVALL on
+            // sm_80 and sm_90), so the plain loads of chase_task see the other block's
+            // stores. A seen acquired at an earlier task still covers task h.
             if (threadIdx.x == 0 && s > 0) {
                 while (!ready(seen, h)) {
                     __nanosleep(SPIN_NS);
@@ -271,6 +299,10 @@ __global__ void __launch_bounds__(CHASE_MAX_THREADS)
             }
             __syncthreads();
             const bool more = chase_task(a, s, h, w);
+            // Release: every thread's stores of task h (band and recorded reflectors) are
+            // fenced and ordered before the barrier, then thread 0 publishes them all
+            // with one release store of the progress, which sweep s+1's thread 0
+            // acquires. The scratch is reused by task h+1 only after this barrier.
             __threadfence();
             __syncthreads();
             if (threadIdx.x == 0) store_release(progress + s, more ? h + 1 : SWEEP_DONE);
