@@ -101,3 +101,20 @@ def test_structured_bands():
         a = stage1.band_matrix(band)
         s = np.sort(scipy.linalg.svdvals(naive.bidiagonal_matrix(bd.d, bd.e)))[::-1]
         assert testing.sv_error(s, _reference(a)) < BOUND * 10
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_phases_of_subnormal_complex_entries_are_unit(dtype):
+    """The phases that make the bidiagonal real have modulus 1 also where an entry is
+    subnormal (a complex division by the subnormal modulus overflowed to NaN)."""
+    info = np.finfo(dtype)
+    tiny = np.ldexp(info.dtype.type(1), info.minexp - 4)  # subnormal, 4 bits short
+    d = np.array([3 + 4j, (3 + 4j) * tiny, -tiny, 1j * tiny * 5, 0], dtype)
+    e = np.array([(1 - 1j) * tiny, 2j, tiny * 7, 0], dtype)
+    d_abs, e_abs, phi, psi = bulge._real_bidiagonal(d, e)
+    assert np.isfinite(phi).all() and np.isfinite(psi).all()
+    assert np.abs(np.abs(phi) - 1).max() <= 64 * info.eps  # 2^4 ulps of the subnormals
+    assert np.abs(np.abs(psi) - 1).max() <= 64 * info.eps
+    # (d, e) = diag(φ)·(|d|, |e|)·diag(ψ)ᴴ entrywise
+    assert np.array_equal(np.abs(d), d_abs) and np.array_equal(np.abs(e), e_abs)
+    assert np.allclose(phi * d_abs * np.conj(psi), d, rtol=64 * info.eps, atol=0)

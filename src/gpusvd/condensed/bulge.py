@@ -229,10 +229,14 @@ class Bidiagonal(NamedTuple):
 
 
 def _sign(x):
-    """x/|x|, 1 where x = 0."""
+    """x/|x|, 1 where x = 0. The parts of a complex x are divided separately: NumPy's
+    complex division by a subnormal modulus overflows (complex64 bands from n = 500 had
+    NaN phases)."""
     xp = array_namespace(x)
     mag = xp.abs(x)
-    return xp.where(mag == 0, 1, x / xp.where(mag == 0, 1, mag)).astype(x.dtype)
+    safe = xp.where(mag == 0, 1, mag)
+    unit = x.real / safe + 1j * (x.imag / safe) if x.dtype.kind == "c" else x / safe
+    return xp.where(mag == 0, 1, unit).astype(x.dtype)
 
 
 def _real_bidiagonal(d, e):
