@@ -54,6 +54,23 @@ def test_rule_on_the_gpu(shape, dtype, expected):
     assert _dispatch._choose_method(shape, np.dtype(dtype), GPU) == expected
 
 
+@pytest.mark.parametrize(("shape", "dtype", "expected"), [
+    ((8192, 8192), np.float64, "gr"),                # values only, large: two-stage gr
+    ((9000, 8192), np.float32, "gr"),
+    ((8192, 8191), np.float64, "polar"),             # min(M, N) counts
+    ((8192, 8192), np.complex128, "polar"),          # complex bands chase on the host
+    ((2, 30, 30), np.float64, "jacobi"),             # stacks of small matrices first
+    ((100, 100), np.float64, "polar"),
+])
+def test_rule_for_values_only_on_the_gpu(shape, dtype, expected):
+    assert _dispatch._choose_method(shape, np.dtype(dtype), GPU, compute_uv=False) == expected
+    assert _dispatch._choose_method(shape, np.dtype(dtype), GPU) in ("polar", "jacobi")
+    with tunables.override(auto_values_gr_min_n_gpu=50):
+        small = _dispatch._choose_method((60, 50), np.dtype(np.float64), GPU, compute_uv=False)
+        assert small == "gr"
+    assert _dispatch._choose_method(shape, np.dtype(dtype), np, compute_uv=False) == "lapack"
+
+
 def test_boundary_follows_the_block_width():
     with tunables.override(jacobi_block_width_gpu=4):
         assert _dispatch._choose_method((5, 8, 8), np.dtype(np.float64), GPU) == "jacobi"

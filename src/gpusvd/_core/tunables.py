@@ -146,10 +146,18 @@ class Tunables:
     # 3.9, 3.4, 2.8, 4.7 s (NOTES.md, "Two-stage reduction, first increment"). To be
     # measured again with stage 2's GPU kernel and the back-transformation.
     two_stage_bandwidth: int = 32
+    # On the GPU from n >= two_stage_bandwidth_large_min_n_gpu: b = 64. H100, 2026-11-25,
+    # svdvals(method="gr", reduction="two-stage"), stage 2 and bisection on the GPU,
+    # median of 3 (bench/results/values_h100_s8.txt): b = 32 against 64, float64 n = 4096
+    # 0.356 s against 0.424, 8192 1.175 against 1.069; float32 4096 0.329 against 0.306,
+    # 8192 1.158 against 0.944.
+    two_stage_bandwidth_large: int = 64
+    two_stage_bandwidth_large_min_n_gpu: int = 8192
     # reduction="auto" of svd/svdvals(method="gr"), values only: the two-stage reduction
-    # (condensed/driver.py) from min(m, n) >= this, the one-stage one below it. GPU: a
-    # placeholder that awaits the H100 measurement (bench/bench_two_stage_values.py
-    # --device gpu, n = 2048 … 16384, float32 and float64).
+    # (condensed/driver.py) from min(m, n) >= this, the one-stage one below it. GPU: the
+    # same H100 run as two_stage_bandwidth_large, one-stage against two-stage (b = 32):
+    # float64 n = 4096 0.698 s against 0.356, 8192 3.02 against 1.175; float32 4096 0.579
+    # against 0.329, 8192 2.57 against 1.158; 2048 and below not measured yet.
     two_stage_values_min_n_gpu: int = 4096
     # CPU: measured 2026-11-25 on the shared 2-core AMD EPYC (load 0.2–1.3), 1 thread
     # (NUMBA/OPENBLAS_NUM_THREADS=1), square Gaussian, svdvals two-stage time over
@@ -161,6 +169,13 @@ class Tunables:
     # one-stage time (probably: the one-stage reduction's memory-bound half gains from
     # 4-byte words, the bulge chasing does not). So two-stage from 10.
     two_stage_values_min_n_cpu: int = 10
+    # method="auto" on the GPU for values only (svdvals, svd(compute_uv=False)) of real
+    # matrices: "gr" (the two-stage reduction) from min(m, n) >= this, "polar" below. H100,
+    # 2026-11-25, median of 3 (values_h100_s8.txt), polar against two-stage with b = 32 at
+    # 4096 and 64 at 8192: float64 4096 0.274 s against 0.356, 8192 1.257 against 1.069;
+    # float32 4096 0.222 against 0.306, 8192 1.032 against 0.944. Complex bands are chased
+    # on the host, so complex input stays with polar.
+    auto_values_gr_min_n_gpu: int = 8192
     # Singular values per Numba task of the bisection solver (condensed/bisection.py),
     # bisected together so that their independent chains of divisions overlap: one value's
     # Sturm count is a chain of 2n dependent divisions, latency-bound. Measured in NOTES.md
@@ -176,11 +191,13 @@ class Tunables:
     # H100) hold every sweep that can be in flight up to n = 16384 with b ≥ 16 (683 there,
     # 171 at n = 8192, b = 32); to be measured with bench/bench_two_stage.py.
     chase_blocks_per_sm: int = 8
-    # Stage 2 on the GPU (condensed/kernels/bulge.cu) is off: on the H100 (2026-11-25)
-    # its chase of a 3000×3000 float64 band with b = 16 returned NaN once, a race the
-    # host build (one thread per block) cannot show; until it is found, a CuPy band is
-    # chased by the Numba loop on a host copy. The GPU tests switch it on.
-    chase_on_gpu: bool = False
+    # Stage 2 on the GPU (condensed/kernels/bulge.cu); off, a CuPy band is chased by the
+    # Numba loop on a host copy (8192, b = 32: 10.2 s against 0.35 s on the H100). It was
+    # off after a NaN at n = 3000, b = 16, which was no race but a reflector overflowing
+    # on subnormal entries in both twins (fixed in 8fefb93); after the fix 1,222 chases of
+    # 8 bands on the H100 were finite and bitwise identical run to run
+    # (bench/results/stress_bulge_h100_s8.json).
+    chase_on_gpu: bool = True
 
 
 _TUNABLES = Tunables()

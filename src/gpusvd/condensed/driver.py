@@ -42,10 +42,16 @@ from .bulge import band_to_bidiagonal
 _QR_FIRST_RATIO = 1.6
 
 
-def _bandwidth(n, bandwidth):
+def _bandwidth(n, bandwidth, xp):
     """The requested (or tuned) bandwidth, at most n − 1 and at least 1: a bandwidth of
-    n − 1 or more is an upper triangle, which a plain QR already gives."""
-    b = tunables.get().two_stage_bandwidth if bandwidth is None else int(bandwidth)
+    n − 1 or more is an upper triangle, which a plain QR already gives. The tuned one is
+    ``two_stage_bandwidth``, and ``two_stage_bandwidth_large`` on the GPU from
+    n ≥ ``two_stage_bandwidth_large_min_n_gpu``."""
+    t = tunables.get()
+    if bandwidth is None:
+        large = xp.__name__ == "cupy" and n >= t.two_stage_bandwidth_large_min_n_gpu
+        bandwidth = t.two_stage_bandwidth_large if large else t.two_stage_bandwidth
+    b = int(bandwidth)
     if b < 1:
         raise ValueError(f"bandwidth must be a positive integer, got {bandwidth}")
     return max(1, min(b, n - 1))
@@ -98,7 +104,7 @@ def two_stage_singular_values(a, xp=None, *, bandwidth=None):
         return two_stage_singular_values(a.T, xp, bandwidth=bandwidth)
     if n == 0:
         return xp.zeros(0, dtype=real)
-    b = _bandwidth(n, bandwidth)
+    b = _bandwidth(n, bandwidth, xp)
     scale = safe_scale(float(xp.abs(a).max()), a.dtype)
     work = a * a.dtype.type(scale) if scale != 1.0 else a.copy()
     if m >= _QR_FIRST_RATIO * n:
