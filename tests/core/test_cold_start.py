@@ -30,6 +30,7 @@ with jit_compilations() as compiled:
         gpusvd.svd(a[:5, :3], method="gr", device="cpu")
         gpusvd.svd(a[:20].reshape(4, 5, 100).transpose(0, 2, 1), device="cpu")
         gpusvd.svdvals(a, device="cpu")
+        gpusvd.svdvals(a, method="gr", device="cpu")  # the two-stage reduction
         gpusvd.jacobi_svd(a.T, device="cpu")
         gpusvd.hsvd(a, signs, device="cpu")
         gpusvd.eigh_factored(a, signs, device="cpu")

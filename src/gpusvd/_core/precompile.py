@@ -82,6 +82,7 @@ def calls(dtype, device="cpu"):
            (f"svd jacobi stack {dtype}", lambda: gpusvd.svd(stack, method="jacobi", **cpu)),
            (f"svd polar {dtype}", lambda: gpusvd.svd(tall, method="polar", **cpu)),
            (f"svdvals {dtype}", lambda: gpusvd.svdvals(tall, **cpu)),
+           (f"svdvals gr {dtype}", lambda: gpusvd.svdvals(tall, method="gr", **cpu)),
            (f"jacobi_svd {dtype}", lambda: gpusvd.jacobi_svd(tall, **cpu)),
            (f"hsvd {dtype}", lambda: gpusvd.hsvd(tall, signs, **cpu)),
            (f"eigh_factored {dtype}", lambda: gpusvd.eigh_factored(tall, signs, **cpu))]
