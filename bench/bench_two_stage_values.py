@@ -26,10 +26,9 @@ error against LAPACK's float64 values in units of n·ε·σ₁ (ε of the dtype)
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import os
-import platform
+import pathlib
+import sys
 import time
 
 import numpy as np
@@ -38,6 +37,9 @@ import gpusvd
 from gpusvd import testing
 from gpusvd._core import tunables
 from gpusvd._core.backend import to_host
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import common  # noqa: E402
 
 SCHEMA = "gpusvd-bench-two-stage-values/1"
 
@@ -104,13 +106,12 @@ def main():
             print(f"{n:>6} {rec['variant']:>16} {rec['median_s']:>10.4f} "
                   f"{rec['ratio_to_one_stage']:>7.2f} {rec['error_n_eps']:>10.2f}", flush=True)
     if args.out:
-        meta = {"schema": SCHEMA, "date": datetime.date.today().isoformat(),
-                "device": args.device, "machine": platform.processor() or platform.machine(),
-                "cpus": os.cpu_count(), "load_average": os.getloadavg(),
-                "threads": {k: os.environ.get(k) for k in
-                            ("NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS")}}
-        with open(args.out, "w") as f:
-            json.dump({**meta, "records": records}, f, indent=1)
+        common.write_json(args.out, {
+            "schema": SCHEMA, "device": args.device, "machine": common.device_info(),
+            "load_average": os.getloadavg(),
+            "threads": {k: os.environ.get(k) for k in ("NUMBA_NUM_THREADS",
+                                                        "OPENBLAS_NUM_THREADS")},
+            "records": records})
 
 
 if __name__ == "__main__":
