@@ -1,4 +1,5 @@
-"""Singular values by the two-stage reduction: dense → band → bidiagonal → values solver.
+"""Singular values by the two-stage reduction: dense → band → bidiagonal → values solver;
+and Hermitian eigenvalues by its symmetric twin (:func:`two_stage_eigenvalues`).
 
 1. Stage 1 (band.py): A = Q·B_band·Pᴴ, all but the panel QRs as GEMMs, on the device that
    holds A.
@@ -28,14 +29,17 @@ rule, so the scale here is 1 and nothing is scaled twice.
 """
 
 import numpy as np
+import scipy.linalg
 
 from .._core import tunables
 from .._core.backend import array_namespace, to_host
-from .._core.scaling import safe_scale
+from .._core.scaling import safe_exponent, safe_scale, scale_values, times_power_of_two
 from ..golub_reinsch.dqds import bidiagonal_singular_values
 from .band import band_of, reduce_to_band
 from .bisection import bidiagonal_singular_values_bisection
 from .bulge import band_to_bidiagonal
+from .sym_band import hermitian_band_of, reduce_to_hermitian_band
+from .sym_bulge import band_to_tridiagonal
 
 # dgesvd's crossover (LAPACK ILAENV ispec 6: MNTHR = 1.6·min(m, n)): from m ≥ 1.6·n a QR
 # first makes stage 1 reduce n×n instead of m×n (2mn² flops of QR instead of 4mn²).
@@ -112,3 +116,53 @@ def two_stage_singular_values(a, xp=None, *, bandwidth=None):
     bd = band_to_bidiagonal(band_of(reduce_to_band(xp.asfortranarray(work), bandwidth=b)))
     s = xp.asarray(_VALUES_SOLVERS[xp.__name__](bd))
     return (s / scale).astype(real, copy=False)
+
+
+def two_stage_eigenvalues(a, xp=None, *, bandwidth=None):
+    """Eigenvalues of one finite Hermitian matrix by the two-stage reduction, ascending.
+
+    Dense → Hermitian band (sym_band.py, on the device that holds A), band → real
+    symmetric tridiagonal by bulge chasing (sym_bulge.py, the Numba loop on the host:
+    the band of O(n·b) entries crosses), then LAPACK's tridiagonal eigenvalues
+    (``scipy.linalg.eigvalsh_tridiagonal``: dstebz/dsterf) on the host. The eigensolver
+    that the polar method's ``eigh`` of H is to become (issue 18); not yet called by a
+    public function, and its GPU speed is not measured yet. Both reductions are
+    unitary, so every eigenvalue moves by at most a modest multiple of n·ε·‖A‖ (Weyl).
+
+    Parameters
+    ----------
+    a : (n, n) NumPy or CuPy array, float32, float64, complex64 or complex128
+        Hermitian (only its lower triangle and the real part of its diagonal are read),
+        finite; not modified.
+    xp : module, optional
+        ``numpy`` or ``cupy``, the namespace of ``a`` (taken from ``a`` when omitted).
+    bandwidth : int, optional
+        b of stage 1, as :func:`two_stage_singular_values`.
+
+    Returns
+    -------
+    w : (n,) array of the real dtype, in the namespace of ``a``, ascending
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> g = np.random.default_rng(0).standard_normal((30, 30))
+    >>> w = two_stage_eigenvalues(g + g.T, bandwidth=4)
+    >>> bool(np.allclose(w, np.linalg.eigvalsh(g + g.T), rtol=0, atol=1e-12))
+    True
+    """
+    xp = array_namespace(a) if xp is None else xp
+    real = np.finfo(a.dtype).dtype
+    n = a.shape[0]
+    if a.ndim != 2 or a.shape[1] != n:
+        raise ValueError(f"two_stage_eigenvalues needs a square matrix, got shape {a.shape}")
+    if n == 0:
+        return xp.zeros(0, dtype=real)
+    b = _bandwidth(n, bandwidth, xp)
+    # Into the safe range by an exact power of two, any distance (subnormal input too)
+    k = safe_exponent(float(xp.abs(a).max()), a.dtype)
+    work = times_power_of_two(a, k, xp) if k else a.copy()
+    band = hermitian_band_of(reduce_to_hermitian_band(work, bandwidth=b))
+    tri = band_to_tridiagonal(to_host(band))
+    w = scipy.linalg.eigvalsh_tridiagonal(tri.d.astype(np.float64), tri.e.astype(np.float64))
+    return scale_values(xp.asarray(w.astype(real)), -k, xp)
