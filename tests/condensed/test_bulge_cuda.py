@@ -6,7 +6,7 @@ does not), and the kernel's source runs on the CPU (host_bulge.py, one thread pe
 the persistent kernel, and random wavefronts of sweeps in flight that respect the
 dependency, put in NumPy's row of band_to_bidiagonal's twin table, must give the Numba
 loop's bits (same operations, same order, same libm).
-Both twins rescale a reflector of subnormal entries as dlarfg does (bulge.reflector):
+Both twins rescale a reflector of subnormal entries as dlarfg does (bulge._reflector):
 without it the trailing block of a long chase overflowed to NaN (n = 3000, b = 16).
 On the GPU (marked gpu) the kernel must agree with the Numba loop within BOUND·n·ε of
 max|band| (only CUDA's hypot rounds differently, and the chase carries that on), keep

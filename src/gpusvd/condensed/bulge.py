@@ -64,7 +64,7 @@ _RSAFMN = 2.0 ** 969
 
 
 @numba.njit(cache=True)
-def reflector(x):
+def _reflector(x):
     """x ← v in place, v[0] = 1; returns (beta, tau) with (I − tau·v·vᴴ)ᴴ·x = beta·e_0.
 
     LAPACK's zlarfg (dlarfg when real): beta = −sign(Re x0)·‖x‖ is real.  When x(1:) = 0
@@ -138,7 +138,7 @@ def _row_reflector(ab, off, r, c0, ln, u):
     """Zero A(r, c0+1:c0+ln) with a right reflector (vector into u[:ln]); returns tau."""
     for k in range(ln):
         u[k] = np.conj(ab[r, c0 - r + off + k])
-    beta, tau = reflector(u[:ln])
+    beta, tau = _reflector(u[:ln])
     ab[r, c0 - r + off] = beta
     for k in range(1, ln):
         ab[r, c0 - r + off + k] = 0.0
@@ -150,7 +150,7 @@ def _column_reflector(ab, off, c, ln, v):
     """Zero A(c+1:c+ln, c) with a left reflector (vector into v[:ln]); returns tau."""
     for k in range(ln):
         v[k] = ab[c + k, off - k]
-    beta, tau = reflector(v[:ln])
+    beta, tau = _reflector(v[:ln])
     ab[c, off] = beta
     for k in range(1, ln):
         ab[c + k, off - k] = 0.0
@@ -228,7 +228,7 @@ class Bidiagonal(NamedTuple):
     reflectors: Any   # ChaseReflectors, or None without record
 
 
-def sign(x):
+def _sign(x):
     """x/|x|, 1 where x = 0. The parts of a complex x are divided separately: NumPy's
     complex division by a subnormal modulus overflows (complex64 bands from n = 500 had
     NaN phases)."""
@@ -243,9 +243,9 @@ def _real_bidiagonal(d, e):
     """(|d|, |e|, φ, ψ) with the bidiagonal (d, e) = diag(φ)·B·diag(ψ)ᴴ, B = (|d|, |e|):
     ψ_0 = 1, φ_i = ψ_i·sign(d_i), ψ_{i+1} = φ_i·conj(sign(e_i))."""
     xp = array_namespace(d)
-    steps = sign(d[:-1]) * xp.conj(sign(e))
+    steps = _sign(d[:-1]) * xp.conj(_sign(e))
     psi = xp.concatenate([xp.ones(min(d.shape[0], 1), d.dtype), xp.cumprod(steps)])
-    return xp.abs(d), xp.abs(e), psi * sign(d), psi
+    return xp.abs(d), xp.abs(e), psi * _sign(d), psi
 
 
 def band_to_bidiagonal(band, *, record=False):

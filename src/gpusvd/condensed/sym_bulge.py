@@ -32,7 +32,7 @@ b×b block (≈ 8b²), n²/(2b) block steps; three quarters of bulge.py's ≈ 8�
 reflectors.  The same memory-bound loops, the reason b is kept small.
 
 Complex bands are chased in complex arithmetic with zlarfg's reflectors (real β, shared
-with bulge.py: :func:`bulge.reflector`, with dlarfg's rescaling of subnormal columns); the
+with bulge.py: :func:`bulge._reflector`, with dlarfg's rescaling of subnormal columns); the
 diagonal stays real and the tridiagonal is made real with e ≥ 0 at the end by a diagonal
 unitary, T_chased = D·T·Dᴴ (``phase``, ±1 for real bands), as bulge.py's phases.  The
 imaginary parts of the band's diagonal are ignored (taken as zero), as in LAPACK.
@@ -48,7 +48,8 @@ from typing import Any, NamedTuple
 import numba
 import numpy as np
 
-from .bulge import reflector, sign
+from .bulge import _reflector as reflector
+from .bulge import _sign as sign
 
 _DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 
