@@ -6,17 +6,6 @@ import numpy as np
 from naive_condensed import householder
 
 
-def hermitian_band_matrix(band):
-    """The dense Hermitian matrix of a lower band in LAPACK's storage, band[i, k] = A[i+k, i]
-    (the diagonal's imaginary parts ignored)."""
-    n, width = band.shape
-    a = np.diag(band[:, 0].real).astype(band.dtype)
-    for k in range(1, min(width, n)):
-        lower = np.diag(band[:n - k, k], -k)
-        a += lower + lower.conj().T
-    return a
-
-
 def tridiagonal_matrix(d, e):
     """The dense symmetric tridiagonal matrix of d and e."""
     return np.diag(d) + np.diag(e, -1) + np.diag(e, 1)

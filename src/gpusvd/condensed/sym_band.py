@@ -189,7 +189,8 @@ def hermitian_band_matrix(band):
     Returns
     -------
     dense : (n, n) array in the namespace and dtype of ``band``
-        B, with B[i, i + k] = conj(band[i, k]).
+        B, with B[i, i + k] = conj(band[i, k]); the diagonal's imaginary parts are
+        ignored, as in LAPACK's band storage.
 
     Examples
     --------
@@ -202,7 +203,9 @@ def hermitian_band_matrix(band):
     xp = array_namespace(band)
     n, width = band.shape
     dense = xp.zeros((n, n), dtype=band.dtype)
-    for k in range(min(width, n)):
+    idx = xp.arange(n)
+    dense[idx, idx] = band[:, 0].real
+    for k in range(1, min(width, n)):
         idx = xp.arange(n - k)
         dense[idx + k, idx] = band[:n - k, k]
         dense[idx, idx + k] = band[:n - k, k].conj()
