@@ -14,15 +14,13 @@ from gpusvd.condensed.bisection import golub_kahan_offdiagonal
 
 import bisection_cases
 import host_bisection
+import host_kernel  # tests/jacobi, on sys.path once the host module is imported
 from bisection_cases import CASES, CASES32, COUNT_CASES
 
 
 @pytest.fixture(scope="module")
 def host(tmp_path_factory):
-    built = host_bisection.build(tmp_path_factory.mktemp("host_bisection"))
-    if built is None:
-        pytest.skip("g++ is not on PATH")
-    return built
+    return host_kernel.built_or_skip(host_bisection.build, tmp_path_factory, "host_bisection")
 
 
 def _both(host, d, e):

@@ -24,6 +24,7 @@ from gpusvd.condensed import band as stage1
 from gpusvd.condensed import bulge, bulge_cuda
 
 import host_bulge
+import host_kernel  # tests/jacobi, on sys.path once the host module is imported
 import naive_condensed as naive
 
 BOUND = 30  # in units of n·ε of max|band|
@@ -108,10 +109,7 @@ def chase_on_gpu():
 
 @pytest.fixture(scope="module")
 def host_chase(tmp_path_factory):
-    chase = host_bulge.build(tmp_path_factory.mktemp("host_bulge"))
-    if chase is None:
-        pytest.skip("g++ is not on PATH")
-    return chase
+    return host_kernel.built_or_skip(host_bulge.build, tmp_path_factory, "host_bulge")
 
 
 @pytest.mark.parametrize("n, b", [(12, 2), (13, 3), (30, 4), (41, 5), (40, 8), (9, 8),

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 
 import numpy as np
+import pytest
 
 from gpusvd.jacobi.inner import _check
 
@@ -93,6 +94,15 @@ def build(folder, kernel=KERNEL):
     """Compile ``kernel`` (the .cu file) for the host in ``folder``; the ctypes library,
     or None when g++ is not on PATH."""
     return compile_host(folder, SHIM.replace("KERNEL", str(kernel)), "inner")
+
+
+def built_or_skip(build, tmp_path_factory, name):
+    """``build(folder)`` of a host build module in a fresh temporary folder ``name``; the
+    test is skipped where g++ is not on PATH (``build`` returns None)."""
+    built = build(tmp_path_factory.mktemp(name))
+    if built is None:
+        pytest.skip("g++ is not on PATH")
+    return built
 
 
 def compile_host(folder, text, name):

@@ -17,16 +17,15 @@ from gpusvd import testing
 from gpusvd.jacobi import blocked
 from gpusvd.jacobi.gram_cholesky_cuda import launch_config
 import host_gram_cholesky
+import host_kernel
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 
 
 @pytest.fixture(scope="module")
 def host_gc(tmp_path_factory):
-    gc = host_gram_cholesky.build(tmp_path_factory.mktemp("host_gram_cholesky"))
-    if gc is None:
-        pytest.skip("g++ is not on PATH")
-    return gc
+    return host_kernel.built_or_skip(host_gram_cholesky.build, tmp_path_factory,
+                                     "host_gram_cholesky")
 
 
 def _pairs(kind, m, k, dtype, batch=3, seed=0):

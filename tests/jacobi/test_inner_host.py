@@ -28,9 +28,7 @@ MAX_SWEEPS = 30
 
 @pytest.fixture(scope="module")
 def host_inner(tmp_path_factory):
-    lib = host_kernel.build(tmp_path_factory.mktemp("host_inner"))
-    if lib is None:
-        pytest.skip("g++ is not on PATH")
+    lib = host_kernel.built_or_skip(host_kernel.build, tmp_path_factory, "host_inner")
     return host_kernel.inner_jacobi(lib)
 
 

@@ -78,9 +78,7 @@ def test_cuda_rotation_rejects_mixed_dtypes():
 @pytest.fixture(scope="module")
 def host_rotation(tmp_path_factory):
     """jacobi_rotation of the .cu file compiled for the host: (app, aqq, apq, hyp) -> (cs, tn)."""
-    lib = host_kernel.build(tmp_path_factory.mktemp("host_rotation"))
-    if lib is None:
-        pytest.skip("g++ is not on PATH")
+    lib = host_kernel.built_or_skip(host_kernel.build, tmp_path_factory, "host_rotation")
 
     def rotate(app, aqq, apq_abs, hyperbolic):
         args = [np.ascontiguousarray(x) for x in (app, aqq, apq_abs)]

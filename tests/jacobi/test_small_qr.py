@@ -19,6 +19,7 @@ from gpusvd import testing
 from gpusvd.jacobi import blocked, driver, inner, jacobi_svd, small_qr_cuda
 from gpusvd.jacobi.small_qr_cuda import launch_config, shared_bytes
 import host_small_qr
+import host_kernel
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 SHAPES = [(1, 1), (5, 5), (8, 3), (32, 32), (40, 17), (67, 64)]
@@ -27,10 +28,7 @@ BOUND = 10    # in units of n·ε (of the column's norm, or of 1 for orthogonali
 
 @pytest.fixture(scope="module")
 def host_qr(tmp_path_factory):
-    qr = host_small_qr.build(tmp_path_factory.mktemp("host_small_qr"))
-    if qr is None:
-        pytest.skip("g++ is not on PATH")
-    return qr
+    return host_kernel.built_or_skip(host_small_qr.build, tmp_path_factory, "host_small_qr")
 
 
 def _eps(dtype):
