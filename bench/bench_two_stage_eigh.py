@@ -5,7 +5,7 @@ The eigensolver that the polar method's ``eigh`` of H is to become: dense → He
 (condensed/sym_band.py, GEMMs on the device), band → real tridiagonal (sym_bulge.py, the
 Numba chase on the host, the band crossing), tridiagonal eigenvalues (LAPACK on the host).
 For each n and dtype: the whole of ``condensed.driver.two_stage_eigenvalues`` and its three
-phases timed apart (the device synchronized around each), against ``cupy.linalg.eigvalsh``
+phases (the driver's profile.phase marks, the device synchronized around each), against ``cupy.linalg.eigvalsh``
 (cuSOLVER syevd, values only) and, for scale, ``eigh`` with vectors; the values' error in
 units of n·ε·‖A‖ against float64 LAPACK on the host (n ≤ ``--ref-max``). On the GPU::
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
@@ -30,27 +29,17 @@ import common  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.linalg  # noqa: E402
 
+from gpusvd._core import profile  # noqa: E402
 from gpusvd._core.backend import to_host  # noqa: E402
 from gpusvd.condensed import driver  # noqa: E402
-from gpusvd.condensed.sym_band import hermitian_band_of, reduce_to_hermitian_band  # noqa: E402
-from gpusvd.condensed.sym_bulge import band_to_tridiagonal  # noqa: E402
 
 
-def _phases(a, xp, b, sync):
-    """Seconds of stage 1, stage 2 (with the band's copy to the host) and the solver."""
-    out = {}
-    work = a.copy()
-    sync()
-    t0 = time.perf_counter()
-    band = hermitian_band_of(reduce_to_hermitian_band(work, bandwidth=b))
-    sync()
-    t1 = time.perf_counter()
-    tri = band_to_tridiagonal(to_host(band))
-    t2 = time.perf_counter()
-    scipy.linalg.eigvalsh_tridiagonal(tri.d.astype(np.float64), tri.e.astype(np.float64))
-    t3 = time.perf_counter()
-    out["stage1"], out["stage2"], out["solver"] = t1 - t0, t2 - t1, t3 - t2
-    return out
+def _phases(a, b):
+    """Seconds of stage 1, stage 2 (with the band's copy to the host) and the solver: the
+    driver's own phases (gpusvd._core.profile), the device synchronized around each."""
+    with profile.recording() as phases:
+        driver.two_stage_eigenvalues(a, bandwidth=b)
+    return phases
 
 
 def main():
@@ -87,7 +76,7 @@ def main():
                 t = common.time_gpu(lambda: driver.two_stage_eigenvalues(a, bandwidth=b),
                                       repeat=args.repeat, sync=sync)
                 row[f"two_stage_b{b}"] = t.median
-                row[f"phases_b{b}"] = _phases(a, xp, b, sync)
+                row[f"phases_b{b}"] = _phases(a, b)
                 if ref is not None:
                     w = to_host(t.result).astype(np.float64)
                     row[f"error_b{b}_n_eps"] = float(np.abs(w - ref).max() / unit)

@@ -31,7 +31,7 @@ rule, so the scale here is 1 and nothing is scaled twice.
 import numpy as np
 import scipy.linalg
 
-from .._core import tunables
+from .._core import profile, tunables
 from .._core.backend import array_namespace, to_host
 from .._core.scaling import safe_exponent, safe_scale, scale_values, times_power_of_two
 from ..golub_reinsch.dqds import bidiagonal_singular_values
@@ -162,7 +162,11 @@ def two_stage_eigenvalues(a, xp=None, *, bandwidth=None):
     # Into the safe range by an exact power of two, any distance (subnormal input too)
     k = safe_exponent(float(xp.abs(a).max()), a.dtype)
     work = times_power_of_two(a, k, xp) if k else a.copy()
-    band = hermitian_band_of(reduce_to_hermitian_band(work, bandwidth=b))
-    tri = band_to_tridiagonal(to_host(band))
-    w = scipy.linalg.eigvalsh_tridiagonal(tri.d.astype(np.float64), tri.e.astype(np.float64))
+    with profile.phase("eigen_stage1", xp):
+        band = hermitian_band_of(reduce_to_hermitian_band(work, bandwidth=b))
+    with profile.phase("eigen_stage2", xp):
+        tri = band_to_tridiagonal(to_host(band))
+    with profile.phase("eigen_solver", xp):
+        w = scipy.linalg.eigvalsh_tridiagonal(tri.d.astype(np.float64),
+                                              tri.e.astype(np.float64))
     return scale_values(xp.asarray(w.astype(real)), -k, xp)
