@@ -5,8 +5,9 @@ The eigensolver that the polar method's ``eigh`` of H is to become: dense → He
 (condensed/sym_band.py, GEMMs on the device), band → real tridiagonal (sym_bulge.py, the
 Numba chase on the host, the band crossing), tridiagonal eigenvalues (LAPACK on the host).
 For each n and dtype: the whole of ``condensed.driver.two_stage_eigenvalues`` and its three
-phases (the driver's profile.phase marks, the device synchronized around each), against ``cupy.linalg.eigvalsh``
-(cuSOLVER syevd, values only) and, for scale, ``eigh`` with vectors; the values' error in
+phases (the driver's profile.phase marks, the device synchronized around each), against
+``cupy.linalg.eigvalsh`` (cuSOLVER syevd, values only) and, for scale, ``eigh`` with
+vectors; the values' error in
 units of n·ε·‖A‖ against float64 LAPACK on the host (n ≤ ``--ref-max``). On the GPU::
 
     PYTHONPATH=src python bench/bench_two_stage_eigh.py --sizes 4096 8192 \\
