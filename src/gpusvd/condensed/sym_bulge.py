@@ -28,8 +28,8 @@ columns instead).
 
 Flops ≈ 6·n²·b: per block step a Hermitian rank-2 update of a b×b block (≈ 4b²: A·v on
 the whole block, the update on its stored triangle) and two one-sided applications to a
-b×b block (≈ 8b²), n²/(2b) block steps; three quarters of bulge.py's ≈ 8·n²·b, since symmetry spares the row
-reflectors.  The same memory-bound loops, the reason b is kept small.
+b×b block (≈ 8b²), n²/(2b) block steps; three quarters of bulge.py's ≈ 8·n²·b, since
+symmetry spares the row reflectors.  The same memory-bound loops, the reason b is kept small.
 
 Complex bands are chased in complex arithmetic with zlarfg's reflectors (real β, shared
 with bulge.py: :func:`bulge._reflector`, with dlarfg's rescaling of subnormal columns); the
