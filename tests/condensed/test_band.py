@@ -95,6 +95,17 @@ def test_bad_input():
         stage1.reduce_to_band(np.zeros((5, 3)), bandwidth=0)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_row_major_input_is_reduced_in_place_as_column_major(dtype):
+    a = testing.random_matrix(40, 31, dtype=dtype, seed=4)
+    column_major = stage1.reduce_to_band(np.array(a, order="F"), bandwidth=6)
+    row_major = np.array(a, order="C")
+    red = stage1.reduce_to_band(row_major, bandwidth=6)
+    assert red.factors is row_major
+    assert _units(red.factors - column_major.factors, a) < BOUND
+    assert _units(red.t_left - column_major.t_left, np.eye(40, dtype=dtype)) < BOUND
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.complex128])
 def test_gpu_band_matches_cpu(dtype):

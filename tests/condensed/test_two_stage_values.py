@@ -74,6 +74,23 @@ def test_every_bandwidth(bandwidth):
         assert np.array_equal(two_stage_singular_values(a), s)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("scale", [1e-300, 1e300, 1e-320, 1e-42, 1e36])
+def test_far_from_one(scale, dtype):
+    """Called directly (no front end), a matrix far from 1 is scaled into the safe range by
+    an exact power of two and back, subnormal max|A| included: finite, accurate values."""
+    if not float(np.finfo(dtype).smallest_subnormal) <= scale <= float(np.finfo(dtype).max) / 100:
+        pytest.skip("not representable in this dtype")
+    base = testing.random_matrix(40, 30, dtype=np.float64, seed=6)
+    a = (base * scale).astype(dtype)
+    s = two_stage_singular_values(a, bandwidth=6)
+    assert np.isfinite(s).all()
+    ref = scipy.linalg.svdvals(a.astype(np.float64))
+    tol = BOUND * 40 * np.finfo(dtype).eps * ref[0]
+    tol = max(tol, 40 * float(np.finfo(dtype).smallest_subnormal))  # subnormal input
+    assert np.abs(s - ref).max() <= tol
+
+
 def test_bad_bandwidth():
     with pytest.raises(ValueError, match="bandwidth"):
         two_stage_singular_values(np.eye(4), bandwidth=0)

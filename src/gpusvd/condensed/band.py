@@ -19,8 +19,10 @@ matrix–vector products with the whole trailing matrix, every flop outside the 
 a GEMM: each Q_k and P_k is held in compact WY form I − V·T·Vᴴ (Schreiber & Van Loan,
 SIAM J. Sci. Stat. Comput. 10 (1989) 53–57), and a trailing update is three GEMMs.
 
-The panel QR is LAPACK's (cuSOLVER's) geqrf through ``xp.linalg.qr(mode="raw")``, which
-NumPy and CuPy both have.  T is made from V and τ without a column loop (one launch per
+The panel QR is LAPACK's (cuSOLVER's) geqrf, and the trailing updates are GEMMs on the
+trailing sub-blocks in place (c ← c − x·y): :data:`_TWINS` maps the array namespace to them,
+NumPy's ``linalg.qr(mode="raw")`` and matmul on the CPU, cuSOLVER and cuBLAS on the views as
+they lie on the GPU (band_cuda.py, which says why: CuPy's matmul copies a strided view).  T is made from V and τ without a column loop (one launch per
 step on a GPU would be 2n launches): T⁻¹ = diag(1/τ) + striu(VᴴV) (Puglisi, 1992;
 Joffrain, Low, Quintana-Ortí, van de Geijn & Van Zee, ACM TOMS 32 (2006) 169–179, eq. (4),
 whose 1/τ = vᴴv/2 holds for real reflectors; LAPACK's dlarft recurrence
@@ -44,6 +46,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._core.backend import array_namespace
+from . import band_cuda
 
 # The namespace's triangular solver: the only step here without an xp.linalg form.
 _SOLVE_TRIANGULAR = {"numpy": "scipy.linalg", "cupy": "cupyx.scipy.linalg"}
@@ -70,10 +73,43 @@ def _panel_qr(panel):
     return h.T.astype(panel.dtype, copy=False), tau.astype(panel.dtype, copy=False)
 
 
+def _op(x, op):
+    return {"N": x, "T": x.T, "C": _ct(x)}[op]
+
+
+def _gemm_host(c, a, b, *, op_a="N", op_b="N", subtract=False):
+    """band_cuda.gemm_into's NumPy twin: c ← op(a)·op(b), or c − op(a)·op(b), in place."""
+    product = _op(a, op_a) @ _op(b, op_b)
+    if subtract:
+        c -= product
+    else:
+        c[...] = product
+    return c
+
+
+def _geqrf_host(panel):
+    """band_cuda.geqrf_into's NumPy twin: geqrf on ``panel`` in place, τ returned."""
+    h, tau = _panel_qr(panel)
+    panel[...] = h
+    return tau
+
+
+class _Twins(NamedTuple):
+    gemm: Any    # gemm_into(c, a, b, *, op_a, op_b, subtract)
+    geqrf: Any   # geqrf_into(panel) -> tau
+
+
+# Stage 1's dense kernels by the array namespace's name (module docstring).
+_TWINS = {"numpy": _Twins(_gemm_host, _geqrf_host),
+          "cupy": _Twins(band_cuda.gemm_into, band_cuda.geqrf_into)}
+
+
 def _unit_lower(h):
-    """V: the strictly lower part of h with ones on the diagonal."""
+    """V: the strictly lower part of h with ones on the diagonal (a new array)."""
     xp = array_namespace(h)
-    return xp.tril(h, -1) + xp.eye(*h.shape, dtype=h.dtype)
+    v = xp.tril(h, -1)
+    xp.fill_diagonal(v, 1)
+    return v
 
 
 def _wy_factor(v, tau):
@@ -137,25 +173,42 @@ def reduce_to_band(a, *, bandwidth):
     panels = _panels(n, b)
     t_left = xp.zeros((len(panels), b, b), dtype=a.dtype)
     t_right = xp.zeros((len(panels), b, b), dtype=a.dtype)
+    gemm, geqrf = _TWINS[xp.__name__]
+    # The updates run on column-major sub-blocks (band_cuda.py): a C-ordered a is reduced
+    # in a Fortran-ordered copy and written back.
+    work = a if a.flags.f_contiguous else xp.asfortranarray(a)
+    # Workspace of the updates, column-major: Vᴴ·C and its T-product (b × n), C·U (m × b).
+    w = xp.empty((2, n, b), dtype=a.dtype).transpose(0, 2, 1)
+    x = xp.empty((2, b, m), dtype=a.dtype).transpose(0, 2, 1)
     for p, k in enumerate(panels):
         kb = min(b, n - k)
-        # Step 1: QR of the column panel, Q_kᴴ applied to the columns right of it.
-        h, tau = _panel_qr(a[k:, k:k + kb])
-        a[k:, k:k + kb] = h
-        v = _unit_lower(h)
+        # Step 1: QR of the column panel, Q_kᴴ applied to the columns right of it:
+        # C ← C − V·(Tᴴ·(Vᴴ·C)).
+        tau = geqrf(work[k:, k:k + kb])
+        v = _unit_lower(work[k:, k:k + kb])
         t = t_left[p, :kb, :kb] = _wy_factor(v, tau)
-        right = a[k:, k + kb:]
-        if right.shape[1] == 0:
+        right = work[k:, k + kb:]
+        cols = right.shape[1]
+        if cols == 0:
             break
-        right -= v @ (_ct(t) @ (_ct(v) @ right))
+        gemm(w[0, :kb, :cols], v, right, op_a="C")
+        gemm(w[1, :kb, :cols], t, w[0, :kb, :cols], op_a="C")
+        gemm(right, v, w[1, :kb, :cols], subtract=True)
         # Step 2: LQ of the row panel (QR of its conjugate transpose), P_k applied to the
-        # rows below it.
-        h, tau = _panel_qr(_ct(a[k:k + kb, k + kb:]))
-        a[k:k + kb, k + kb:] = _ct(h)
-        u = _unit_lower(h[:, :tau.shape[0]])  # min(kb, n − k − kb) reflectors
-        t = t_right[p, :tau.shape[0], :tau.shape[0]] = _wy_factor(u, tau)
-        below = a[k + kb:, k + kb:]
-        below -= ((below @ u) @ t) @ _ct(u)
+        # rows below it: C ← C − ((C·U)·T)·Uᴴ.
+        h = xp.array(_ct(work[k:k + kb, k + kb:]), order="F")
+        tau = geqrf(h)
+        work[k:k + kb, k + kb:] = _ct(h)
+        r = tau.shape[0]  # min(kb, n − k − kb) reflectors
+        u = _unit_lower(h[:, :r])
+        t = t_right[p, :r, :r] = _wy_factor(u, tau)
+        below = work[k + kb:, k + kb:]
+        rows = below.shape[0]
+        gemm(x[0, :rows, :r], below, u)
+        gemm(x[1, :rows, :r], x[0, :rows, :r], t)
+        gemm(below, x[1, :rows, :r], u, op_b="C", subtract=True)
+    if work is not a:
+        a[...] = work
     return BandReduction(a, t_left, t_right, b)
 
 

@@ -22,7 +22,7 @@ O(n²·b) on data of O(n·b).  Both stages are orthogonal, so every value moves 
 modest multiple of n·ε·‖A‖ (Weyl), as with the one-stage reduction.
 
 As in golub_reinsch/driver.py: A is scaled by a power of two into the safe range first
-(``safe_scale``, LAPACK's dlascl), a wide A is reduced through its transpose (same
+(``safe_exponent``, LAPACK's dlascl, applied exactly at any distance), a wide A is reduced through its transpose (same
 values), and for m ≥ 1.6·n a QR of A leaves the n×n R to reduce. Through ``svdvals`` the
 front end (_core/front_end.py) has already brought max|A| into that range by the same
 rule, so the scale here is 1 and nothing is scaled twice.
@@ -33,7 +33,7 @@ import scipy.linalg
 
 from .._core import profile, tunables
 from .._core.backend import array_namespace, to_host
-from .._core.scaling import safe_exponent, safe_scale, scale_values, times_power_of_two
+from .._core.scaling import largest_entries, safe_exponent, scale_values, times_power_of_two
 from ..golub_reinsch.dqds import bidiagonal_singular_values
 from .band import band_of, reduce_to_band
 from .bisection import bidiagonal_singular_values_bisection
@@ -109,13 +109,18 @@ def two_stage_singular_values(a, xp=None, *, bandwidth=None):
     if n == 0:
         return xp.zeros(0, dtype=real)
     b = _bandwidth(n, bandwidth, xp)
-    scale = safe_scale(float(xp.abs(a).max()), a.dtype)
-    work = a * a.dtype.type(scale) if scale != 1.0 else a.copy()
-    if m >= _QR_FIRST_RATIO * n:
-        work = xp.triu(xp.linalg.qr(work, mode="r")[:n]).astype(a.dtype, copy=False)
-    bd = band_to_bidiagonal(band_of(reduce_to_band(xp.asfortranarray(work), bandwidth=b)))
-    s = xp.asarray(_VALUES_SOLVERS[xp.__name__](bd))
-    return (s / scale).astype(real, copy=False)
+    # Into the safe range by an exact power of two, any distance (subnormal input too)
+    k = safe_exponent(float(largest_entries(a[None], xp)[0]), a.dtype)
+    work = times_power_of_two(a, k, xp) if k else a.copy()
+    with profile.phase("values_stage1", xp):
+        if m >= _QR_FIRST_RATIO * n:
+            work = xp.triu(xp.linalg.qr(work, mode="r")[:n]).astype(a.dtype, copy=False)
+        band = band_of(reduce_to_band(xp.asfortranarray(work), bandwidth=b))
+    with profile.phase("values_stage2", xp):
+        bd = band_to_bidiagonal(band)
+    with profile.phase("values_solver", xp):
+        s = xp.asarray(_VALUES_SOLVERS[xp.__name__](bd))
+    return scale_values(s.astype(real, copy=False), -k, xp)
 
 
 def two_stage_eigenvalues(a, xp=None, *, bandwidth=None):
@@ -160,7 +165,7 @@ def two_stage_eigenvalues(a, xp=None, *, bandwidth=None):
         return xp.zeros(0, dtype=real)
     b = _bandwidth(n, bandwidth, xp)
     # Into the safe range by an exact power of two, any distance (subnormal input too)
-    k = safe_exponent(float(xp.abs(a).max()), a.dtype)
+    k = safe_exponent(float(largest_entries(a[None], xp)[0]), a.dtype)
     work = times_power_of_two(a, k, xp) if k else a.copy()
     with profile.phase("eigen_stage1", xp):
         band = hermitian_band_of(reduce_to_hermitian_band(work, bandwidth=b))
