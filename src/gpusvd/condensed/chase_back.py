@@ -1,0 +1,189 @@
+"""The back-transformation of stage 2: Q₂·C and P₂·C from the chase's recorded reflectors,
+in blocks, as GEMMs.
+
+Both chases (bulge.py, sym_bulge.py) record reflector (s, k), block k of sweep s,
+H = I − τ·v·vᴴ on the indices s+1+k·b … s+k·b+b (cut at n); Q = ∏ H(s, k) in the
+order (s, k), s major.  Applied one at a time, Q·C for C of n×m is 2n²·m flops in rank-1
+updates, each reading b rows of C: memory bound.
+
+Grouping (Haidar, Ltaief & Dongarra, SC'11, Sec. V; Haidar, Tomov, Dongarra, Solcà &
+Schulthess, IJHPCA 28 (2014), Sec. 4.2, "diamond" blocks; MAGMA's zbulge_back): the
+reflectors of g consecutive sweeps J·g … J·g+g−1 at the same block k start at
+consecutive indices, so their vectors, shifted down by one per sweep, are the columns of
+one (b+g−1)×g lower-trapezoidal V, and their product H(Jg, k)·…·H(Jg+g−1, k) is
+I − V·T·Vᴴ with T upper triangular by LAPACK's dlarft recurrence (forward, columnwise)
+T(:j, j) = −τ_j·T(:j, :j)·(VᴴV)(:j, j), T(j, j) = τ_j.  A reflector with τ = 0 (H = I)
+gets a zero row and column of T, whatever its v; no 1/τ is taken.
+
+Ordering.  Two reflectors commute unless their windows overlap.  Windows of one sweep are
+disjoint; (s, k) and (s', k') with s < s' overlap only if |s + k·b − s' − k'·b| < b,
+which forces k ≥ k' (the later sweep's window is shifted right by s' − s > 0, so only
+its blocks of the same or lower index reach back to block k).  In Q·C the last factor
+acts first, so (s', k') must act before (s, k): later sweeps first, and, for group
+(J, k), the groups (J', k') with J' > J and k' ≤ k first, and (J, k−1) before (J, k)
+(the only same-J pair that overlaps: (s, k) with (s', k−1), s < s').  Hence the
+wavefront t = (J_last − J) + k: each group acts at step t after every group it must
+follow, and the groups of one step, (J, k) and (J−1, k−1) …, start g + b indices apart
+and span b+g−1, so they touch disjoint rows and act as one batched GEMM on the strided
+view of C's rows.  Steps: ⌈S/g⌉ + ⌈S/b⌉ − 1 for S sweeps; a group's V and T are built
+for all groups at once (g batched steps for T).
+
+Flops.  A group acts as C ← C − V·(W·C) with W = T·Vᴴ formed once (g×(b+g−1)): 4·(b+g−1)·m
+per reflector, against 4·b·m one at a time; the trapezoid's zero triangle doubles the work
+at g = b (8b·m per reflector, ≈ 4n²·m in all), the price of GEMMs.  Groups wholly past
+row n are skipped; the others, partly past it, are padded with zero rows.
+"""
+
+from .._core.backend import array_namespace
+
+
+def _ch(x):
+    """The conjugate transpose of a stack of matrices (a view when real)."""
+    x = x.swapaxes(-1, -2)
+    return x.conj() if x.dtype.kind == "c" else x
+
+
+def _groups(v, tau, b, g, n):
+    """V (as its rows Vᵀ) and τ of every group: (G, K, g, b+g−1) and (G, K, g).
+
+    v (S, K, b) and τ are cut at n first (entries past the end of the matrix act on nothing), and
+    padded with τ = 0 sweeps to a multiple of g.  Row j of group (J, k) is v(Jg+j, k)
+    shifted right by j: laid out in rows of b+g, the flat vector read in rows of b+g−1
+    shifts row j by j."""
+    xp = array_namespace(v)
+    sweeps, blocks, _ = v.shape
+    first = (xp.arange(sweeps)[:, None, None] + 1 + b * xp.arange(blocks)[None, :, None])
+    v = xp.where(first + xp.arange(b) < n, v, 0)
+    tau = xp.where(first[..., 0] < n, tau, 0)
+    groups = -(-sweeps // g)
+    padded = xp.zeros((groups * g, blocks, b + g), v.dtype)
+    padded[:sweeps, :, :b] = v
+    taus = xp.zeros((groups * g, blocks), tau.dtype)
+    taus[:sweeps] = tau
+    rows = padded.reshape(groups, g, blocks, b + g).transpose(0, 2, 1, 3)
+    flat = rows.reshape(groups, blocks, g * (b + g))[..., :g * (b + g - 1)]
+    taus = taus.reshape(groups, g, blocks).transpose(0, 2, 1)
+    return flat.reshape(groups, blocks, g, b + g - 1), taus
+
+
+def _wy_t(rows, tau):
+    """T of each group, I − V·T·Vᴴ = H_0·…·H_{g−1}: dlarft's recurrence, batched."""
+    xp = array_namespace(rows)
+    g = rows.shape[-2]
+    gram = rows.conj() @ rows.swapaxes(-1, -2)  # (VᴴV)(i, j) = v_iᴴ·v_j
+    t = xp.zeros(rows.shape[:-1] + (g,), rows.dtype)
+    t[..., 0, 0] = tau[..., 0]
+    for j in range(1, g):
+        col = t[..., :j, :j] @ gram[..., :j, j:j + 1]
+        t[..., :j, j:j + 1] = -tau[..., j, None, None] * col
+        t[..., j, j] = tau[..., j]
+    return t
+
+
+def _apply(v, tau, b, c, group, sweeps_short):
+    """Q·c for reflectors (S, K, b) on windows s+1+k·b, S = n − ``sweeps_short``."""
+    xp = array_namespace(c)
+    if c.ndim not in (1, 2):
+        raise ValueError(f"c must be 1-D or 2-D, got shape {c.shape}")
+    n = c.shape[0]
+    if v.shape[0] != max(n - sweeps_short, 0) and v.size:
+        raise ValueError(f"c has {n} rows; the reflectors are of a matrix of order "
+                         f"{v.shape[0] + sweeps_short}")
+    g = b if group is None else int(group)
+    if g < 1:
+        raise ValueError(f"group must be at least 1, got {group}")
+    dtype = xp.result_type(v.dtype, c.dtype)
+    work = xp.zeros((n + g + b, c.shape[1] if c.ndim == 2 else 1), dtype)
+    work[:n] = c if c.ndim == 2 else c[:, None]
+    if v.size:
+        rows, taus = _groups(xp.asarray(v, dtype), xp.asarray(tau, dtype), b, g, n)
+        last, blocks = rows.shape[0] - 1, rows.shape[1]
+        flat = (rows.shape[0] * blocks,)
+        wy = (_wy_t(rows, taus) @ rows.conj()).reshape(flat + rows.shape[2:])  # W = T·Vᴴ
+        vs = rows.reshape(flat + rows.shape[2:]).swapaxes(-1, -2)              # V
+        span, m = b + g - 1, work.shape[1]
+        for t in range(last + blocks):
+            j_lo = max(0, last - t)
+            k_lo = t - last + j_lo
+            r0 = j_lo * g + k_lo * b + 1
+            count = min(last - j_lo + 1, blocks - k_lo, (n - 1 - r0) // (g + b) + 1)
+            if count <= 0:
+                continue
+            i0 = j_lo * blocks + k_lo  # group (J, k) is J·K + k; (J+1, k+1) is K + 1 on
+            pick = slice(i0, i0 + (count - 1) * (blocks + 1) + 1, blocks + 1)
+            view = work[r0:r0 + count * (g + b)].reshape(count, g + b, m)[:, :span]
+            view -= vs[pick] @ (wy[pick] @ view)
+    out = work[:n]
+    return out if c.ndim == 2 else out[:, 0]
+
+
+def apply_q(refl, c, *, group=None):
+    """Q₂·c for the left reflectors of :func:`gpusvd.condensed.bulge.band_to_bidiagonal`.
+
+    Parameters
+    ----------
+    refl : bulge.ChaseReflectors
+        ``band_to_bidiagonal(band, record=True).reflectors``, NumPy or CuPy.
+    c : (n,) or (n, m) array, in the reflectors' namespace
+        Not modified.
+    group : int, optional
+        Sweeps per block, g (module docstring); default the bandwidth b.
+
+    Returns
+    -------
+    array
+        Q₂·c, of the shape of ``c`` and the common dtype of the reflectors and ``c``.
+
+    Raises
+    ------
+    ValueError
+        If ``c`` is not 1-D or 2-D, its rows do not match the reflectors, or g < 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpusvd.condensed import bulge
+    >>> band = np.random.default_rng(0).standard_normal((9, 4))
+    >>> bd = bulge.band_to_bidiagonal(band, record=True)
+    >>> q = apply_q(bd.reflectors, np.eye(9)) * bd.phase_left
+    >>> p = apply_p(bd.reflectors, np.eye(9)) * bd.phase_right
+    >>> dense = sum(np.diag(band[:9 - k, k], k) for k in range(4))
+    >>> bool(np.allclose(q @ (np.diag(bd.d) + np.diag(bd.e, 1)) @ p.T, dense))
+    True
+    """
+    return _apply(refl.v_left, refl.tau_left, refl.bandwidth, c, group, 1)
+
+
+def apply_p(refl, c, *, group=None):
+    """P₂·c for the right reflectors of :func:`gpusvd.condensed.bulge.band_to_bidiagonal`
+    (A_band = Q₂·B_chased·P₂ᴴ); parameters as :func:`apply_q`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpusvd.condensed import bulge
+    >>> bd = bulge.band_to_bidiagonal(np.random.default_rng(1).standard_normal((7, 3)),
+    ...                               record=True)
+    >>> p = apply_p(bd.reflectors, np.eye(7), group=2)
+    >>> bool(np.allclose(p.T @ p, np.eye(7)))
+    True
+    """
+    return _apply(refl.v_right, refl.tau_right, refl.bandwidth, c, group, 1)
+
+
+def apply_sym_q(refl, c, *, group=None):
+    """Q·c for the reflectors of :func:`gpusvd.condensed.sym_bulge.band_to_tridiagonal`
+    (A = Q·T_chased·Qᴴ), the blocked form of :func:`sym_bulge.apply_chase_q`; parameters
+    as :func:`apply_q`, with a sym_bulge.ChaseReflectors.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpusvd.condensed import sym_bulge
+    >>> band = np.random.default_rng(2).standard_normal((8, 3))
+    >>> t = sym_bulge.band_to_tridiagonal(band, record=True)
+    >>> x = np.random.default_rng(3).standard_normal((8, 2))
+    >>> bool(np.allclose(apply_sym_q(t.reflectors, x), sym_bulge.apply_chase_q(t.reflectors, x)))
+    True
+    """
+    return _apply(refl.v, refl.tau, refl.bandwidth, c, group, 2)

@@ -1,0 +1,172 @@
+"""The blocked back-transformation of stage 2 (condensed/chase_back.py) against the oracle
+that multiplies in every recorded reflector as a dense matrix (naive_chase_back.py), and
+end to end: the band rebuilt from Q₂, P₂ (Q) and the phases.
+
+Units: n·ε (ε of the working dtype).  Blocked against oracle, ‖·‖_F relative to ‖C‖_F,
+BOUND_ORACLE = 4: each row of C meets at most one reflector per sweep (a sweep's windows
+are disjoint), n − 1 in all, each applied backward stably (Higham, Lemma 19.3), so the two
+results differ by O(n·ε) in the worst case and by less in practice; the largest seen over
+these cases is 0.42, so 4 leaves a factor ten without hiding an error of a misplaced
+reflector, which is O(1) (a wrong order gives ≈ 1/(n·ε)).  End to end as test_bulge.py and
+test_sym_bulge.py: max-norm relative to ‖A‖, and ‖QᴴQ − I‖_F/(n·ε), BOUND = 30.
+"""
+
+import numpy as np
+import pytest
+
+from gpusvd import testing
+from gpusvd.condensed import band as stage1
+from gpusvd.condensed import bulge, chase_back, sym_bulge
+from gpusvd.condensed.sym_band import hermitian_band_matrix
+
+import naive_chase_back as naive
+
+BOUND_ORACLE = 4
+BOUND = 30
+DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+BANDWIDTHS = (2, 3, 8, 16)
+
+
+def _sizes(b):
+    """Tiny, n < b, n = b + 1, n not a multiple of b, several blocks per sweep."""
+    return sorted({1, 2, 3, 5, b + 1, 2 * b + 3, 40})
+
+
+CASES = [(n, b) for b in BANDWIDTHS for n in _sizes(b)]
+
+
+def _oracle_units(x, ref, c):
+    n = max(c.shape[0], 1)
+    scale = max(float(np.linalg.norm(c)), float(np.finfo(c.dtype).tiny))
+    return float(np.linalg.norm(x - ref)) / (scale * n * np.finfo(c.dtype).eps)
+
+
+def _units(x, a):
+    n = max(a.shape[0], 1)
+    scale = max(float(np.abs(a).max(initial=0.0)), float(np.finfo(a.dtype).tiny))
+    return float(np.abs(x).max(initial=0.0)) / (scale * n * np.finfo(a.dtype).eps)
+
+
+def _synthetic(n, b, sweeps, dtype, seed):
+    """Unitary reflectors on the chase's windows, a fifth of them with τ = 0 (and v left
+    as junk), v junk past row n and τ junk (NaN) on windows wholly past it."""
+    rng = np.random.default_rng(seed)
+    blocks = -(-sweeps // b)
+    complex_ = np.dtype(dtype).kind == "c"
+    v = rng.standard_normal((sweeps, blocks, b)) + (
+        1j * rng.standard_normal((sweeps, blocks, b)) if complex_ else 0)
+    v[..., 0] = 1
+    first = np.arange(sweeps)[:, None] + 1 + b * np.arange(blocks)[None, :]
+    inside = first[..., None] + np.arange(b) < n
+    norm2 = np.maximum((np.abs(v) ** 2 * inside).sum(-1), 1)
+    # 2·Re τ = |τ|²·‖v‖² makes H unitary: τ = (1 + e^{iθ})/‖v‖², θ = 0 when real.
+    theta = rng.uniform(0, np.pi, first.shape) if complex_ else np.zeros(first.shape)
+    tau = (1 + np.exp(1j * theta)) / norm2
+    tau = tau if complex_ else tau.real
+    tau[rng.random(first.shape) < 0.2] = 0
+    tau[first >= n] = np.nan
+    return v.astype(dtype), tau.astype(dtype)
+
+
+@pytest.mark.parametrize("group", [None, 1, 3, "2b"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n, b", CASES)
+def test_matches_the_oracle(n, b, dtype, group):
+    """Both sides of the chase (sweeps 0 … n−2) and the symmetric one (0 … n−3), g = b,
+    g = 1, g not dividing b, g > b."""
+    g = 2 * b if group == "2b" else group
+    c = testing.random_matrix(n, 4, dtype=dtype, seed=n + b)
+    saved = c.copy()
+    v, tau = _synthetic(n, b, max(n - 1, 0), dtype, seed=n * b)
+    u, sigma = _synthetic(n, b, max(n - 1, 0), dtype, seed=n * b + 1)
+    refl = bulge.ChaseReflectors(v, tau, u, sigma, b)
+    ref = naive.apply_reflectors(v, np.nan_to_num(tau), b, c)
+    assert _oracle_units(chase_back.apply_q(refl, c, group=g), ref, c) < BOUND_ORACLE
+    ref = naive.apply_reflectors(u, np.nan_to_num(sigma), b, c)
+    assert _oracle_units(chase_back.apply_p(refl, c, group=g), ref, c) < BOUND_ORACLE
+    v, tau = _synthetic(n, b, max(n - 2, 0), dtype, seed=n * b + 2)
+    ref = naive.apply_reflectors(v, np.nan_to_num(tau), b, c)
+    got = chase_back.apply_sym_q(sym_bulge.ChaseReflectors(v, tau, b), c, group=g)
+    assert _oracle_units(got, ref, c) < BOUND_ORACLE
+    assert np.array_equal(c, saved)
+
+
+@pytest.mark.parametrize("group", [None, 3])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n, b", CASES)
+def test_bidiagonal_reflectors_reconstruct_the_band(n, b, dtype, group):
+    """A_band = (Q₂·D_L)·B·(P₂·D_R)ᴴ with Q₂, P₂ unitary, and Q₂, P₂ as the oracle's."""
+    band = testing.random_matrix(n, b + 1, dtype=dtype, seed=n * b)
+    a = stage1.band_matrix(band)
+    bd = bulge.band_to_bidiagonal(band, record=True)
+    refl, eye = bd.reflectors, np.eye(n, dtype=dtype)
+    q2 = chase_back.apply_q(refl, eye, group=group)
+    p2 = chase_back.apply_p(refl, eye, group=group)
+    assert _oracle_units(q2, naive.apply_reflectors(refl.v_left, refl.tau_left,
+                                                    refl.bandwidth, eye), eye) < BOUND_ORACLE
+    assert _oracle_units(p2, naive.apply_reflectors(refl.v_right, refl.tau_right,
+                                                    refl.bandwidth, eye), eye) < BOUND_ORACLE
+    q, p = q2 * bd.phase_left, p2 * bd.phase_right
+    assert testing.orthogonality(q) < BOUND and testing.orthogonality(p) < BOUND
+    b_real = (np.diag(bd.d) + np.diag(bd.e, 1)).astype(dtype)
+    assert _units(q @ b_real @ p.conj().T - a, a) < BOUND
+
+
+@pytest.mark.parametrize("group", [None, 3])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n, b", CASES)
+def test_tridiagonal_reflectors_reconstruct_the_band(n, b, dtype, group):
+    """A = (Q·D)·T·(Q·D)ᴴ with Q unitary, and Q as sym_bulge's unblocked loop gives it."""
+    band = testing.random_matrix(n, b + 1, dtype=dtype, seed=n * b)
+    a = hermitian_band_matrix(band)
+    t = sym_bulge.band_to_tridiagonal(band, record=True)
+    eye = np.eye(n, dtype=dtype)
+    q = chase_back.apply_sym_q(t.reflectors, eye, group=group)
+    assert _oracle_units(q, sym_bulge.apply_chase_q(t.reflectors, eye), eye) < BOUND_ORACLE
+    q = q * t.phase
+    assert testing.orthogonality(q) < BOUND
+    tri = (np.diag(t.d) + np.diag(t.e, 1) + np.diag(t.e, -1)).astype(dtype)
+    assert _units(q @ tri @ q.conj().T - a, a) < BOUND
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_structured_bands_with_identity_reflectors(dtype):
+    """Zero rows and an already bidiagonal band: the chase records τ = 0."""
+    n, b = 14, 4
+    zero_rows = testing.random_matrix(n, b + 1, dtype=dtype, seed=4)
+    zero_rows[3:8] = 0
+    bidiagonal = np.zeros((n, b + 1), dtype)
+    bidiagonal[:, :2] = testing.random_matrix(n, 2, dtype=dtype, seed=5)
+    for band in (zero_rows, bidiagonal, np.zeros((n, b + 1), dtype)):
+        bd = bulge.band_to_bidiagonal(band, record=True)
+        assert (bd.reflectors.tau_left == 0).any()
+        q = chase_back.apply_q(bd.reflectors, np.eye(n, dtype=dtype)) * bd.phase_left
+        p = chase_back.apply_p(bd.reflectors, np.eye(n, dtype=dtype)) * bd.phase_right
+        a = stage1.band_matrix(band)
+        assert _units(q @ (np.diag(bd.d) + np.diag(bd.e, 1)) @ p.conj().T - a, a) < BOUND
+        t = sym_bulge.band_to_tridiagonal(band, record=True)
+        q = chase_back.apply_sym_q(t.reflectors, np.eye(n, dtype=dtype)) * t.phase
+        tri = np.diag(t.d) + np.diag(t.e, 1) + np.diag(t.e, -1)
+        a = hermitian_band_matrix(band)
+        assert _units(q @ tri @ q.conj().T - a, a) < BOUND
+
+
+def test_shapes_and_dtypes():
+    """A vector, no columns, float32 reflectors on float64 data (float64 out)."""
+    band = testing.random_matrix(10, 4, dtype=np.float32, seed=1)
+    refl = bulge.band_to_bidiagonal(band, record=True).reflectors
+    x = testing.random_matrix(10, 1, seed=2)
+    qx = chase_back.apply_q(refl, x[:, 0])
+    assert qx.shape == (10,) and qx.dtype == np.float64
+    assert np.array_equal(qx, chase_back.apply_q(refl, x)[:, 0])
+    assert chase_back.apply_p(refl, np.zeros((10, 0))).shape == (10, 0)
+    assert chase_back.apply_q(refl, np.ones((10, 2), np.complex64)).dtype == np.complex64
+
+
+@pytest.mark.parametrize("c, group, message", [
+    (np.ones((9, 2)), None, "rows"), (np.ones((10, 2, 2)), None, "1-D or 2-D"),
+    (np.ones((10, 2)), 0, "at least 1")])
+def test_bad_input_raises(c, group, message):
+    refl = bulge.band_to_bidiagonal(np.ones((10, 3)), record=True).reflectors
+    with pytest.raises(ValueError, match=message):
+        chase_back.apply_q(refl, c, group=group)
