@@ -23,91 +23,118 @@ KERNEL = _ROOT / "src/gpusvd/condensed/kernels/bulge.cu"
 sys.path.insert(0, str(_ROOT / "tests/jacobi"))
 import host_kernel as _HOST  # noqa: E402  (the CUDA stubs of every host build)
 
-SHIM = _HOST.STUBS + f"""
+# What the host builds of the chase kernels (this one and host_sym_bulge.py's) add to
+# host_kernel.STUBS before the kernel, and their schedules after it: ``one_block``, the
+# persistent kernel's one block; ``interleaved``, a wavefront of at most ``window`` sweeps
+# in flight, each step running the next task of a random in-flight sweep whose
+# dependency on the sweep before it is met at ``lag`` (chase_common.cuh's ready), as
+# concurrent blocks may; it returns the most sweeps started and unfinished at once.
+CHASE_STUBS = _HOST.STUBS + """
 #include <random>
 #include <vector>
-inline void __threadfence() {{}}
-inline void __syncwarp() {{}}
-inline void __nanosleep(unsigned) {{}}
-inline int atomicAdd(int *a, int v) {{ int old = *a; *a += v; return old; }}
-#include "{KERNEL}"
-template <typename T>
-static void kernel(T *ab, int n, int b, T *vl, T *tl, T *vr, T *tr, int steps)
-{{
+inline void __threadfence() {}
+inline void __syncwarp() {}
+inline void __nanosleep(unsigned) {}
+inline int atomicAdd(int *a, int v) { int old = *a; *a += v; return old; }
+"""
+SCHEDULES = """
+static std::vector<int> one_block(int n)
+{
     threadIdx.x = 0;
     blockDim.x = 1;
     blockIdx.x = 0;
-    std::vector<int> sync(n - 1, 0);
-    chase_band<T>(ab, n, b, sync.data(), vl, tl, vr, tr, steps);
-}}
-template <typename T>
-static int interleaved(T *ab, int n, int b, T *vl, T *tl, T *vr, T *tr, int steps,
-                       unsigned seed, int window)
-{{
+    return std::vector<int>(n - 1, 0);  // the ticket, then each sweep's progress
+}
+template <typename Task>
+static int interleaved(int n, Task task, unsigned seed, int window, int lag)
+{
     threadIdx.x = 0;
     blockDim.x = 1;
-    const Chase<T> a = {{ab, 3LL * b - 1, n, b, vl, tl, vr, tr, steps}};
-    const Scratch<T> w = scratch<T>(shared_raw, b);
     const int sweeps = n - 2;
     std::vector<int> progress(sweeps, 0);
     std::vector<int> flight;   // the sweeps in flight, by ticket order
     std::mt19937 random(seed);
     int ticket = 0, widest = 0;
-    while (ticket < sweeps || !flight.empty()) {{
+    while (ticket < sweeps || !flight.empty()) {
         while ((int)flight.size() < window && ticket < sweeps) flight.push_back(ticket++);
         std::vector<int> ready_now;
-        for (int i = 0; i < (int)flight.size(); ++i) {{
+        for (int i = 0; i < (int)flight.size(); ++i) {
             const int s = flight[i];
-            if (s == 0 || ready(progress[s - 1], progress[s])) ready_now.push_back(i);
-        }}
+            if (s == 0 || ready(progress[s - 1], progress[s], lag)) ready_now.push_back(i);
+        }
         const int i = ready_now[random() % ready_now.size()];
         const int s = flight[i], h = progress[s];
         int started = 0;   // the sweeps begun and not finished, this one included
         for (int f : flight) started += progress[f] > 0 || f == s;
         widest = started > widest ? started : widest;
-        const bool more = chase_task(a, s, h, w);
+        const bool more = task(s, h);
         progress[s] = more ? h + 1 : SWEEP_DONE;
         if (!more) flight.erase(flight.begin() + i);
-    }}
+    }
     return widest;
-}}
-#define CHASE(SUFFIX, T)                                                                   \\
-    extern "C" void kernel_##SUFFIX(T *ab, int n, int b, T *vl, T *tl, T *vr, T *tr,       \\
-                                    int steps)                                             \\
-    {{ kernel<T>(ab, n, b, vl, tl, vr, tr, steps); }}                                       \\
-    extern "C" int interleaved_##SUFFIX(T *ab, int n, int b, T *vl, T *tl, T *vr, T *tr,   \\
-                                        int steps, unsigned seed, int window)              \\
-    {{ return interleaved<T>(ab, n, b, vl, tl, vr, tr, steps, seed, window); }}
+}
+"""
+
+SHIM = CHASE_STUBS + f'#include "{KERNEL}"\n' + SCHEDULES + r"""
+template <typename T>
+static void kernel(T *ab, int n, int b, T *vl, T *tl, T *vr, T *tr, int steps)
+{
+    std::vector<int> sync = one_block(n);
+    chase_band<T>(ab, n, b, sync.data(), vl, tl, vr, tr, steps);
+}
+template <typename T>
+static int wavefront(T *ab, int n, int b, T *vl, T *tl, T *vr, T *tr, int steps,
+                     unsigned seed, int window, int lag)
+{
+    const Chase<T> a = {ab, 3LL * b - 1, n, b, vl, tl, vr, tr, steps};
+    const Scratch<T> w = scratch<T>(shared_raw, b);
+    return interleaved(n, [&](int s, int h) { return chase_task(a, s, h, w); }, seed, window,
+                       lag < 0 ? CHASE_LAG : lag);
+}
+#define CHASE(SUFFIX, T)                                                                   \
+    extern "C" void kernel_##SUFFIX(T *ab, int n, int b, T *vl, T *tl, T *vr, T *tr,       \
+                                    int steps)                                             \
+    { kernel<T>(ab, n, b, vl, tl, vr, tr, steps); }                                        \
+    extern "C" int interleaved_##SUFFIX(T *ab, int n, int b, T *vl, T *tl, T *vr, T *tr,   \
+                                        int steps, unsigned seed, int window, int lag)     \
+    { return wavefront<T>(ab, n, b, vl, tl, vr, tr, steps, seed, window, lag); }
 CHASE(float32, float)
 CHASE(float64, double)
 """
 
 
-def build(folder):
-    """The host build as ``chase(ab, b, v_left, tau_left, v_right, tau_right, record,
-    schedule=None)``, the contract of :func:`gpusvd.condensed.bulge._chase` on NumPy
-    arrays (``schedule``: None for the kernel, (seed, window) for an interleaving, which
-    returns the most sweeps that were started and unfinished at once), or None when g++
-    is not on PATH."""
-    lib = _HOST.compile_host(folder, SHIM, "bulge")
-    if lib is None:
-        return None
+def chase_function(lib, width):
+    """The chase of a host build ``lib`` (its ``kernel_<dtype>`` and
+    ``interleaved_<dtype>``) as ``chase(ab, b, *reflectors, record, schedule=None)``, the
+    contract of the Numba loop it stands for on NumPy arrays, ``ab`` of shape
+    (n, width(b)). ``schedule``: None for the persistent kernel, (seed, window) for an
+    interleaving at the kernel's lag or (seed, window, lag) at another, which returns the
+    most sweeps that were started and unfinished at once."""
 
-    def chase(ab, b, v_left, tau_left, v_right, tau_right, record, schedule=None):
+    def chase(ab, b, *arrays, schedule=None):
+        *reflectors, record = arrays
         n = ab.shape[0]
-        assert ab.flags.c_contiguous and ab.shape[1] == 3 * b - 1
+        assert ab.flags.c_contiguous and ab.shape[1] == width(b)
         if n <= 2 or b <= 1:
             return 0
-        steps = v_left.shape[1] if record else 0
-        pointers = [x.ctypes.data_as(ctypes.c_void_p)
-                    for x in (ab, v_left, tau_left, v_right, tau_right)]
+        steps = reflectors[0].shape[1] if record else 0
+        pointers = [x.ctypes.data_as(ctypes.c_void_p) for x in (ab, *reflectors)]
         args = [pointers[0], ctypes.c_int(n), ctypes.c_int(b), *pointers[1:],
                 ctypes.c_int(steps)]
         if schedule is None:
             getattr(lib, f"kernel_{ab.dtype.name}")(*args)
             return 1
-        seed, window = schedule
-        return getattr(lib, f"interleaved_{ab.dtype.name}")(*args, ctypes.c_uint(seed),
-                                                            ctypes.c_int(window))
+        seed, window, lag = (*schedule, -1)[:3]
+        return getattr(lib, f"interleaved_{ab.dtype.name}")(
+            *args, ctypes.c_uint(seed), ctypes.c_int(window), ctypes.c_int(lag))
 
     return chase
+
+
+def build(folder):
+    """The host build as ``chase(ab, b, v_left, tau_left, v_right, tau_right, record,
+    schedule=None)`` (:func:`chase_function`), the contract of
+    :func:`gpusvd.condensed.bulge._chase` on NumPy arrays, or None when g++ is not on
+    PATH."""
+    lib = _HOST.compile_host(folder, SHIM, "bulge")
+    return None if lib is None else chase_function(lib, lambda b: 3 * b - 1)

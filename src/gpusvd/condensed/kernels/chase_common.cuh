@@ -1,0 +1,187 @@
+// What the two bulge chasing kernels share: bulge.cu (upper band -> bidiagonal, the SVD's
+// stage 2) and sym_bulge.cu (Hermitian band -> tridiagonal, the eigensolver's). Both are
+// persistent kernels that run one sweep per thread block with task h of sweep s waiting
+// for task h + lag of sweep s-1 (each file derives its own lag), and both form their
+// reflectors as the Numba loops do (bulge._reflector, LAPACK's dlarfg). Each kernel file
+// includes this header by its relative path, as complex.cuh, so NVRTC
+// (kernels.expanded_source inlines it), nvcc and the host builds of the tests
+// (tests/condensed/host_bulge.py, host_sym_bulge.py) all find it.
+//
+// Rounding: products are rounded before they are added (__fmul_rn, __dmul_rn), so nothing
+// is contracted into an fma the Numba loops do not do; the reflector's scalars are
+// computed in double for float data too, as the Numba loops compute them. hypot is
+// CUDA's (within 2 ulp), where the Numba loops call the C library's: on the GPU the twins
+// agree to rounding, in the host builds bit for bit.
+
+#pragma once
+
+constexpr int SWEEP_DONE = 0x7fffffff;
+constexpr int CHASE_MAX_THREADS = 256;
+// dlarfg's SAFMIN = DLAMCH('S')/DLAMCH('E') = 2^-1022 / 2^-53 and its inverse (bulge.py's
+// _SAFMIN, _RSAFMN, whose _reflector says why and how it departs from dlarfg): a
+// reflector whose entries are all below it is formed on x * 2^969, exactly. Down the
+// trailing block of a long chase the entries shrink like products of earlier ones and
+// reach subnormals (n = 3000, b = 16 on a random band): without the rescaling
+// 1 / (alpha - beta) is inf there, and d, e come out NaN, in the kernels and in the
+// Numba loops alike.
+constexpr double REFLECTOR_SAFMIN = 0x1p-969;
+constexpr double REFLECTOR_RSAFMN = 0x1p+969;
+// Pause between two readings of a progress counter: spinning blocks leave the issue slots
+// and L2 to the working ones, for a delay small against a task (about a microsecond).
+constexpr unsigned SPIN_NS = 32;
+
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ int smaller(int a, int b) { return a < b ? a : b; }
+
+__device__ __forceinline__ double warp_max(double v, int width)
+{
+    for (int o = width / 2; o > 0; o >>= 1)
+        v = fmax(v, __shfl_xor_sync(0xffffffffu, v, o, width));
+    return v;
+}
+
+// LAPACK's dlarfg as bulge._reflector: the ln entries x_i = *entry(i) become
+// (I - tau v v^T)^T x = beta e_0; writes v (v_0 = 1) and tau to the scratch w (a kernel's
+// Scratch: squares, b doubles; v, b entries of T; tau, one double), beta to *entry(0) and
+// zeros to the other entries. Warp 0 only: the largest entry by a warp reduction, the
+// squares in parallel, their sum sequentially by lane 0 as the Numba loop adds them, and
+// dlarfg's rescaling when every |x_i| < REFLECTOR_SAFMIN.
+template <typename T, typename Entry, typename Work>
+__device__ void reflector(Entry entry, int ln, Work w, int lane, int width)
+{
+    double m = 0.0;
+    for (int i = lane; i < ln; i += width) {
+        const T x = *entry(i);
+        w.v[i] = x;
+        if (i > 0) m = fmax(m, double(fabs(x)));
+    }
+    const double amax = warp_max(m, width);
+    __syncwarp();
+    const T alpha = w.v[0];
+    if (amax == 0.0) {  // H = I
+        if (lane == 0) {
+            *entry(0) = alpha;
+            *w.tau = 0.0;
+            w.v[0] = T(1);
+        }
+        for (int i = 1 + lane; i < ln; i += width) *entry(i) = T(0);
+        return;
+    }
+    for (int i = 1 + lane; i < ln; i += width) {
+        const double t = double(fabs(w.v[i])) / amax;
+        w.squares[i] = mul_rn(t, t);
+    }
+    __syncwarp();
+    __shared__ double scale_shared;
+    if (lane == 0) {
+        double ssq = 0.0;
+        for (int i = 1; i < ln; ++i) ssq = add_rn(ssq, w.squares[i]);
+        double a0 = double(alpha), xmax = amax, shrink = 1.0;
+        if (fabs(a0) < REFLECTOR_SAFMIN && xmax < REFLECTOR_SAFMIN) {
+            // Rare, so lane 0 scales the other lanes' entries itself.
+            shrink = REFLECTOR_SAFMIN;
+            for (int i = 1; i < ln; ++i) w.v[i] = T(double(w.v[i]) * REFLECTOR_RSAFMN);
+            a0 = a0 * REFLECTOR_RSAFMN;
+            xmax = xmax * REFLECTOR_RSAFMN;
+        }
+        const double beta = -copysign(hypot(fabs(a0), xmax * sqrt(ssq)), a0);
+        *w.tau = (beta - a0) / beta;
+        scale_shared = 1.0 / (a0 - beta);
+        *entry(0) = T(beta * shrink);
+        w.v[0] = T(1);
+    }
+    __syncwarp();
+    const double scale = scale_shared;
+    for (int i = 1 + lane; i < ln; i += width) {
+        w.v[i] = T(double(w.v[i]) * scale);
+        *entry(i) = T(0);
+    }
+}
+
+// Whether task h of a sweep may start, given the progress of the sweep before it (the
+// number of its tasks done, SWEEP_DONE after its last) and the kernel's lag.
+__device__ __forceinline__ bool ready(int previous, int h, int lag) { return previous > h + lag; }
+
+// A progress counter read with acquire and written with release semantics at GPU scope
+// (PTX memory model): the band entries another block wrote before its release are what
+// this block's plain, L1-cached loads see after the acquire and a block barrier.
+__device__ __forceinline__ int load_acquire(const int *p)
+{
+#ifdef __CUDA_ARCH__
+    int v;
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+#else
+    return *p;
+#endif
+}
+__device__ __forceinline__ void store_release(int *p, int v)
+{
+#ifdef __CUDA_ARCH__
+    asm volatile("st.release.gpu.global.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#else
+    *p = v;
+#endif
+}
+
+// The persistent kernel's loop: every sweep 0 .. n-3 of the band, task by task, task h of
+// sweep s once sweep s-1 has published tasks 0 .. h + Lag (or all of its tasks).
+// task(s, h) runs task h of sweep s with every thread of the block and returns false
+// after the sweep's last. sync (n - 1 ints, zero): the ticket counter, then the progress
+// of every sweep.
+//
+// Each thread block takes the next sweep from the ticket counter (atomicAdd), runs its
+// tasks in order, and publishes its progress after each task in progress[s] (SWEEP_DONE
+// after its last); before task h its thread 0 spins until progress[s-1] > h + Lag.
+// Tickets are taken in order, so the sweep a block waits for belongs to a block already
+// running, and no co-residency is needed: the grid only bounds the number of sweeps in
+// flight. Every entry is reduced by the same operations in the same order as in the
+// sequential loop whatever the schedule, when the lag orders every pair of tasks that
+// share an entry (each kernel's comment derives its lag): the kernels are deterministic,
+// bit for bit from run to run (no atomics on data; which block runs a sweep does not
+// matter).
+template <int Lag, typename Task> __device__ void run_sweeps(int n, int *sync, Task task)
+{
+    __shared__ int sweep;
+    int *ticket = sync;
+    int *progress = sync + 1;
+    for (;;) {
+        if (threadIdx.x == 0) sweep = atomicAdd(ticket, 1);
+        __syncthreads();
+        const int s = sweep;
+        if (s >= n - 2) return;
+        int seen = 0;  // thread 0's last acquired progress of sweep s-1
+        for (int h = 0;; ++h) {
+            // Acquire: thread 0 waits until sweep s-1 has published tasks 0 .. h+Lag, every
+            // task of it that shares an entry with task h (reads and writes alike, so
+            // read-after-write, write-after-read and write-after-write are all ordered);
+            // its later tasks share none and may run meanwhile. Sweeps s-2, ... are
+            // ordered transitively (s-1 waited for s-2's task h+2*Lag before its h+Lag).
+            // The barrier passes thread 0's acquire on to every thread of the block
+            // (PTX causality order is transitive through bar.sync), and the acquire
+            // invalidates this SM's L1 (ld.acquire.gpu is LDG.STRONG.GPU + CCTL.IVALL on
+            // sm_80 and sm_90), so the plain loads of the task see the other block's
+            // stores. A seen acquired at an earlier task still covers task h.
+            if (threadIdx.x == 0 && s > 0) {
+                while (!ready(seen, h, Lag)) {
+                    __nanosleep(SPIN_NS);
+                    seen = load_acquire(progress + s - 1);
+                }
+            }
+            __syncthreads();
+            const bool more = task(s, h);
+            // Release: every thread's stores of task h (band and recorded reflectors) are
+            // fenced and ordered before the barrier, then thread 0 publishes them all
+            // with one release store of the progress, which sweep s+1's thread 0
+            // acquires. The task's shared scratch is reused by task h+1 only after this
+            // barrier.
+            __threadfence();
+            __syncthreads();
+            if (threadIdx.x == 0) store_release(progress + s, more ? h + 1 : SWEEP_DONE);
+            if (!more) break;
+        }
+    }
+}
