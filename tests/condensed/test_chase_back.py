@@ -91,6 +91,18 @@ def test_matches_the_oracle(n, b, dtype, group):
     assert np.array_equal(c, saved)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n, b", [(40, 3), (17, 8), (5, 16)])
+def test_column_panels(n, b, dtype, monkeypatch):
+    """C taken 3 columns at a time (the CPU's panel width set small), a short last panel."""
+    monkeypatch.setitem(chase_back._PANEL_COLUMNS, "numpy", 3)
+    c = testing.random_matrix(n, 8, dtype=dtype, seed=n)
+    v, tau = _synthetic(n, b, max(n - 2, 0), dtype, seed=b)
+    ref = naive.apply_reflectors(v, np.nan_to_num(tau), b, c)
+    got = chase_back.apply_sym_q(sym_bulge.ChaseReflectors(v, tau, b), c)
+    assert _oracle_units(got, ref, c) < BOUND_ORACLE
+
+
 @pytest.mark.parametrize("group", [None, 3])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n, b", CASES)

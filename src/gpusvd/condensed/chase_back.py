@@ -36,6 +36,12 @@ row n are skipped; the others, partly past it, are padded with zero rows.
 
 from .._core.backend import array_namespace
 
+# Columns of C per pass of the wavefront, by the array namespace.  On the CPU each step
+# sweeps the rows of C, so C is taken in column panels that stay in cache: 256 on one core
+# of an AMD EPYC (1 MiB L2, 32 MiB L3), n = 2000, b = g = 32: 1.35 s against 1.74 s whole
+# (64: 1.57 s, 128: 1.37 s).  On the GPU one panel, all of C, makes the largest GEMMs.
+_PANEL_COLUMNS = {"numpy": 256, "cupy": None}
+
 
 def _ch(x):
     """The conjugate transpose of a stack of matrices (a view when real)."""
@@ -80,6 +86,31 @@ def _wy_t(rows, tau):
     return t
 
 
+def _factors(v, tau, b, g, n):
+    """V and W = T·Vᴴ of every group, flat over (J, k): (G·K, b+g−1, g), (G·K, g, b+g−1)."""
+    rows, taus = _groups(v, tau, b, g, n)
+    flat = (rows.shape[0] * rows.shape[1],) + rows.shape[2:]
+    wy = (_wy_t(rows, taus) @ rows.conj()).reshape(flat)
+    return rows.reshape(flat).swapaxes(-1, -2), wy, rows.shape[0] - 1, rows.shape[1]
+
+
+def _wavefront(work, vs, wy, last, blocks, b, g, n):
+    """work(:n) ← Q·work(:n), the groups in the wavefront order of the module docstring;
+    ``work`` has g + b zero rows below row n for the groups that reach past it."""
+    span, m = b + g - 1, work.shape[1]
+    for t in range(last + blocks):
+        j_lo = max(0, last - t)
+        k_lo = t - last + j_lo
+        r0 = j_lo * g + k_lo * b + 1
+        count = min(last - j_lo + 1, blocks - k_lo, (n - 1 - r0) // (g + b) + 1)
+        if count <= 0:
+            continue
+        i0 = j_lo * blocks + k_lo  # group (J, k) is J·K + k; (J+1, k+1) is K + 1 on
+        pick = slice(i0, i0 + (count - 1) * (blocks + 1) + 1, blocks + 1)
+        view = work[r0:r0 + count * (g + b)].reshape(count, g + b, m)[:, :span]
+        view -= vs[pick] @ (wy[pick] @ view)
+
+
 def _apply(v, tau, b, c, group, sweeps_short):
     """Q·c for reflectors (S, K, b) on windows s+1+k·b, S = n − ``sweeps_short``."""
     xp = array_namespace(c)
@@ -93,27 +124,15 @@ def _apply(v, tau, b, c, group, sweeps_short):
     if g < 1:
         raise ValueError(f"group must be at least 1, got {group}")
     dtype = xp.result_type(v.dtype, c.dtype)
-    work = xp.zeros((n + g + b, c.shape[1] if c.ndim == 2 else 1), dtype)
-    work[:n] = c if c.ndim == 2 else c[:, None]
+    out = xp.array(c if c.ndim == 2 else c[:, None], dtype=dtype)
     if v.size:
-        rows, taus = _groups(xp.asarray(v, dtype), xp.asarray(tau, dtype), b, g, n)
-        last, blocks = rows.shape[0] - 1, rows.shape[1]
-        flat = (rows.shape[0] * blocks,)
-        wy = (_wy_t(rows, taus) @ rows.conj()).reshape(flat + rows.shape[2:])  # W = T·Vᴴ
-        vs = rows.reshape(flat + rows.shape[2:]).swapaxes(-1, -2)              # V
-        span, m = b + g - 1, work.shape[1]
-        for t in range(last + blocks):
-            j_lo = max(0, last - t)
-            k_lo = t - last + j_lo
-            r0 = j_lo * g + k_lo * b + 1
-            count = min(last - j_lo + 1, blocks - k_lo, (n - 1 - r0) // (g + b) + 1)
-            if count <= 0:
-                continue
-            i0 = j_lo * blocks + k_lo  # group (J, k) is J·K + k; (J+1, k+1) is K + 1 on
-            pick = slice(i0, i0 + (count - 1) * (blocks + 1) + 1, blocks + 1)
-            view = work[r0:r0 + count * (g + b)].reshape(count, g + b, m)[:, :span]
-            view -= vs[pick] @ (wy[pick] @ view)
-    out = work[:n]
+        factors = _factors(xp.asarray(v, dtype), xp.asarray(tau, dtype), b, g, n)
+        width = _PANEL_COLUMNS[xp.__name__] or out.shape[1]
+        for j in range(0, out.shape[1], width):
+            work = xp.zeros((n + g + b, min(width, out.shape[1] - j)), dtype)
+            work[:n] = out[:, j:j + width]
+            _wavefront(work, *factors, b, g, n)
+            out[:, j:j + width] = work[:n]
     return out if c.ndim == 2 else out[:, 0]
 
 
