@@ -182,3 +182,25 @@ def test_bad_input_raises(c, group, message):
     refl = bulge.band_to_bidiagonal(np.ones((10, 3)), record=True).reflectors
     with pytest.raises(ValueError, match=message):
         chase_back.apply_q(refl, c, group=group)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n, b, group", [(40, 3, None), (17, 8, 3), (300, 16, None),
+                                         (257, 32, 8)])
+def test_cupy_matches_numpy(n, b, group, dtype):
+    """The same code on CuPy arrays (all of C in one panel): NumPy's result to the bound."""
+    import cupy
+    band = testing.random_matrix(n, b + 1, dtype=dtype, seed=n)
+    bd = bulge.band_to_bidiagonal(band, record=True)
+    t = sym_bulge.band_to_tridiagonal(band, record=True)
+    c = testing.random_matrix(n, 2 * n, dtype=dtype, seed=b)
+    on_gpu = bulge.ChaseReflectors(*map(cupy.asarray, bd.reflectors[:4]), b)
+    sym_gpu = sym_bulge.ChaseReflectors(cupy.asarray(t.reflectors.v),
+                                        cupy.asarray(t.reflectors.tau), b)
+    for apply, refl, gpu_refl in [(chase_back.apply_q, bd.reflectors, on_gpu),
+                                  (chase_back.apply_p, bd.reflectors, on_gpu),
+                                  (chase_back.apply_sym_q, t.reflectors, sym_gpu)]:
+        got = apply(gpu_refl, cupy.asarray(c), group=group)
+        assert isinstance(got, cupy.ndarray)
+        assert _oracle_units(got.get(), apply(refl, c, group=group), c) < BOUND_ORACLE
