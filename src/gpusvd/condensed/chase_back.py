@@ -6,8 +6,9 @@ H = I − τ·v·vᴴ on the indices s+1+k·b … s+k·b+b (cut at n); Q = ∏ H
 order (s, k), s major.  Applied one at a time, Q·C for C of n×m is 2n²·m flops in rank-1
 updates, each reading b rows of C: memory bound.
 
-Grouping (Haidar, Ltaief & Dongarra, SC'11, Sec. V; Haidar, Tomov, Dongarra, Solcà &
-Schulthess, IJHPCA 28 (2014), Sec. 4.2, "diamond" blocks; MAGMA's zbulge_back): the
+Grouping (Haidar, Ltaief & Dongarra, SC'11; Haidar, Tomov, Dongarra, Solcà & Schulthess,
+IJHPCA 28 (2014), doi:10.1177/1094342013502097, the back-transformation of stage 2 by
+blocks of reflectors of consecutive sweeps; MAGMA's magma_zbulge_applyQ_v2): the
 reflectors of g consecutive sweeps J·g … J·g+g−1 at the same block k start at
 consecutive indices, so their vectors, shifted down by one per sweep, are the columns of
 one (b+g−1)×g lower-trapezoidal V, and their product H(Jg, k)·…·H(Jg+g−1, k) is
@@ -28,10 +29,18 @@ and span b+g−1, so they touch disjoint rows and act as one batched GEMM on the
 view of C's rows.  Steps: ⌈S/g⌉ + ⌈S/b⌉ − 1 for S sweeps; a group's V and T are built
 for all groups at once (g batched steps for T).
 
-Flops.  A group acts as C ← C − V·(W·C) with W = T·Vᴴ formed once (g×(b+g−1)): 4·(b+g−1)·m
-per reflector, against 4·b·m one at a time; the trapezoid's zero triangle doubles the work
-at g = b (8b·m per reflector, ≈ 4n²·m in all), the price of GEMMs.  Groups wholly past
-row n are skipped; the others, partly past it, are padded with zero rows.
+Flops.  A group acts as C ← C − V·(W·C) with W = T·Vᴴ formed once (g×(b+g−1)):
+4·(b+g−1)·m per reflector, against 4·b·m one at a time, so the trapezoid's two zero
+triangles nearly double the work at g = b (≈ 4n²·m in all for n²/(2b) reflectors, against
+2n²·m), the price of GEMMs; g < b pays less padding for smaller GEMMs.  Forming V, T and W
+costs ≈ 4g·(b+g−1) per reflector, independent of m.  Groups wholly past row n are
+skipped; the others, partly past it, are padded with zero rows.
+
+Measured (C = I, b = 32, sym_bulge's reflectors, float64).  One core of an AMD EPYC
+(OpenBLAS, ≈ 30 GFLOP/s on a large GEMM): n = 1000, 0.15–0.18 s against 0.14 s for the
+unblocked Numba loop (sym_bulge._apply_reflectors, whose C fits in cache); n = 2000,
+1.3–1.5 s (g = 8 … 32) against 1.7 s.  An H100 (CuPy): n = 8000, 0.39 s at g = 32
+(5 TFLOP/s counting the padding), 0.35 s at g = 64, where the CPU chase takes 6.7 s.
 """
 
 from .._core.backend import array_namespace
@@ -43,19 +52,13 @@ from .._core.backend import array_namespace
 _PANEL_COLUMNS = {"numpy": 256, "cupy": None}
 
 
-def _ch(x):
-    """The conjugate transpose of a stack of matrices (a view when real)."""
-    x = x.swapaxes(-1, -2)
-    return x.conj() if x.dtype.kind == "c" else x
-
-
 def _groups(v, tau, b, g, n):
     """V (as its rows Vᵀ) and τ of every group: (G, K, g, b+g−1) and (G, K, g).
 
-    v (S, K, b) and τ are cut at n first (entries past the end of the matrix act on nothing), and
-    padded with τ = 0 sweeps to a multiple of g.  Row j of group (J, k) is v(Jg+j, k)
-    shifted right by j: laid out in rows of b+g, the flat vector read in rows of b+g−1
-    shifts row j by j."""
+    v (S, K, b) and τ are cut at n first (entries past the end of the matrix act on
+    nothing), and padded with τ = 0 sweeps to a multiple of g.  Row j of group (J, k) is
+    v(Jg+j, k) shifted right by j: laid out in rows of b+g, the flat vector read in rows
+    of b+g−1 shifts row j by j."""
     xp = array_namespace(v)
     sweeps, blocks, _ = v.shape
     first = (xp.arange(sweeps)[:, None, None] + 1 + b * xp.arange(blocks)[None, :, None])
