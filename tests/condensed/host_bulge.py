@@ -75,6 +75,23 @@ static int interleaved(int n, Task task, unsigned seed, int window, int lag)
 }
 """
 
+
+
+def unordered_conflicts(sweeps, lag):
+    """The rule ``interleaved`` follows, checked on index sets: the pairs of tasks of
+    different sweeps that share an entry but that waiting for task h + lag of the
+    previous sweep (or its end) before task h does not order. ``sweeps[s][h]``: the
+    entries task h of sweep s reads or writes."""
+    bad = 0
+    for later in range(1, len(sweeps)):
+        for h, entries in enumerate(sweeps[later]):
+            waited = h  # the last task of each earlier sweep that task h waits for
+            for s in range(later - 1, -1, -1):
+                waited = min(waited + lag, len(sweeps[s]) - 1)
+                bad += sum(bool(t & entries) for t in sweeps[s][waited + 1:])
+    return bad
+
+
 SHIM = CHASE_STUBS + f'#include "{KERNEL}"\n' + SCHEDULES + r"""
 template <typename T>
 static void kernel(T *ab, int n, int b, T *vl, T *tl, T *vr, T *tr, int steps)

@@ -62,6 +62,8 @@ REGISTRY = {
         f"gram_cholesky<{ctype}>" for ctype in _ALL)),
     "jacobi/kernels/small_qr.cu": KernelFile(tuple(f"small_qr<{ctype}>" for ctype in _ALL)),
     "condensed/kernels/bulge.cu": KernelFile(tuple(f"chase_band<{ctype}>" for ctype in _REAL)),
+    "condensed/kernels/sym_bulge.cu": KernelFile(tuple(
+        f"sym_chase_band<{ctype}>" for ctype in _REAL)),
     "condensed/kernels/bisection.cu": KernelFile(tuple(
         f"bisection_singular_values<{ctype}>" for ctype in _REAL)),
 }

@@ -37,10 +37,13 @@ diagonal stays real and the tridiagonal is made real with e ≥ 0 at the end by 
 unitary, T_chased = D·T·Dᴴ (``phase``, ±1 for real bands), as bulge.py's phases.  The
 imaginary parts of the band's diagonal are ignored (taken as zero), as in LAPACK.
 
-The chase is one sequential Numba loop on the CPU (no GPU twin yet).  Sweep s's
-reflectors are recorded (``record=True``) as ``v[s, k]``, ``tau[s, k]``, block k of sweep
-s starting at index s+1+k·b, so that :func:`apply_chase_q` (and later a blocked
-back-transformation) can apply Q, A = Q·T_chased·Qᴴ.
+The chase has two twins, one sequential Numba loop on the CPU (``_chase``) and a CUDA
+kernel that runs many sweeps at once on the GPU (sym_bulge_cuda.py, real bands, the same
+operations in the same order, bulge.py's scheme); :data:`_TWINS` picks one by the band's
+array namespace.  Sweep s's reflectors are recorded (``record=True``) as ``v[s, k]``,
+``tau[s, k]``, block k of sweep s starting at index s+1+k·b, so that
+:func:`apply_chase_q` (and later a blocked back-transformation) can apply Q,
+A = Q·T_chased·Qᴴ.
 """
 
 from typing import Any, NamedTuple
@@ -48,6 +51,9 @@ from typing import Any, NamedTuple
 import numba
 import numpy as np
 
+from .._core import tunables
+from .._core.backend import array_namespace, to_host
+from . import sym_bulge_cuda
 from .bulge import _reflector as reflector
 from .bulge import _sign as sign
 
@@ -160,6 +166,15 @@ def _chase(ab, b, v_rec, tau_rec, record):
             k += 1
 
 
+# The chase by the band's array namespace: the Numba loop on NumPy, the CUDA kernel on
+# CuPy (real bands; a complex band on CuPy, or any with the tunable chase_on_gpu off, is
+# chased by the Numba loop on a host copy).
+_TWINS = {"numpy": _chase, "cupy": sym_bulge_cuda.chase}
+_SUPPORTS = {"numpy": lambda dtype: True,
+             "cupy": lambda dtype: tunables.get().chase_on_gpu
+             and sym_bulge_cuda.supports(dtype)}
+
+
 @numba.njit(cache=True)
 def _apply_reflectors(v, tau, b, c):
     """c ← Q·c, Q the product of the recorded reflectors in the order (s, k): the last first."""
@@ -218,16 +233,18 @@ def band_to_tridiagonal(band, *, record=False):
 
     Parameters
     ----------
-    band : (n, b + 1) NumPy array, float32, float64, complex64 or complex128
+    band : (n, b + 1) NumPy or CuPy array, float32, float64, complex64 or complex128
         The lower band in LAPACK's lower band storage, ``band[i, k]`` = A[i + k, i]; the
         diagonal's imaginary parts and entries past row n − 1 are ignored.  Not modified.
+        Chased where it lies (:data:`_TWINS`).
     record : bool
         Keep the reflectors (n²-sized) for :func:`apply_chase_q`.
 
     Returns
     -------
     Tridiagonal
-        d, e of the band's real dtype; A = (Q·D)·T·(Q·D)ᴴ with D = diag(phase).
+        d, e of the band's real dtype; A = (Q·D)·T·(Q·D)ᴴ with D = diag(phase); every
+        array in the band's namespace.
 
     Raises
     ------
@@ -246,24 +263,30 @@ def band_to_tridiagonal(band, *, record=False):
     >>> bool(np.allclose(eigvalsh_tridiagonal(t.d, t.e), eigvalsh(dense)))
     True
     """
-    band = np.asarray(band)
+    xp = array_namespace(band)
+    band = xp.asarray(band)
     _check_band(band)
+    if not _SUPPORTS[xp.__name__](band.dtype):
+        tri = band_to_tridiagonal(to_host(band), record=record)
+        refl = tri.reflectors and ChaseReflectors(*map(xp.asarray, tri.reflectors[:2]),
+                                                  tri.reflectors.bandwidth)
+        return Tridiagonal(*map(xp.asarray, tri[:3]), refl)
     n, width = band.shape
     b = max(0, min(width - 1, n - 1))
-    ab = np.zeros((n, max(2 * b, 2)), band.dtype)
+    ab = xp.zeros((n, max(2 * b, 2)), band.dtype)
     ab[:, 0] = band[:, 0].real
     for k in range(1, b + 1):
         ab[:n - k, k] = band[:n - k, k]
     sweeps = n - 2 if record and n > 2 else 0
-    v = np.zeros((sweeps, -(-sweeps // max(b, 1)), max(b, 1)), band.dtype)
-    tau = np.zeros(v.shape[:2], band.dtype)
+    v = xp.zeros((sweeps, -(-sweeps // max(b, 1)), max(b, 1)), band.dtype)
+    tau = xp.zeros(v.shape[:2], band.dtype)
     if n > 2 and b > 1:
-        _chase(ab, b, v, tau, record)
+        _TWINS[xp.__name__](ab, b, v, tau, record)
     real = band.real.dtype
     e = ab[:n - 1, 1]
-    phase = np.concatenate([np.ones(min(n, 1), band.dtype), np.cumprod(sign(e))])
+    phase = xp.concatenate([xp.ones(min(n, 1), band.dtype), xp.cumprod(sign(e))])
     reflectors = ChaseReflectors(v, tau, max(b, 1)) if record else None
-    return Tridiagonal(ab[:, 0].real.astype(real), np.abs(e).astype(real), phase, reflectors)
+    return Tridiagonal(ab[:, 0].real.astype(real), xp.abs(e).astype(real), phase, reflectors)
 
 
 def apply_chase_q(refl, c):
@@ -272,7 +295,9 @@ def apply_chase_q(refl, c):
     Parameters
     ----------
     refl : ChaseReflectors
-        ``band_to_tridiagonal(band, record=True).reflectors``.
+        ``band_to_tridiagonal(band, record=True).reflectors`` of a NumPy band.  NumPy
+        only for now: a CuPy band's reflectors are CuPy arrays, to be copied to the host
+        (``ChaseReflectors(v.get(), tau.get(), bandwidth)``) before they are applied.
     c : (n,) or (n, k) NumPy array
         Not modified.
 
