@@ -296,8 +296,9 @@ def apply_chase_q(refl, c):
     ----------
     refl : ChaseReflectors
         ``band_to_tridiagonal(band, record=True).reflectors`` of a NumPy band.  NumPy
-        only for now: a CuPy band's reflectors are CuPy arrays, to be copied to the host
-        (``ChaseReflectors(v.get(), tau.get(), bandwidth)``) before they are applied.
+        only: a CuPy band's reflectors are CuPy arrays, applied on the device by
+        :func:`gpusvd.condensed.chase_back.apply_sym_q` (blocked, xp-generic) or here
+        after a copy to the host (``ChaseReflectors(v.get(), tau.get(), bandwidth)``).
     c : (n,) or (n, k) NumPy array
         Not modified.
 
