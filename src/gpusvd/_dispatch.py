@@ -169,8 +169,9 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
         the paper's blocked Householder bidiagonalization. ``"two-stage"``: dense →
         band by matrix products, then band → bidiagonal by bulge chasing, then the
         bidiagonal's values by dqds on the CPU or by bisection on the GPU (each value to
-        high relative accuracy); singular values only so far: with ``compute_uv`` it
-        raises ``ValueError``. ``"auto"`` (default): one-stage with vectors; for values
+        high relative accuracy), and with ``compute_uv`` its vectors by divide and
+        conquer (LAPACK's dbdsdc on the host) and blocked back-transformations.
+        ``"auto"`` (default): one-stage with vectors; for values
         only two-stage from min(M, N) >= 10 on the CPU and >= 4096 on the GPU (tunables
         ``two_stage_values_min_n_cpu`` and ``two_stage_values_min_n_gpu``; the GPU's
         is a placeholder until measured).

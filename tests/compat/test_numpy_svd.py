@@ -5,7 +5,7 @@ test_regression.py, NumPy 2.4) and asserts the same properties, with the same
 tolerances, on the same matrices (``numpy_svd_cases``). ``TestNumPySVD_GR`` runs them
 with ``method="gr"``, ``TestNumPySVD_Jacobi`` with ``method="jacobi"`` and
 ``TestNumPySVD_Polar`` with ``method="polar"``, on the CPU, and ``TestNumPySVD_GR_TwoStage``
-the tests of values only with ``method="gr", reduction="two-stage"``; the ``_GPU``
+all of them with ``method="gr", reduction="two-stage"``; the ``_GPU``
 classes rerun each on the GPU (NumPy in, NumPy out).
 
 Departures: gpusvd has no ``hermitian=`` argument, so NumPy's Hermitian cases run
@@ -139,16 +139,10 @@ class TestNumPySVD_GR:
 
 
 class TestNumPySVD_GR_TwoStage(TestNumPySVD_GR):
-    """Values only through ``reduction="two-stage"`` (issue 18); the tests of vectors
-    alone are not rerun (the two-stage path gives no vectors yet)."""
+    """Every test, vectors too, through ``reduction="two-stage"`` (issue 18)."""
 
     def _call(self, fn, a, *args, **kwargs):
-        if fn is gpusvd.svdvals or kwargs.get("compute_uv") is False:
-            kwargs["reduction"] = "two-stage"
-        return super()._call(fn, a, *args, **kwargs)
-
-    test_cases = test_herm_cases = test_empty_identity = test_singular = None
-    test_svd_build = test_large_svd_32bit = None
+        return super()._call(fn, a, *args, reduction="two-stage", **kwargs)
 
     # Values only of test_cases' and test_herm_cases' matrices, views and stacks
     # (upstream's values-only tests are test_svdvals and test_svd_no_uv): LAPACK's to

@@ -5,8 +5,8 @@ TestSVD_GESDD, which TestSVD_GESVD reruns with the other LAPACK driver; TestSVDV
 TestOverwrite.test_svd and test_svdvals; test_gesdd_nan_error_message) and asserts the
 same properties on the same matrices. As upstream subclasses one class per LAPACK
 driver, ``TestSciPySVD_Jacobi`` and ``TestSciPySVD_Polar`` rerun ``TestSciPySVD_GR`` with
-``method="jacobi"`` and ``method="polar"``, and ``TestSciPySVD_GR_TwoStage`` reruns the
-tests of values only with ``method="gr", reduction="two-stage"``; the ``_GPU`` classes
+``method="jacobi"`` and ``method="polar"``, and ``TestSciPySVD_GR_TwoStage`` reruns
+them all with ``method="gr", reduction="two-stage"``; the ``_GPU`` classes
 rerun each on the GPU (NumPy in, NumPy out).
 
 Departures: gpusvd has no ``lapack_driver``: its ``method`` takes that test's place, and
@@ -226,17 +226,10 @@ class TestSciPySVD_GR:
 
 
 class TestSciPySVD_GR_TwoStage(TestSciPySVD_GR):
-    """Values only through ``reduction="two-stage"`` (issue 18); the tests of vectors
-    alone are not rerun (the two-stage path gives no vectors yet)."""
+    """Every test, vectors too, through ``reduction="two-stage"`` (issue 18)."""
 
     def _call(self, fn, a, **kwargs):
-        if fn is gpusvd.svdvals or kwargs.get("compute_uv") is False:
-            kwargs["reduction"] = "two-stage"
-        return super()._call(fn, a, **kwargs)
-
-    test_degenerate = test_simple = test_simple_underdet = test_simple_overdet = None
-    test_random = test_simple_complex = test_random_complex = test_crash_1580 = None
-    test_gh_5039 = test_nan_error_message = None
+        return super()._call(fn, a, reduction="two-stage", **kwargs)
 
 
 class TestSciPySVD_Jacobi(TestSciPySVD_GR):

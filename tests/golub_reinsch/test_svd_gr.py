@@ -27,6 +27,7 @@ class TestSVD_GR_CPU:
     device = "cpu"
     method = "gr"
     values_options = {}  # of the calls for values only
+    options = {}  # of every call (svd_options of a class of the two-stage reduction)
     # σ of the identity: exactly 1 (QR sweeps and dqds split at e = 0); bisection's
     # bound is 4·n·ε, the last interval's midpoint (TestSVDVals_GR_TwoStage_GPU).
     identity_error = 0
@@ -36,13 +37,14 @@ class TestSVD_GR_CPU:
 
     def svd(self, a, **kw):
         kw.setdefault("method", self.method)
+        kw.update(self.options)
         if kw.get("compute_uv") is False:
             kw.update(self.values_options)
         return gpusvd.svd(self.put(a), device=self.device, **kw)
 
     def svdvals(self, a):
         return gpusvd.svdvals(self.put(a), method=self.method, device=self.device,
-                              **self.values_options)
+                              **self.options, **self.values_options)
 
     def check_values(self, a, s):
         """The values ``s`` of ``a``: dtype, shape, order, and LAPACK's to BOUND·n·ε."""
@@ -224,16 +226,9 @@ class TestSVDVals_GR_OneStage_CPU(_Values):
 
 class TestSVDVals_GR_TwoStage_CPU(_Values):
     """Dense → band → bidiagonal (condensed/driver.py), then dqds on the CPU and
-    bisection, in the working precision, on the GPU. It gives no vectors yet."""
+    bisection, in the working precision, on the GPU."""
 
     values_options = {"reduction": "two-stage"}
-
-    def test_vectors_raise(self):
-        a = testing.random_matrix(20, 10, seed=15)
-        for kw in ({}, {"full_matrices": False}):
-            with pytest.raises(ValueError, match="singular values only so far; pass "
-                                                 "reduction='one-stage' or compute_uv=False"):
-                self.svd(a, reduction="two-stage", **kw)
 
     @pytest.mark.parametrize("call", ["svd", "svdvals"])
     @pytest.mark.parametrize("value", ["two_stage", "Two-Stage", None, 2])
@@ -255,6 +250,30 @@ class TestSVDVals_GR_TwoStage_GPU(TestSVDVals_GR_TwoStage_CPU):
     device = TestSVD_GR_GPU.device
     put = TestSVD_GR_GPU.put
     identity_error = 4  # bisection on the GPU (condensed/bisection.py's bound)
+
+
+class TestSVD_GR_TwoStage_CPU(TestSVD_GR_CPU):
+    """Every property of the class, vectors too, through the two-stage reduction: stage 1
+    and 2 with their reflectors recorded, divide and conquer on the bidiagonal (dbdsdc) and
+    dqds' values, the blocked back-transformations (condensed/driver.two_stage_svd)."""
+
+    options = {"reduction": "two-stage"}
+
+    @pytest.mark.parametrize("dtype", DTYPES)
+    @pytest.mark.parametrize("shape", [(300, 300), (420, 300), (700, 300), (257, 600)])
+    @pytest.mark.parametrize("full_matrices", [False, True])
+    def test_past_the_bandwidth(self, shape, dtype, full_matrices):
+        """Several band panels and many bulge-chasing sweeps (b = 32): square, tall below
+        and past the QR-first ratio 1.6, wide."""
+        self.check(testing.random_matrix(*shape, dtype=dtype, seed=14),
+                   full_matrices=full_matrices)
+
+
+@pytest.mark.gpu
+class TestSVD_GR_TwoStage_GPU(TestSVD_GR_TwoStage_CPU):
+    device = TestSVD_GR_GPU.device
+    put = TestSVD_GR_GPU.put
+    test_numpy_input_returns_numpy = TestSVD_GR_GPU.test_numpy_input_returns_numpy
 
 
 class TestSVD_Jacobi_CPU(TestSVD_GR_CPU):

@@ -3,8 +3,8 @@
 The complex Householder bidiagonalization (LAPACK zgebrd; on the GPU the panel kernel's
 complex instantiation) leaves a real bidiagonal, so the QR, dqds and rotations are the
 real ones and only the back-transformation is complex. Invariants in units of n·ε: ‖A − U·S·Vh‖/(‖A‖·max(m, n)·ε), orthogonality of
-U and Vh, and the singular values against LAPACK's within 20·n·s_max·ε. The value
-tests run again with values only through ``reduction="two-stage"`` (issue 18; the
+U and Vh, and the singular values against LAPACK's within 20·n·s_max·ε. The tests run
+again through ``reduction="two-stage"``, values only and with vectors (issue 18; the
 ``check`` parameter).
 """
 
@@ -63,11 +63,14 @@ def _check_two_stage(a, values=_values_two_stage):
 
 # The checks each value test runs: the full SVD, and values only through the two-stage
 # reduction (GPU_CHECKS: the same on the GPU).
-CHECKS = {"svd": _check, "values-two-stage": _check_two_stage}
-# test_random's checks: full_matrices applies to the full SVD only.
+CHECKS = {"svd": _check, "values-two-stage": _check_two_stage,
+          "svd-two-stage": functools.partial(_check, svd=functools.partial(
+              _svd, reduction="two-stage"))}
+# test_random's checks: full_matrices applies to the full SVDs only.
 RANDOM_CHECKS = pytest.mark.parametrize("check, kw", [
-    ("svd", {}), ("svd", {"full_matrices": True}), ("values-two-stage", {})],
-    ids=["svd", "svd-full", "values-two-stage"])
+    ("svd", {}), ("svd", {"full_matrices": True}), ("values-two-stage", {}),
+    ("svd-two-stage", {}), ("svd-two-stage", {"full_matrices": True})],
+    ids=["svd", "svd-full", "values-two-stage", "svd-two-stage", "svd-two-stage-full"])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -175,7 +178,9 @@ def _values_two_stage_gpu(a):
 
 GPU_CHECKS = {"svd": functools.partial(_check, svd=_svd_gpu),
               "values-two-stage": functools.partial(_check_two_stage,
-                                                    values=_values_two_stage_gpu)}
+                                                    values=_values_two_stage_gpu),
+              "svd-two-stage": functools.partial(_check, svd=functools.partial(
+                  _svd_gpu, reduction="two-stage"))}
 
 
 # The shapes above, and sizes past one panel (bidiag_block_size on the GPU) so that the

@@ -28,6 +28,8 @@ front end (_core/front_end.py) has already brought max|A| into that range by the
 rule, so the scale here is 1 and nothing is scaled twice.
 """
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import scipy.linalg
 
@@ -35,7 +37,9 @@ from .._core import profile, tunables
 from .._core.backend import array_namespace, to_host
 from .._core.scaling import largest_entries, safe_exponent, scale_values, times_power_of_two
 from ..golub_reinsch.dqds import bidiagonal_singular_values
-from .band import band_of, reduce_to_band
+from . import chase_back
+from .band import _ct, apply_p, apply_q, band_of, reduce_to_band
+from .bidiagonal_dc import bidiagonal_svd
 from .bisection import bidiagonal_singular_values_bisection
 from .bulge import band_to_bidiagonal
 from .sym_band import hermitian_band_of, reduce_to_hermitian_band
@@ -123,12 +127,105 @@ def two_stage_singular_values(a, xp=None, *, bandwidth=None):
     return scale_values(s.astype(real, copy=False), -k, xp)
 
 
+def _vectors_tall(work, xp, b, full_matrices):
+    """(U, s, Vh) of the scaled, square-or-tall (m < 1.6·n) ``work``, overwritten: stage 1,
+    stage 2 with its reflectors recorded, the bidiagonal's SVD on the host, then the
+    back-transformations U = Q₁·Q₂·D_L·U_B and V = P₁·P₂·D_R·V_B (module docstring)."""
+    m, n = work.shape
+    dtype = work.dtype
+    with profile.phase("svd_stage1", xp):
+        red = reduce_to_band(work, bandwidth=b)
+    with profile.phase("svd_stage2", xp):
+        bd = band_to_bidiagonal(band_of(red), record=True)
+    with profile.phase("svd_solver", xp):
+        d = np.asarray(to_host(bd.d), np.float64)
+        e = np.asarray(to_host(bd.e), np.float64)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            values = pool.submit(bidiagonal_singular_values, d, e)
+            u_b, _, vt_b = bidiagonal_svd(d, e)
+            s = values.result()
+        u_b = xp.asarray(u_b.astype(dtype, copy=False))
+        v_b = xp.asarray(vt_b.T.astype(dtype, copy=False))
+    with profile.phase("svd_back_transform", xp):
+        u_band = chase_back.apply_q(bd.reflectors, bd.phase_left[:, None] * u_b)
+        v = chase_back.apply_p(bd.reflectors, bd.phase_right[:, None] * v_b)
+        c = xp.zeros((m, m if full_matrices else n), dtype=dtype, order="F")
+        c[:n, :n] = u_band
+        if full_matrices and m > n:
+            c[n:, n:] = xp.eye(m - n, dtype=dtype)
+        u = apply_q(red, c)
+        v = apply_p(red, xp.asfortranarray(v))
+    return u, xp.asarray(s), _ct(v)
+
+
+def two_stage_svd(a, xp=None, *, full_matrices=False, bandwidth=None):
+    """U, Σ, Vᴴ of one finite matrix by the two-stage reduction (module docstring).
+
+    Dense → band (stage 1, on the device that holds A), band → bidiagonal by bulge chasing
+    with its reflectors recorded (stage 2, where the band lies), the bidiagonal's SVD on the
+    host (vectors by divide and conquer, LAPACK's dbdsdc through bidiagonal_dc.py; values
+    by dqds beside it on a second thread, each to high relative accuracy, as the one-stage
+    path gives them), then the back-transformations as GEMMs: stage 2's reflectors in
+    blocks (chase_back.py), stage 1's compact WY factors (band.py). For m ≥ 1.6·n a QR of
+    A first (U = Q·U_R), as dgesvd.
+
+    Parameters
+    ----------
+    a : (m, n) NumPy or CuPy array, float32, float64, complex64 or complex128
+        Finite; not modified.
+    xp : module, optional
+        ``numpy`` or ``cupy``, the namespace of ``a`` (taken from ``a`` when omitted).
+    full_matrices : bool
+        U of m×m and Vᴴ of n×n (True) or m×k and k×n, k = min(m, n).
+    bandwidth : int, optional
+        b of stage 1, as :func:`two_stage_singular_values`.
+
+    Returns
+    -------
+    u, s, vh : arrays in the namespace of ``a``; s of the real dtype, descending; u and vh
+        C-contiguous, of ``a``'s dtype
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.random.default_rng(0).standard_normal((40, 30))
+    >>> u, s, vh = two_stage_svd(a, bandwidth=8)
+    >>> bool(np.allclose(u * s @ vh, a, rtol=0, atol=1e-12))
+    True
+    """
+    xp = array_namespace(a) if xp is None else xp
+    real = np.finfo(a.dtype).dtype
+    m, n = a.shape
+    if m < n:
+        u, s, vh = two_stage_svd(_ct(a), xp, full_matrices=full_matrices, bandwidth=bandwidth)
+        return xp.ascontiguousarray(_ct(vh)), s, xp.ascontiguousarray(_ct(u))
+    if n == 0:
+        return (xp.eye(m, dtype=a.dtype) if full_matrices else xp.zeros((m, 0), a.dtype),
+                xp.zeros(0, dtype=real), xp.zeros((0, 0), a.dtype))
+    b = _bandwidth(n, bandwidth, xp)
+    k = safe_exponent(float(largest_entries(a[None], xp)[0]), a.dtype)
+    work = times_power_of_two(a, k, xp) if k else a
+    work = xp.array(work, order="F", copy=True)
+    if m >= _QR_FIRST_RATIO * n:
+        with profile.phase("svd_qr", xp):
+            q, r = xp.linalg.qr(work, mode="complete" if full_matrices else "reduced")
+            r = xp.asfortranarray(xp.triu(r[:n]).astype(a.dtype, copy=False))
+        u_r, s, vh = _vectors_tall(r, xp, b, False)
+        with profile.phase("svd_back_transform", xp):
+            u = q.astype(a.dtype, copy=True)
+            u[:, :n] = q[:, :n] @ u_r
+    else:
+        u, s, vh = _vectors_tall(work, xp, b, full_matrices)
+    s = scale_values(s.astype(real, copy=False), -k, xp)
+    return xp.ascontiguousarray(u), s, xp.ascontiguousarray(vh)
+
+
 def two_stage_eigenvalues(a, xp=None, *, bandwidth=None):
     """Eigenvalues of one finite Hermitian matrix by the two-stage reduction, ascending.
 
     Dense → Hermitian band (sym_band.py, on the device that holds A), band → real
-    symmetric tridiagonal by bulge chasing (sym_bulge.py, the Numba loop on the host:
-    the band of O(n·b) entries crosses), then LAPACK's tridiagonal eigenvalues
+    symmetric tridiagonal by bulge chasing where the band lies (sym_bulge.py: the Numba
+    loop, or its CUDA twin for a real CuPy band), then LAPACK's tridiagonal eigenvalues
     (``scipy.linalg.eigvalsh_tridiagonal``: dstebz/dsterf) on the host. The eigensolver
     that the polar method's ``eigh`` of H is to become (issue 18); not yet called by a
     public function, and its GPU speed is not measured yet. Both reductions are
@@ -170,8 +267,8 @@ def two_stage_eigenvalues(a, xp=None, *, bandwidth=None):
     with profile.phase("eigen_stage1", xp):
         band = hermitian_band_of(reduce_to_hermitian_band(work, bandwidth=b))
     with profile.phase("eigen_stage2", xp):
-        tri = band_to_tridiagonal(to_host(band))
+        tri = band_to_tridiagonal(band)
     with profile.phase("eigen_solver", xp):
-        w = scipy.linalg.eigvalsh_tridiagonal(tri.d.astype(np.float64),
-                                              tri.e.astype(np.float64))
+        w = scipy.linalg.eigvalsh_tridiagonal(to_host(tri.d).astype(np.float64),
+                                              to_host(tri.e).astype(np.float64))
     return scale_values(xp.asarray(w.astype(real)), -k, xp)

@@ -22,10 +22,11 @@ Like LAPACK's dgesvd, A is first scaled by a power of two into the range where t
 bidiagonalization cannot overflow or lose the smallest entries, and Σ is scaled back.
 A wide matrix is decomposed through its conjugate transpose.
 
-Values only can take the two-stage reduction instead of step 1 (``reduction``:
-condensed/driver.py, dense → band by GEMMs, band → bidiagonal by bulge chasing, then a
-values solver); ``reduction="auto"`` takes it from min(m, n) ≥ a tunable per device
-(:func:`choose_reduction`). Vectors through the two-stage path are not built yet.
+The two-stage reduction can replace step 1 (``reduction``: condensed/driver.py, dense →
+band by GEMMs, band → bidiagonal by bulge chasing, then a values solver, or with vectors
+divide and conquer on the bidiagonal and blocked back-transformations); with
+``reduction="auto"`` values only take it from min(m, n) ≥ a tunable per device
+(:func:`choose_reduction`), and vectors keep the paper's one-stage path.
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -36,7 +37,7 @@ from .._core import profile, tunables, validation
 from .._core.errors import LinAlgError
 from .._core.backend import to_host
 from .._core.scaling import safe_scale
-from ..condensed.driver import two_stage_singular_values
+from ..condensed.driver import two_stage_singular_values, two_stage_svd
 from .bidiagonal_qr import BidiagonalQR
 from .bidiagonalize import _ct, apply_p, apply_q, bidiagonalize
 from .dqds import bidiagonal_singular_values
@@ -63,15 +64,11 @@ _TWO_STAGE_VALUES_MIN_N = {"numpy": lambda t: t.two_stage_values_min_n_cpu,
 
 def check_options(options, *, compute_uv, what):
     """The options of ``method="gr"`` (``reduction``) as keyword arguments of :func:`svd`;
-    ``ValueError`` for an unknown option or value, or for the two-stage reduction with
-    vectors (not built yet)."""
+    ``ValueError`` for an unknown option or value."""
     validation.check_no_options({k: v for k, v in options.items() if k not in OPTIONS},
                                 what=what)
     reduction = options.get("reduction", "auto")
     validation.check_choice("reduction", reduction, REDUCTIONS)
-    if reduction == "two-stage" and compute_uv:
-        raise ValueError(f"{what}: the two-stage reduction gives singular values only so "
-                         "far; pass reduction='one-stage' or compute_uv=False")
     return {"reduction": reduction}
 
 
@@ -225,8 +222,8 @@ def svd(a, xp, *, full_matrices, compute_uv, overwrite_a, reduction="auto"):
 
     ``reduction`` is how ``a`` is brought to bidiagonal form: ``"one-stage"``, the
     paper's blocked Householder bidiagonalization (steps 1-4 of the module docstring);
-    ``"two-stage"``, dense → band → bidiagonal (:mod:`gpusvd.condensed.driver`), values
-    only so far (``ValueError`` with ``compute_uv``); ``"auto"`` (default), one-stage
+    ``"two-stage"``, dense → band → bidiagonal (:mod:`gpusvd.condensed.driver`);
+    ``"auto"`` (default), one-stage
     with vectors, and for values only two-stage from min(m, n) ≥ the tunable
     ``two_stage_values_min_n_cpu`` (NumPy) or ``two_stage_values_min_n_gpu`` (CuPy).
 
@@ -251,6 +248,8 @@ def svd(a, xp, *, full_matrices, compute_uv, overwrite_a, reduction="auto"):
         u, s, vh = _svd_empty(m, n, xp, dtype, full_matrices)
         return (u, s, vh) if compute_uv else (None, s, None)
     if choose_reduction(reduction, min(m, n), compute_uv, xp) == "two-stage":
+        if compute_uv:
+            return two_stage_svd(a, xp, full_matrices=full_matrices)
         return None, two_stage_singular_values(a, xp), None
     if m < n:
         # Aᴴ = U·Σ·Vh gives A = Vhᴴ·Σ·Uᴴ; the conjugate of complex A is a private copy.
