@@ -1,5 +1,6 @@
-"""band_cuda.py's in-place cuBLAS GEMM and cuSOLVER geqrf against their NumPy twins in
-band.py, on the views stage 1 hands them (column slices, transposes, row-major operands).
+"""band_cuda.py's in-place cuBLAS GEMM and cuSOLVER geqrf, and kernels/wy.cu (on the GPU and
+in a host build), against their NumPy twins in band.py, on the views stage 1 hands them
+(column slices, transposes, row-major operands).
 
 Bounds are in units of k·ε·‖a‖·‖b‖ (GEMM, k its inner size) and m·ε·‖panel‖ (geqrf).
 """
@@ -9,6 +10,9 @@ import pytest
 
 from gpusvd import testing
 from gpusvd.condensed import band as stage1
+
+import host_wy
+import host_kernel  # tests/jacobi, on sys.path once the host module is imported
 
 
 BOUND = 30
@@ -87,3 +91,65 @@ def test_gpu_band_of_either_order_matches_cpu(dtype, order):
     scale = float(np.abs(a).max()) * 130 * np.finfo(dtype).eps
     assert float(np.abs(stage1.band_of(red).get() - band_cpu).max()) / scale < BOUND
     assert red.factors is dev
+
+
+@pytest.fixture(scope="module")
+def host(tmp_path_factory):
+    return host_kernel.built_or_skip(host_wy.build, tmp_path_factory, "host_wy")
+
+
+def _reflectors(rows, cols, dtype, seed, zero_taus=()):
+    """V (unit lower) and τ of geqrf on a random panel, with the τ of ``zero_taus`` set to
+    0 (H = I; its v left as junk, as a zero column's would be)."""
+    h = np.asfortranarray(testing.random_matrix(rows, cols, dtype=dtype, seed=seed))
+    tau = stage1._geqrf_host(h)
+    tau[list(zero_taus)] = 0
+    return stage1._unit_lower(h), tau, h
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 1), (7, 3), (40, 16), (33, 33)])
+def test_host_unit_lower_is_the_numpy_twin(host, shape, dtype):
+    h = testing.random_matrix(*shape, dtype=dtype, seed=2)
+    assert np.array_equal(host.unit_lower(h), stage1._unit_lower(h))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, zero", [((1, 1), ()), ((9, 4), ()), ((50, 16), (3, 15)),
+                                         ((40, 32), (0,)), ((12, 5), (0, 1, 2, 3, 4))])
+def test_host_larft_gram_is_the_numpy_twin(host, shape, zero, dtype):
+    """The dlarft recurrence against band._wy_factor's triangular inverse: the same T to
+    rounding (in units of k·ε·‖T‖), zero rows and columns where τ = 0, and H_0·…·H_{k−1} =
+    I − V·T·Vᴴ."""
+    v, tau, _ = _reflectors(*shape, dtype, seed=3, zero_taus=zero)
+    t = host.wy_factor(v, tau)
+    ref = stage1._wy_factor(v, tau)
+    k = shape[1]
+    eps = np.finfo(dtype).eps
+    assert np.abs(t - ref).max() <= BOUND * k * eps * max(np.abs(ref).max(), 1)
+    for j in zero:
+        assert not t[j].any() and not t[:, j].any()
+    product = np.eye(shape[0], dtype=dtype)
+    for j in range(k):
+        product = product @ (np.eye(shape[0], dtype=dtype)
+                             - tau[j] * np.outer(v[:, j], v[:, j].conj()))
+    assert np.abs(product - (np.eye(shape[0]) - v @ t @ v.conj().T)).max() < BOUND * k * eps
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, zero", [((9, 4), ()), ((50, 16), (3, 15)), ((300, 64), (7,))])
+def test_gpu_wy_kernels_match_the_numpy_twins(shape, zero, dtype):
+    import cupy
+    from gpusvd.condensed import band_cuda
+
+    v, tau, h = _reflectors(*shape, dtype, seed=4, zero_taus=zero)
+    big = cupy.asarray(np.pad(h, ((2, 0), (1, 0))), order="F")
+    assert np.array_equal(band_cuda.unit_lower(big[2:, 1:]).get(), v)
+    k = shape[1]
+    out = cupy.full((k + 2, k + 2), np.nan, dtype)
+    band_cuda.wy_factor_into(cupy.asarray(v), cupy.asarray(tau), out[:k, :k])
+    ref = stage1._wy_factor(v, tau)
+    eps = np.finfo(dtype).eps
+    assert np.abs(out[:k, :k].get() - ref).max() <= BOUND * k * eps * max(np.abs(ref).max(), 1)
+    assert np.isnan(out[k:].get()).all() and np.isnan(out[:, k:].get()).all()

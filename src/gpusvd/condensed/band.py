@@ -94,22 +94,31 @@ def _geqrf_host(panel):
     return tau
 
 
-class _Twins(NamedTuple):
-    gemm: Any    # gemm_into(c, a, b, *, op_a, op_b, subtract)
-    geqrf: Any   # geqrf_into(panel) -> tau
-
-
-# Stage 1's dense kernels by the array namespace's name (module docstring).
-_TWINS = {"numpy": _Twins(_gemm_host, _geqrf_host),
-          "cupy": _Twins(band_cuda.gemm_into, band_cuda.geqrf_into)}
-
-
 def _unit_lower(h):
     """V: the strictly lower part of h with ones on the diagonal (a new array)."""
     xp = array_namespace(h)
     v = xp.tril(h, -1)
     xp.fill_diagonal(v, 1)
     return v
+
+
+def _wy_factor_host(v, tau, out):
+    """band_cuda.wy_factor_into's NumPy twin: T of :func:`_wy_factor` into ``out``."""
+    out[...] = _wy_factor(v, tau)
+    return out
+
+
+class _Twins(NamedTuple):
+    gemm: Any        # gemm_into(c, a, b, *, op_a, op_b, subtract)
+    geqrf: Any       # geqrf_into(panel) -> tau
+    unit_lower: Any  # unit_lower(h) -> V
+    wy_factor: Any   # wy_factor_into(v, tau, out) -> out = T
+
+
+# Stage 1's kernels by the array namespace's name (module docstring).
+_TWINS = {"numpy": _Twins(_gemm_host, _geqrf_host, _unit_lower, _wy_factor_host),
+          "cupy": _Twins(band_cuda.gemm_into, band_cuda.geqrf_into, band_cuda.unit_lower,
+                         band_cuda.wy_factor_into)}
 
 
 def _wy_factor(v, tau):
@@ -173,7 +182,7 @@ def reduce_to_band(a, *, bandwidth):
     panels = _panels(n, b)
     t_left = xp.zeros((len(panels), b, b), dtype=a.dtype)
     t_right = xp.zeros((len(panels), b, b), dtype=a.dtype)
-    gemm, geqrf = _TWINS[xp.__name__]
+    gemm, geqrf, unit_lower, wy_factor = _TWINS[xp.__name__]
     # The updates run on column-major sub-blocks (band_cuda.py): a C-ordered a is reduced
     # in a Fortran-ordered copy and written back.
     work = a if a.flags.f_contiguous else xp.asfortranarray(a)
@@ -185,8 +194,8 @@ def reduce_to_band(a, *, bandwidth):
         # Step 1: QR of the column panel, Q_kᴴ applied to the columns right of it:
         # C ← C − V·(Tᴴ·(Vᴴ·C)).
         tau = geqrf(work[k:, k:k + kb])
-        v = _unit_lower(work[k:, k:k + kb])
-        t = t_left[p, :kb, :kb] = _wy_factor(v, tau)
+        v = unit_lower(work[k:, k:k + kb])
+        t = wy_factor(v, tau, t_left[p, :kb, :kb])
         right = work[k:, k + kb:]
         cols = right.shape[1]
         if cols == 0:
@@ -200,8 +209,8 @@ def reduce_to_band(a, *, bandwidth):
         tau = geqrf(h)
         work[k:k + kb, k + kb:] = _ct(h)
         r = tau.shape[0]  # min(kb, n − k − kb) reflectors
-        u = _unit_lower(h[:, :r])
-        t = t_right[p, :r, :r] = _wy_factor(u, tau)
+        u = unit_lower(h[:, :r])
+        t = wy_factor(u, tau, t_right[p, :r, :r])
         below = work[k + kb:, k + kb:]
         rows = below.shape[0]
         gemm(x[0, :rows, :r], below, u)

@@ -1,4 +1,5 @@
-"""Stage 1's two dense kernels on CuPy views, in place: cuBLAS GEMM and cuSOLVER geqrf.
+"""Stage 1's kernels on CuPy views, in place: cuBLAS GEMM, cuSOLVER geqrf, and the per-panel
+V and T of kernels/wy.cu.
 
 band.py's trailing updates are sub-blocks of the column-major matrix being reduced,
 ``a[k:, j:]``: columns contiguous, leading dimension m. ``cupy.matmul`` on such a view makes
@@ -8,10 +9,21 @@ suffice (NOTES.md, "Stage 1's time": 0.25 s of trailing updates at n = 8192, b =
 several times the bytes of the GEMMs alone). Here the views go to cuBLAS as they lie
 (pointer, leading dimension), with β = 1 for the subtraction; the panel QR runs on the
 panel's own view (cuSOLVER geqrf, lda = m) instead of ``cupy.linalg.qr``'s transposed copy
-and the copy back. The NumPy twins are band.py's ``_gemm_host`` and ``_geqrf_host``.
+and the copy back. V and T of each panel come from one launch each (kernels/wy.cu, which
+says why). The NumPy twins are band.py's ``_gemm_host``, ``_geqrf_host``, ``_unit_lower``
+and ``_wy_factor_host``.
 """
 
 import numpy as np
+
+from .._core import kernels
+
+_KERNEL_FILE = "condensed/kernels/wy.cu"
+# Threads per block of unit_lower, and its most blocks (a grid-stride loop past them).
+_THREADS = 256
+_MAX_BLOCKS = 4096
+# larft_gram gives each row of T a thread of one block: at most this many reflectors.
+_MAX_REFLECTORS = 1024
 
 # cuBLAS's cublasOperation_t for op(X) = X, Xᵀ, Xᴴ.
 _OPS = {"N": 0, "T": 1, "C": 2}
@@ -95,3 +107,39 @@ def geqrf_into(panel):
     getattr(cusolver, prefix + "geqrf")(handle, rows, cols, panel.data.ptr, lda,
                                         tau.data.ptr, work.data.ptr, size, info.data.ptr)
     return tau
+
+
+def unit_lower(h):
+    """V of the column-major view ``h``: its strictly lower part with ones on the diagonal,
+    as a new column-major array (band.py's ``_unit_lower``)."""
+    import cupy
+
+    rows, cols = h.shape
+    out = cupy.empty((rows, cols), h.dtype, order="F")
+    if out.size == 0:
+        return out
+    h, _, ld = _column_major(h, "N")
+    kernel = kernels.get_kernel(_KERNEL_FILE, f"unit_lower<{kernels.CTYPE[h.dtype]}>")
+    blocks = min(-(-out.size // _THREADS), _MAX_BLOCKS)
+    kernel((blocks,), (_THREADS,), (h, np.int64(ld), np.int32(rows), np.int32(cols), out))
+    return out
+
+
+def wy_factor_into(v, tau, out):
+    """T of the compact WY form of V and τ (band.py's ``_wy_factor``) into the row-major
+    view ``out`` (r × r), from VᴴV by one launch of the dlarft recurrence."""
+    import cupy
+
+    r = tau.shape[0]
+    if r == 0:
+        return out
+    if r > _MAX_REFLECTORS or out.strides[1] != out.itemsize:
+        from .band import _wy_factor
+        out[...] = _wy_factor(v, tau)
+        return out
+    gram = cupy.empty((r, r), v.dtype, order="F")
+    gemm_into(gram, v, v, op_a="C")
+    kernel = kernels.get_kernel(_KERNEL_FILE, f"larft_gram<{kernels.CTYPE[v.dtype]}>")
+    kernel((1,), (r,), (gram, np.int32(r), cupy.ascontiguousarray(tau), np.int32(r), out,
+                        np.int32(out.strides[0] // out.itemsize)))
+    return out
