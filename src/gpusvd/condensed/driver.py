@@ -36,6 +36,7 @@ import scipy.linalg
 from .._core import profile, tunables
 from .._core.backend import array_namespace, to_host
 from .._core.scaling import largest_entries, safe_exponent, scale_values, times_power_of_two
+from ..golub_reinsch.bidiagonal_svd import bidiagonal_svd as qr_bidiagonal_svd
 from ..golub_reinsch.dqds import bidiagonal_singular_values
 from . import chase_back
 from .band import _ct, apply_p, apply_q, band_of, reduce_to_band
@@ -127,6 +128,25 @@ def two_stage_singular_values(a, xp=None, *, bandwidth=None):
     return scale_values(s.astype(real, copy=False), -k, xp)
 
 
+def _divide_and_conquer_on_host(d, e, xp, real):
+    """(U_B, V_B, s) by dbdsdc on the host (vectors) and dqds beside it on a second thread
+    (values, each to high relative accuracy, as the one-stage path gives them; dbdsdc's
+    are accurate to n·ε·σ₁ only: bidiagonal_dc.py)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        values = pool.submit(bidiagonal_singular_values, d, e)
+        u_b, _, vt_b = bidiagonal_svd(d, e)
+        s = values.result()
+    return xp.asarray(u_b.astype(real, copy=False)), xp.asarray(vt_b.T.astype(real)), s
+
+
+# The bidiagonal's SVD with vectors by the array namespace's name. The CPU: divide and
+# conquer, 5–19× the QR's speed on one core (n = 500–2000, bidiagonal_dc.py). The GPU:
+# the QR on the host with its rotations applied on the device, as the one-stage path
+# (golub_reinsch/bidiagonal_svd.py): H100, 2026-11-25, n = 8192 float64, 3.39 s, where
+# dbdsdc on the host's 16 cores took ~14.8 s with the copies (NOTES.md, session 9).
+_VECTORS_SOLVERS = {"numpy": _divide_and_conquer_on_host, "cupy": qr_bidiagonal_svd}
+
+
 def _vectors_tall(work, xp, b, full_matrices):
     """(U, s, Vh) of the scaled, square-or-tall (m < 1.6·n) ``work``, overwritten: stage 1,
     stage 2 with its reflectors recorded, the bidiagonal's SVD on the host, then the
@@ -140,12 +160,8 @@ def _vectors_tall(work, xp, b, full_matrices):
     with profile.phase("svd_solver", xp):
         d = np.asarray(to_host(bd.d), np.float64)
         e = np.asarray(to_host(bd.e), np.float64)
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            values = pool.submit(bidiagonal_singular_values, d, e)
-            u_b, _, vt_b = bidiagonal_svd(d, e)
-            s = values.result()
-        u_b = xp.asarray(u_b.astype(dtype, copy=False))
-        v_b = xp.asarray(vt_b.T.astype(dtype, copy=False))
+        u_b, v_b, s = _VECTORS_SOLVERS[xp.__name__](d, e, xp, np.finfo(dtype).dtype)
+        u_b, v_b = u_b.astype(dtype, copy=False), v_b.astype(dtype, copy=False)
     with profile.phase("svd_back_transform", xp):
         u_band = chase_back.apply_q(bd.reflectors, bd.phase_left[:, None] * u_b)
         v = chase_back.apply_p(bd.reflectors, bd.phase_right[:, None] * v_b)
@@ -162,9 +178,9 @@ def two_stage_svd(a, xp=None, *, full_matrices=False, bandwidth=None):
     """U, Σ, Vᴴ of one finite matrix by the two-stage reduction (module docstring).
 
     Dense → band (stage 1, on the device that holds A), band → bidiagonal by bulge chasing
-    with its reflectors recorded (stage 2, where the band lies), the bidiagonal's SVD on the
-    host (vectors by divide and conquer, LAPACK's dbdsdc through bidiagonal_dc.py; values
-    by dqds beside it on a second thread, each to high relative accuracy, as the one-stage
+    with its reflectors recorded (stage 2, where the band lies), the bidiagonal's SVD
+    (:data:`_VECTORS_SOLVERS`: divide and conquer on the CPU, the QR with its rotations on
+    the device on the GPU; values by dqds, each to high relative accuracy, as the one-stage
     path gives them), then the back-transformations as GEMMs: stage 2's reflectors in
     blocks (chase_back.py), stage 1's compact WY factors (band.py). For m ≥ 1.6·n a QR of
     A first (U = Q·U_R), as dgesvd.

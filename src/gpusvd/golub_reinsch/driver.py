@@ -29,24 +29,16 @@ divide and conquer on the bidiagonal and blocked back-transformations); with
 (:func:`choose_reduction`), and vectors keep the paper's one-stage path.
 """
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from .._core import profile, tunables, validation
-from .._core.errors import LinAlgError
 from .._core.backend import to_host
 from .._core.scaling import safe_scale
 from ..condensed.driver import two_stage_singular_values, two_stage_svd
-from .bidiagonal_qr import BidiagonalQR
+from .bidiagonal_svd import bidiagonal_svd
 from .bidiagonalize import _ct, apply_p, apply_q, bidiagonalize
 from .dqds import bidiagonal_singular_values
-from .rotations import apply_rotations
 
-
-# Below this n the dqds values of a full SVD are computed after the QR rather than on a
-# thread beside it: a thread costs more than dqds there.
-_DQDS_THREAD_MIN_N = 64
 
 # dgesvd's crossover (LAPACK ILAENV ispec 6: MNTHR = 1.6·min(m, n)): from m >= 1.6·n on, a
 # QR decomposition first makes the bidiagonalization n×n instead of m×n.
@@ -83,35 +75,6 @@ def choose_reduction(reduction, n, compute_uv, xp):
         return "one-stage"
     min_n = _TWO_STAGE_VALUES_MIN_N[xp.__name__](tunables.get())
     return "two-stage" if n >= min_n else "one-stage"
-
-
-def _rotate_cpu(n, dtype, qr):
-    """Run the bidiagonal QR to the end, applying its rotations to X and Y on the host."""
-    cap_sweeps = tunables.get().qr_chunk_sweeps
-    cap_rot = cap_sweeps * max(n - 1, 1)
-    sweeps = np.empty((cap_sweeps, 3), np.int64)
-    cs_left = np.empty((cap_rot, 2), np.float64)
-    cs_right = np.empty((cap_rot, 2), np.float64)
-    x = np.eye(n, dtype=dtype)
-    y = np.eye(n, dtype=dtype)
-    while not qr.done:
-        k, r = qr.run(sweeps, cs_left, cs_right)
-        apply_rotations(x, sweeps[:k], cs_left[:r].astype(dtype))
-        apply_rotations(y, sweeps[:k], cs_right[:r].astype(dtype))
-    return x, y
-
-
-def _rotate_gpu(n, dtype, qr, xp):
-    from .rotations_cuda import RotationPipeline
-
-    cap_sweeps = tunables.get().qr_chunk_sweeps
-    x = xp.asfortranarray(xp.eye(n, dtype=dtype))
-    y = xp.asfortranarray(xp.eye(n, dtype=dtype))
-    pipeline = RotationPipeline(x, y, cap_sweeps, cap_sweeps * max(n - 1, 1))
-    while not qr.done:
-        pipeline.submit(*qr.run(*pipeline.buffers()))
-    pipeline.finish()
-    return x, y
 
 
 def _svd_tall(a, xp, dtype, full_matrices, compute_uv):
@@ -152,18 +115,8 @@ def _svd_qr_first(work, scale, xp, dtype, full_matrices, compute_uv):
 
 
 def _svd_bidiagonal(work, scale, xp, dtype, full_matrices, compute_uv):
-    """Steps 1-4 of the module docstring on the scaled m×n ``work`` (m >= n >= 1).
-
-    With vectors, S is dqds' (as with values only), not the QR's own values: the QR stops
-    when an off-diagonal entry is below tol = ~90·ε relative to its neighbours (Demmel &
-    Kahan, as dbdsqr), and its values end up 45–110 s_max·ε from LAPACK's at n = 300–800
-    on the CPU (52–680 on the H100, complex128 n = 1024–4096), where dqds' are 9–22 (each
-    value to a few ulps of itself). The vectors are the QR's: they pair with the dqds values in
-    descending order, which can only swap vectors within a cluster of values closer than
-    the QR's tolerance, where either order is as good. dqds costs about half the QR loop
-    and runs on a second host thread while the QR loop and the rotations proceed (its
-    Numba loop releases the GIL), so it adds no time where a second core is free.
-    """
+    """Steps 1-4 of the module docstring on the scaled m×n ``work`` (m >= n >= 1); the
+    bidiagonal's SVD by bidiagonal_svd.py (QR with rotations, dqds' values)."""
     m, n = work.shape
     real = np.finfo(dtype).dtype  # of B, Σ, X and Y
     with profile.phase("bidiagonalize", xp):
@@ -175,27 +128,9 @@ def _svd_bidiagonal(work, scale, xp, dtype, full_matrices, compute_uv):
             # dqds, as LAPACK does for values only: ~2.4x faster than the QR, as accurate
             s_host = bidiagonal_singular_values(d, e)
             return None, xp.asarray((s_host / scale).astype(real)), None
-        qr = BidiagonalQR(d, e, eps=float(np.finfo(dtype).eps))
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            values = (pool.submit(bidiagonal_singular_values, d, e)
-                      if n >= _DQDS_THREAD_MIN_N else None)
-            if xp is not np:
-                x, y = _rotate_gpu(n, real, qr, xp)
-            else:
-                x, y = _rotate_cpu(n, real, qr)
-            s_host, perm, flip = qr.singular_values()
-            try:
-                s_host = bidiagonal_singular_values(d, e) if values is None else values.result()
-            except LinAlgError:  # dqds reached its step limit: keep the QR's values
-                pass
+        x, y, s_host = bidiagonal_svd(d, e, xp, real)
     s = xp.asarray((s_host / scale).astype(real))
-    if not compute_uv:
-        return None, s, None
     with profile.phase("back_transform", xp):
-        # Σ >= 0: a negative d_i flips column i of Y; then order by descending σ.
-        y[:, xp.asarray(flip)] *= -1
-        perm = xp.asarray(perm)
-        x, y = x[:, perm], y[:, perm]
         k = m if full_matrices else n
         c = xp.zeros((m, k), dtype=dtype, order="F")
         c[:n, :n] = x
