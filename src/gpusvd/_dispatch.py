@@ -171,10 +171,10 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
         bidiagonal's values by dqds on the CPU or by bisection on the GPU (each value to
         high relative accuracy), and with ``compute_uv`` its vectors by divide and
         conquer (LAPACK's dbdsdc on the host) and blocked back-transformations.
-        ``"auto"`` (default): one-stage with vectors; for values
-        only two-stage from min(M, N) >= 10 on the CPU and >= 4096 on the GPU (tunables
-        ``two_stage_values_min_n_cpu`` and ``two_stage_values_min_n_gpu``; the GPU's
-        is a placeholder until measured).
+        ``"auto"`` (default): for values only two-stage from min(M, N) >= 10 on the
+        CPU and >= 4096 on the GPU (tunables ``two_stage_values_min_n_cpu``, ``_gpu``);
+        with vectors two-stage for 16 <= min(M, N) < 700 on the CPU
+        (``two_stage_vectors_min_n_cpu``, ``_max_n_cpu``), one-stage otherwise.
 
     Returns
     -------

@@ -91,7 +91,8 @@ def spy(monkeypatch, module, name):
 
 @pytest.mark.parametrize("module, name, call", [
     (inner, "_inner_jacobi", lambda a, c: gpusvd.jacobi_svd(a, device="cpu")),
-    (rotations, "_apply_rotations", lambda a, c: gpusvd.svd(a, method="gr", device="cpu")),
+    (rotations, "_apply_rotations",
+     lambda a, c: gpusvd.svd(a, method="gr", device="cpu", reduction="one-stage")),
     (block_update.HostUpdate, "_step_products",
      lambda a, c: gpusvd.takagi(c, device="cpu")),
     (jacobi_driver, "svd_stack", lambda a, c: gpusvd.svd(a, method="jacobi", device="cpu")),

@@ -31,7 +31,7 @@ def test_full_and_values_only_agree_bitwise(n, dtype):
     """Same bidiagonal, same dqds: on the thread (n >= the threshold) or after the QR
     (values only through the one-stage reduction, as the full SVD)."""
     a = testing.random_matrix(n, n, dtype=dtype, seed=n)
-    _, s, _ = gpusvd.svd(a, method="gr", device="cpu")
+    _, s, _ = gpusvd.svd(a, method="gr", device="cpu", reduction="one-stage")
     assert np.array_equal(s, gpusvd.svdvals(a, method="gr", device="cpu",
                                             reduction="one-stage"))
 
@@ -66,15 +66,17 @@ def _put(device):
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
 def test_auto_reduction_rule(device, monkeypatch):
-    """reduction="auto": one-stage with vectors; values only two-stage from min(m, n) ≥
-    the device's tunable; the explicit reductions whatever the size."""
+    """reduction="auto": values only two-stage from min(m, n) ≥ the device's tunable;
+    with vectors one-stage outside the CPU's window (here set empty on the CPU: the GPU
+    has none); the explicit reductions whatever the size."""
     shapes = []
     two_stage = driver.two_stage_singular_values
     monkeypatch.setattr(driver, "two_stage_singular_values",
                         lambda a, xp: shapes.append(a.shape) or two_stage(a, xp))
     put = _put(device)
     a, b = testing.random_matrix(30, 19, seed=1), testing.random_matrix(20, 40, seed=2)
-    with tunables.override(**{f"two_stage_values_min_n_{device}": 20}):
+    with tunables.override(**{f"two_stage_values_min_n_{device}": 20,
+                              "two_stage_vectors_max_n_cpu": 0}):
         s_a = gpusvd.svdvals(put(a), method="gr", device=device)
         gpusvd.svd(put(b), method="gr", device=device)
         assert shapes == []
@@ -85,3 +87,10 @@ def test_auto_reduction_rule(device, monkeypatch):
     assert shapes == [(20, 40), (30, 19), (20, 40), (20, 40)]
     for x, s in ((a, s_a), (b, s_b)):
         assert testing.sv_error(s, put(scipy.linalg.svdvals(x))) < 30 * 40
+
+
+@pytest.mark.parametrize("n, expected", [(15, "one-stage"), (16, "two-stage"),
+                                         (699, "two-stage"), (700, "one-stage")])
+def test_auto_reduction_with_vectors_on_the_cpu(n, expected):
+    assert driver.choose_reduction("auto", n, True, np) == expected
+    assert driver.choose_reduction("one-stage", n, True, np) == "one-stage"

@@ -150,9 +150,13 @@ class Tunables:
     # svdvals(method="gr", reduction="two-stage"), stage 2 and bisection on the GPU,
     # median of 3 (bench/results/values_h100_s8.txt): b = 32 against 64, float64 n = 4096
     # 0.356 s against 0.424, 8192 1.175 against 1.069; float32 4096 0.329 against 0.306,
-    # 8192 1.158 against 0.944.
+    # 8192 1.158 against 0.944. Session 9 (H100, stage 1's updates in place, per-panel
+    # helpers still CuPy calls; bench/results/stage1_s9.json), two_stage_singular_values
+    # with its phases synchronized: float64 8192 b = 32 0.709 s, 64 0.820, 128 1.70;
+    # float32 0.596, 0.610, 1.22; 4096 float64 0.341, 0.393. So b = 32 up to 8192; 16384
+    # is not measured yet and keeps 64.
     two_stage_bandwidth_large: int = 64
-    two_stage_bandwidth_large_min_n_gpu: int = 8192
+    two_stage_bandwidth_large_min_n_gpu: int = 16384
     # reduction="auto" of svd/svdvals(method="gr"), values only: the two-stage reduction
     # (condensed/driver.py) from min(m, n) >= this, the one-stage one below it. GPU: the
     # same H100 run as two_stage_bandwidth_large, one-stage against two-stage (b = 32):
@@ -169,6 +173,16 @@ class Tunables:
     # one-stage time (probably: the one-stage reduction's memory-bound half gains from
     # 4-byte words, the bulge chasing does not). So two-stage from 10.
     two_stage_values_min_n_cpu: int = 10
+    # reduction="auto" of svd(method="gr") with vectors on the CPU: the two-stage
+    # reduction (condensed.driver.two_stage_svd: dbdsdc + dqds, blocked back-
+    # transformations) for min(m, n) in [min, max), the one-stage one outside. 2026-11-25,
+    # shared 2-core EPYC (load 0.8–1.4), 1 thread, square Gaussian float64, full_matrices
+    # False, two-stage time over one-stage time, median of 3 (30 for n <= 32) side by side:
+    # n = 4 1.45, 8 1.18, 16 0.87, 32 0.65, 50 0.56, 100 0.56, 200 0.70, 300 0.86, 500
+    # 0.97, 700 1.01, 1000 1.02, 1500 1.11. The GPU keeps the one-stage path: the
+    # bidiagonal's vectors dominate there (NOTES.md, session 9).
+    two_stage_vectors_min_n_cpu: int = 16
+    two_stage_vectors_max_n_cpu: int = 700
     # method="auto" on the GPU for values only (svdvals, svd(compute_uv=False)) of real
     # matrices: "gr" (the two-stage reduction) from min(m, n) >= this, "polar" below. H100,
     # 2026-11-25, median of 3 (values_h100_s8.txt), polar against two-stage with b = 32 at

@@ -25,9 +25,12 @@ A wide matrix is decomposed through its conjugate transpose.
 The two-stage reduction can replace step 1 (``reduction``: condensed/driver.py, dense →
 band by GEMMs, band → bidiagonal by bulge chasing, then a values solver, or with vectors
 divide and conquer on the bidiagonal and blocked back-transformations); with
-``reduction="auto"`` values only take it from min(m, n) ≥ a tunable per device
-(:func:`choose_reduction`), and vectors keep the paper's one-stage path.
+``reduction="auto"`` values only take it from min(m, n) ≥ a tunable per device, and
+vectors for moderate sizes on the CPU (:func:`choose_reduction`; the tunables say what
+measured them).
 """
+
+import math
 
 import numpy as np
 
@@ -48,10 +51,14 @@ _QR_FIRST_RATIO = 1.6
 OPTIONS = ("reduction",)
 REDUCTIONS = ("auto", "one-stage", "two-stage")
 
-# The smallest min(m, n) from which reduction="auto" takes the two-stage reduction for
-# values only, by the array namespace's name (the tunables say what measured them).
-_TWO_STAGE_VALUES_MIN_N = {"numpy": lambda t: t.two_stage_values_min_n_cpu,
-                           "cupy": lambda t: t.two_stage_values_min_n_gpu}
+# The range [low, high) of min(m, n) in which reduction="auto" takes the two-stage
+# reduction, for values only and with vectors, by the array namespace's name (the
+# tunables say what measured them).
+_TWO_STAGE_VALUES_RANGE = {"numpy": lambda t: (t.two_stage_values_min_n_cpu, math.inf),
+                           "cupy": lambda t: (t.two_stage_values_min_n_gpu, math.inf)}
+_TWO_STAGE_VECTORS_RANGE = {
+    "numpy": lambda t: (t.two_stage_vectors_min_n_cpu, t.two_stage_vectors_max_n_cpu),
+    "cupy": lambda t: (math.inf, math.inf)}
 
 
 def check_options(options, *, compute_uv, what):
@@ -66,15 +73,15 @@ def check_options(options, *, compute_uv, what):
 
 def choose_reduction(reduction, n, compute_uv, xp):
     """The reduction ``"one-stage"`` or ``"two-stage"`` that runs for ``reduction`` on
-    matrices with min(m, n) = ``n`` on ``xp``: "auto" takes the one-stage reduction with
-    vectors, and for values only the two-stage one from n ≥ the device's tunable
-    (``two_stage_values_min_n_cpu`` / ``_gpu``)."""
+    matrices with min(m, n) = ``n`` on ``xp``: "auto" takes for values only the two-stage
+    one from n ≥ the device's tunable (``two_stage_values_min_n_cpu`` / ``_gpu``), and
+    with vectors for n in [``two_stage_vectors_min_n_cpu``, ``…_max_n_cpu``) on the CPU,
+    never on the GPU."""
     if reduction != "auto":
         return reduction
-    if compute_uv:
-        return "one-stage"
-    min_n = _TWO_STAGE_VALUES_MIN_N[xp.__name__](tunables.get())
-    return "two-stage" if n >= min_n else "one-stage"
+    low, high = (_TWO_STAGE_VECTORS_RANGE if compute_uv
+                 else _TWO_STAGE_VALUES_RANGE)[xp.__name__](tunables.get())
+    return "two-stage" if low <= n < high else "one-stage"
 
 
 def _svd_tall(a, xp, dtype, full_matrices, compute_uv):
@@ -158,9 +165,7 @@ def svd(a, xp, *, full_matrices, compute_uv, overwrite_a, reduction="auto"):
     ``reduction`` is how ``a`` is brought to bidiagonal form: ``"one-stage"``, the
     paper's blocked Householder bidiagonalization (steps 1-4 of the module docstring);
     ``"two-stage"``, dense → band → bidiagonal (:mod:`gpusvd.condensed.driver`);
-    ``"auto"`` (default), one-stage
-    with vectors, and for values only two-stage from min(m, n) ≥ the tunable
-    ``two_stage_values_min_n_cpu`` (NumPy) or ``two_stage_values_min_n_gpu`` (CuPy).
+    ``"auto"`` (default), :func:`choose_reduction`'s rule.
 
     Examples
     --------
