@@ -145,21 +145,15 @@ class Tunables:
     # load 2.5, ±50% noise): n = 1000: b = 8 0.38 s, 16 0.27, 32 0.27, 64 0.35; n = 2000:
     # 3.9, 3.4, 2.8, 4.7 s (NOTES.md, "Two-stage reduction, first increment"). To be
     # measured again with stage 2's GPU kernel and the back-transformation.
+    # The GPU takes it too. H100, 2026-11-25: session 8 (stage 1 by CuPy matmuls) had b = 64
+    # faster from 8192; with stage 1's updates in place and its per-panel V and T in one
+    # launch each (session 9, bench/results/values_s9.json), two_stage_singular_values,
+    # median of 3: float64 8192 b = 32 0.662 s against 0.803 (64); float32 8192 0.503
+    # against 0.602; float64 16384 2.28 against 2.51; 4096 float64 0.341 against 0.393.
     two_stage_bandwidth: int = 32
-    # On the GPU from n >= two_stage_bandwidth_large_min_n_gpu: b = 64. H100, 2026-11-25,
-    # svdvals(method="gr", reduction="two-stage"), stage 2 and bisection on the GPU,
-    # median of 3 (bench/results/values_h100_s8.txt): b = 32 against 64, float64 n = 4096
-    # 0.356 s against 0.424, 8192 1.175 against 1.069; float32 4096 0.329 against 0.306,
-    # 8192 1.158 against 0.944. Session 9 (H100, stage 1's updates in place, per-panel
-    # helpers still CuPy calls; bench/results/stage1_s9.json), two_stage_singular_values
-    # with its phases synchronized: float64 8192 b = 32 0.709 s, 64 0.820, 128 1.70;
-    # float32 0.596, 0.610, 1.22; 4096 float64 0.341, 0.393. So b = 32 up to 8192; 16384
-    # is not measured yet and keeps 64.
-    two_stage_bandwidth_large: int = 64
-    two_stage_bandwidth_large_min_n_gpu: int = 16384
     # reduction="auto" of svd/svdvals(method="gr"), values only: the two-stage reduction
     # (condensed/driver.py) from min(m, n) >= this, the one-stage one below it. GPU: the
-    # same H100 run as two_stage_bandwidth_large, one-stage against two-stage (b = 32):
+    # session 8 H100 run (values_h100_s8.txt), one-stage against two-stage (b = 32):
     # float64 n = 4096 0.698 s against 0.356, 8192 3.02 against 1.175; float32 4096 0.579
     # against 0.329, 8192 2.57 against 1.158; 2048 and below not measured yet.
     two_stage_values_min_n_gpu: int = 4096

@@ -54,12 +54,10 @@ _QR_FIRST_RATIO = 1.6
 def _bandwidth(n, bandwidth, xp):
     """The requested (or tuned) bandwidth, at most n − 1 and at least 1: a bandwidth of
     n − 1 or more is an upper triangle, which a plain QR already gives. The tuned one is
-    ``two_stage_bandwidth``, and ``two_stage_bandwidth_large`` on the GPU from
-    n ≥ ``two_stage_bandwidth_large_min_n_gpu``."""
+    ``two_stage_bandwidth``."""
     t = tunables.get()
     if bandwidth is None:
-        large = xp.__name__ == "cupy" and n >= t.two_stage_bandwidth_large_min_n_gpu
-        bandwidth = t.two_stage_bandwidth_large if large else t.two_stage_bandwidth
+        bandwidth = t.two_stage_bandwidth
     b = int(bandwidth)
     if b < 1:
         raise ValueError(f"bandwidth must be a positive integer, got {bandwidth}")
