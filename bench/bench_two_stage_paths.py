@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Issue 18's benchmark (acceptance 3): gpusvd's two-stage paths against the GPU's peers,
+phase by phase, each phase against its floor.
+
+Run on the device from the repository root (each n and dtype is one process-level loop;
+``--max-seconds`` skips a variant at the next n once one call of it took longer)::
+
+    PYTHONPATH=src python bench/bench_two_stage_paths.py --sizes 2048 4096 8192 16384 \\
+        --dtypes float64 float32 --out bench/results/two_stage_paths_h100.json
+
+Per n, dtype and mode, on one Gaussian n×n matrix, median seconds after a warm-up call:
+
+* ``values``: ``svdvals(method="gr", reduction="two-stage")`` (phases ``values_stage1``,
+  ``values_stage2``, ``values_solver``), one-stage ``gr``, ``polar``, cuSOLVER gesvd
+  (``cupy.linalg.svd(compute_uv=False)``), JAX's POLAR (cuSOLVER gesvdp);
+* ``full``: ``svd(method="gr", reduction="two-stage")`` (phases ``svd_stage1``,
+  ``svd_stage2``, ``svd_solver``, ``svd_back_transform``), one-stage ``gr``, ``polar``,
+  gesvd, gesvdp;
+* ``eigh``: of (A + Aᴴ)/2, ``condensed.driver.two_stage_eigenvalues`` (values) and, where
+  it exists, ``two_stage_eigh`` (vectors), against cuSOLVER syevd
+  (``cupy.linalg.eigvalsh``, ``eigh``).
+
+Floors, from DESIGN.md's ceilings: stage 1 of the SVD 8n³/3 flops, of eigh 4n³/3
+(LAPACK's count), at the GEMM ceiling; the back-transformations 8n³ flops (stage 2's
+blocked reflectors ≈ 2·2n³, stage 1's 2·2n³) at the GEMM ceiling; stage 2 and the
+solvers are latency-bound chains whose floor is reported as none. Accuracy of each result
+by gpusvd._bench.accuracy (residual, orthogonality, value error in units of n·ε) against
+float64 cuSOLVER values of the same matrix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+import common  # noqa: E402
+from bench_polar import _jax_svd  # noqa: E402
+
+SCHEMA = "gpusvd-bench-two-stage-paths/1"
+GEMM_CEILING = {"float64": 60e12, "float32": 51e12}  # DESIGN.md, "Ceilings", flop/s
+# Each phase's floor in flops as a function of n (None: a latency-bound chain).
+FLOORS = {"values_stage1": lambda n: 8 * n ** 3 / 3, "svd_stage1": lambda n: 8 * n ** 3 / 3,
+          "svd_back_transform": lambda n: 8 * n ** 3, "eigen_stage1": lambda n: 4 * n ** 3 / 3,
+          "eigh_stage1": lambda n: 4 * n ** 3 / 3, "eigh_back_transform": lambda n: 4 * n ** 3}
+
+
+def _variants(mode):
+    import cupy
+
+    import gpusvd
+    from gpusvd.condensed import driver
+
+    if mode == "values":
+        return {"two_stage": lambda a: gpusvd.svdvals(a, method="gr", reduction="two-stage"),
+                "gr_one_stage": lambda a: gpusvd.svdvals(a, method="gr", reduction="one-stage"),
+                "polar": lambda a: gpusvd.svdvals(a, method="polar"),
+                "cupy_gesvd": lambda a: cupy.linalg.svd(a, compute_uv=False),
+                "jax_gesvdp": _jax_svd(False)}
+    if mode == "full":
+        def svd(**kw):
+            return lambda a: gpusvd.svd(a, full_matrices=False, **kw)
+        return {"two_stage": svd(method="gr", reduction="two-stage"),
+                "gr_one_stage": svd(method="gr", reduction="one-stage"),
+                "polar": svd(method="polar"),
+                "cupy_gesvd": lambda a: cupy.linalg.svd(a, full_matrices=False),
+                "jax_gesvdp": _jax_svd(True)}
+    out = {"two_stage_values": driver.two_stage_eigenvalues,
+           "syevd_values": cupy.linalg.eigvalsh, "syevd": cupy.linalg.eigh}
+    if hasattr(driver, "two_stage_eigh"):
+        out["two_stage"] = driver.two_stage_eigh
+    return out
+
+
+def _accuracy(mode, a, out, ref, dtype):
+    """gpusvd._bench.accuracy's metrics (units of n·ε) of one result against the float64
+    reference values ``ref`` (eigenvalues ascending for eigh; its "sorted" flag is then
+    about descending order and means nothing)."""
+    from gpusvd._bench import accuracy
+
+    if not isinstance(out, tuple):
+        return accuracy.values_accuracy(out, ref, dtype)
+    if mode == "eigh":
+        w, v = out
+        return accuracy.svd_accuracy(a, v, w, v.conj().T, ref, dtype)
+    return accuracy.svd_accuracy(a, *out, ref, dtype)
+
+
+def _reference(mode, x):
+    """Float64 values of ``x``: cuSOLVER's gesvd (descending) or syevd (ascending)."""
+    import cupy
+
+    x64 = x.astype(np.float64)
+    if mode == "eigh":
+        return cupy.linalg.eigvalsh(x64)
+    return cupy.linalg.svd(x64, compute_uv=False)
+
+
+def _time(fn, a, repeat):
+    """(median seconds, last result, median phases) of ``fn(a)``; a warm-up call first."""
+    from gpusvd._core import profile
+
+    fn(a)
+    common.synchronize()
+    times, phases, out = [], [], None
+    for _ in range(repeat):
+        with profile.recording() as ph:
+            t0 = time.perf_counter()
+            out = fn(a)
+            common.synchronize()
+            times.append(time.perf_counter() - t0)
+        phases.append(dict(ph))
+    names = phases[-1]
+    return (float(np.median(times)), out,
+            {k: float(np.median([p.get(k, 0.0) for p in phases])) for k in names})
+
+
+def run(args):
+    import cupy
+
+    rng = np.random.default_rng(args.seed)
+    records, slow = [], set()
+    for n in args.sizes:
+        for dtype in args.dtypes:
+            a = cupy.asarray(rng.standard_normal((n, n)).astype(dtype))
+            for mode in args.modes:
+                x = (a + a.T) / 2 if mode == "eigh" else a
+                ref = _reference(mode, x)
+                for name, fn in _variants(mode).items():
+                    if (mode, dtype, name) in slow:
+                        continue
+                    seconds, out, phases = _time(fn, x, args.repeat)
+                    if seconds > args.max_seconds:
+                        slow.add((mode, dtype, name))
+                    floors = {k: FLOORS[k](n) / GEMM_CEILING[dtype] for k in phases
+                              if k in FLOORS}
+                    rec = {"n": n, "dtype": dtype, "mode": mode, "variant": name,
+                           "median_s": seconds, "phases": phases, "floors_s": floors,
+                           **_accuracy(mode, x, out, ref, dtype)}
+                    records.append(rec)
+                    print(f"{n:>6} {dtype:>8} {mode:>6} {name:>16} {seconds:9.3f} s  "
+                          + "  ".join(f"{k}={v:.3f}"
+                                      + (f"(floor {floors[k]:.3f})" if k in floors else "")
+                                      for k, v in sorted(phases.items())), flush=True)
+                    del out
+            del a
+    return records
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", type=int, nargs="+", default=[2048, 4096, 8192, 16384])
+    p.add_argument("--dtypes", nargs="+", default=["float64", "float32"])
+    p.add_argument("--modes", nargs="+", default=["values", "full", "eigh"],
+                   choices=["values", "full", "eigh"])
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--max-seconds", type=float, default=15.0,
+                   help="skip a variant at larger n once one call of it took longer")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out")
+    args = p.parse_args(argv)
+    records = run(args)
+    if args.out:
+        common.write_json(args.out, {"schema": SCHEMA, "machine": common.device_info(),
+                                     "records": records})
+
+
+if __name__ == "__main__":
+    main()
