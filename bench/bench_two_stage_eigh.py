@@ -89,10 +89,13 @@ def main():
     records = []
     for dtype in args.dtypes:
         for n in args.sizes:
-            g = np.random.default_rng(n).standard_normal((n, n)).astype(dtype)
-            a_host = (g + g.T) / 2
+            rng = np.random.default_rng(n)
+            g = rng.standard_normal((n, n))
+            if np.dtype(dtype).kind == "c":
+                g = g + 1j * rng.standard_normal((n, n))
+            a_host = ((g + g.conj().T) / 2).astype(dtype)
             a = xp.asarray(a_host)
-            ref = scipy.linalg.eigvalsh(a_host.astype(np.float64)) if n <= args.ref_max else None
+            ref = scipy.linalg.eigvalsh(a_host) if n <= args.ref_max else None
             unit = n * np.finfo(dtype).eps * (np.abs(ref).max() if ref is not None else 1)
             row = {"n": n, "dtype": dtype, "device": args.device, "vectors": args.vectors}
             for name, fn in peers.items():
