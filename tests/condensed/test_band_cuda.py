@@ -146,6 +146,7 @@ def test_gpu_wy_kernels_match_the_numpy_twins(shape, zero, dtype):
     v, tau, h = _reflectors(*shape, dtype, seed=4, zero_taus=zero)
     big = cupy.asarray(np.pad(h, ((2, 0), (1, 0))), order="F")
     assert np.array_equal(band_cuda.unit_lower(big[2:, 1:]).get(), v)
+    assert np.array_equal(band_cuda.unit_lower(cupy.ascontiguousarray(big[2:, 1:])).get(), v)
     k = shape[1]
     out = cupy.full((k + 2, k + 2), np.nan, dtype)
     band_cuda.wy_factor_into(cupy.asarray(v), cupy.asarray(tau), out[:k, :k])

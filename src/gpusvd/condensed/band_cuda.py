@@ -118,7 +118,9 @@ def unit_lower(h):
     out = cupy.empty((rows, cols), h.dtype, order="F")
     if out.size == 0:
         return out
-    h, _, ld = _column_major(h, "N")
+    h, op, ld = _column_major(h, "N")
+    if op != "N":  # a row-major h: the kernel reads columns
+        h, ld = cupy.asfortranarray(h), max(rows, 1)
     kernel = kernels.get_kernel(_KERNEL_FILE, f"unit_lower<{kernels.CTYPE[h.dtype]}>")
     blocks = min(-(-out.size // _THREADS), _MAX_BLOCKS)
     kernel((blocks,), (_THREADS,), (h, np.int64(ld), np.int32(rows), np.int32(cols), out))

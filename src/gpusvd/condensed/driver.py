@@ -66,6 +66,13 @@ def _bandwidth(n, bandwidth, xp):
     return max(1, min(b, n - 1))
 
 
+def _scaled_copy(a, xp):
+    """(k, a·2^k as a new Fortran-ordered array): A brought into the safe range by an exact
+    power of two, at any distance (subnormal max|A| too; the module docstring)."""
+    k = safe_exponent(float(largest_entries(a[None], xp)[0]), a.dtype)
+    return k, xp.array(times_power_of_two(a, k, xp) if k else a, order="F", copy=True)
+
+
 def _dqds_on_host(bd):
     """dqds on the host in float64 (each value to a few ulps; Fernando & Parlett 1994)."""
     return bidiagonal_singular_values(to_host(bd.d).astype(np.float64),
@@ -114,9 +121,7 @@ def two_stage_singular_values(a, xp=None, *, bandwidth=None):
     if n == 0:
         return xp.zeros(0, dtype=real)
     b = _bandwidth(n, bandwidth, xp)
-    # Into the safe range by an exact power of two, any distance (subnormal input too)
-    k = safe_exponent(float(largest_entries(a[None], xp)[0]), a.dtype)
-    work = times_power_of_two(a, k, xp) if k else a.copy()
+    k, work = _scaled_copy(a, xp)
     with profile.phase("values_stage1", xp):
         if m >= _QR_FIRST_RATIO * n:
             work = xp.triu(xp.linalg.qr(work, mode="r")[:n]).astype(a.dtype, copy=False)
@@ -219,9 +224,7 @@ def two_stage_svd(a, xp=None, *, full_matrices=False, bandwidth=None):
         return (xp.eye(m, dtype=a.dtype) if full_matrices else xp.zeros((m, 0), a.dtype),
                 xp.zeros(0, dtype=real), xp.zeros((0, 0), a.dtype))
     b = _bandwidth(n, bandwidth, xp)
-    k = safe_exponent(float(largest_entries(a[None], xp)[0]), a.dtype)
-    work = times_power_of_two(a, k, xp) if k else a
-    work = xp.array(work, order="F", copy=True)
+    k, work = _scaled_copy(a, xp)
     if m >= _QR_FIRST_RATIO * n:
         with profile.phase("svd_qr", xp):
             q, r = xp.linalg.qr(work, mode="complete" if full_matrices else "reduced")
@@ -277,9 +280,7 @@ def two_stage_eigenvalues(a, xp=None, *, bandwidth=None):
     if n == 0:
         return xp.zeros(0, dtype=real)
     b = _bandwidth(n, bandwidth, xp)
-    # Into the safe range by an exact power of two, any distance (subnormal input too)
-    k = safe_exponent(float(largest_entries(a[None], xp)[0]), a.dtype)
-    work = times_power_of_two(a, k, xp) if k else a.copy()
+    k, work = _scaled_copy(a, xp)
     with profile.phase("eigen_stage1", xp):
         band = hermitian_band_of(reduce_to_hermitian_band(work, bandwidth=b))
     with profile.phase("eigen_stage2", xp):
@@ -346,10 +347,7 @@ def two_stage_eigh(a, xp=None, *, bandwidth=None):
     if n == 0:
         return xp.zeros(0, dtype=real), xp.zeros((0, 0), dtype=a.dtype)
     b = _bandwidth(n, bandwidth, xp)
-    # Into the safe range by an exact power of two, any distance (subnormal input too)
-    k = safe_exponent(float(largest_entries(a[None], xp)[0]), a.dtype)
-    work = times_power_of_two(a, k, xp) if k else a
-    work = xp.array(work, order="F", copy=True)
+    k, work = _scaled_copy(a, xp)
     with profile.phase("eigh_stage1", xp):
         red = reduce_to_hermitian_band(work, bandwidth=b)
     with profile.phase("eigh_stage2", xp):
