@@ -1,0 +1,332 @@
+"""SVD of a real upper bidiagonal B by divide and conquer, its O(n³) work as GEMMs in xp.
+
+The vectors solver of the two-stage SVD (issue 18), in place of LAPACK's dbdsdc
+(:mod:`.bidiagonal_dc`) on the host: Gu & Eisenstat, "A divide-and-conquer algorithm for
+the bidiagonal SVD", SIAM J. Matrix Anal. Appl. 16 (1995) 79–92, in the form of LAPACK's
+dbdsdc → dlasd0 → dlasd1/2/3/4, written as :mod:`.tridiagonal_dc` is: U and V (n×n) and
+the merges' GEMMs in the array namespace ``xp``, only O(n) data on the host.
+
+1. Split. B falls apart where |e_i| ≤ ε·sqrt(|d_i|·|d_{i+1}|) (:mod:`.tridiagonal_dc`'s
+   test, a perturbation of at most ε·‖B‖); each block is scaled by a power of two to
+   max |entry| ≈ 1 (exact).
+2. Tree (dlasdt): a block of m rows, n×(n + sqre) with sqre ∈ {0, 1}, is cut at its
+   middle row k into B₁ (rows above k: k × (k + 1), sqre = 1), the coupling row
+   (α = d_k, β = e_k) and B₂ (rows below, of the parent's sqre), until at most
+   :data:`LEAF_SIZE` rows are left (Gu & Eisenstat, Sec. 2).
+3. Leaves: LAPACK's SVD of the dense m × (m + sqre) block (numpy.linalg.svd, gesdd) on
+   the host; the extra column of V for sqre = 1 is B₁'s null vector.
+4. Merge (dlasd1), level by level: with B_i = U_i·[D_i 0]·V_iᵀ,
+   B = diag(U₁, 1, U₂)·M·diag(V₁, V₂)ᵀ after a permutation, M being zero but for its
+   first row z (α times the last row of V₁, β times the first row of V₂) and the
+   diagonal (0, D₁, D₂). The two null columns' weights α·λ and β·φ are rotated into one,
+   z₁ = (α²λ² + β²φ²)^½ on the pole d₁ = 0, leaving V's null vector for the parent
+   (dlasd1 / dlasd2).
+   - Deflation (dlasd2, TOL = 64·ε·max(|α|, |β|, max D)): |z_j| ≤ TOL makes d_j a
+     singular value; two poles with |d_j − d_i|·|c·s| ≤ TOL are rotated (U's and V's
+     columns alike) so that z_i vanishes; a pole with d_j·|s| ≤ TOL is rotated into the
+     zero pole by V's columns only, the zero pole having no row of its own (dlasd2's
+     special case of the first pole), and leaves the value c·d_j; |z₁| ≤ TOL is raised to
+     TOL (dlasd2).
+   - The k roots of 1 + Σ z_i²/((d_i − σ)(d_i + σ)) = 0 (:mod:`.secular_svd`), each as
+     an offset τ from a pole, the differences d_i ∓ σ formed from it (dlasd4).
+   - Gu & Eisenstat's ẑ (their eq. (3.3), dlasd3): the weights for which the roots are
+     exact, ẑ_i² = (σ_k² − d_i²)·∏_{j<i} (σ_j² − d_i²)/(d_j² − d_i²)·
+     ∏_{i≤j<k} (σ_j² − d_i²)/(d_{j+1}² − d_i²), each factor in (0, 1] by interlacing
+     and each difference of squares a product of the differences above. M's vectors:
+     v_j = (ẑ_i/((d_i − σ_j)(d_i + σ_j)))_i, u_j = (−1, d_i·v_{ij})_{i≥2}, normalized
+     (dlasd3, dividing twice as it does to spare underflow).
+   - U ← U·U_M and V ← V·V_M on the kept columns as GEMMs in xp, each half's rows
+     against only the columns that can be nonzero there (as :mod:`.tridiagonal_dc`):
+     U's coupling row is e_k's, so its new row is U_M's first; V's rows split at k.
+
+Departures from LAPACK: leaves of 32 rows (SMLSIZ = 25), by gesdd on the dense block
+rather than dlasdq. Columns are never sorted between merges; a host array of values
+follows them and each merge sorts its poles through an index (as :mod:`.tridiagonal_dc`).
+Each block and each merge is scaled by a power of two, not by its norm.
+
+Accuracy: backward stable, ‖B − U·S·Vᵀ‖ and ‖UᵀU − I‖, ‖VᵀV − I‖ of order n·ε; the
+values to about n·ε·σ₁ (the deflation's absolute tolerance), not each to itself: for a
+graded B take the small values from dqds (:mod:`gpusvd.golub_reinsch.dqds`).
+"""
+
+import numba
+import numpy as np
+
+from .._core import profile
+from .._core.backend import to_host
+from .._core.errors import LinAlgError
+from .._core.validation import working_dtype
+from .secular_svd import secular_singular_values
+from .tridiagonal_dc import _ROTATE, _blocks, _rotate_columns
+
+# Leaves at most this many rows: dlasd0's SMLSIZ is 25 (ILAENV ispec 9); 32 as
+# tridiagonal_dc's LEAF_SIZE.
+LEAF_SIZE = 32
+# dlamch('E'): LAPACK's unit roundoff, half of NumPy's machine epsilon.
+_UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
+# dlasd2's deflation tolerance, TOL = 8·8·ε·max(|α|, |β|, max |D|).
+_DEFLATION_FACTOR = 64.0
+
+
+def _check(d, e):
+    """d and e as float64 host arrays, and the dtype of the results."""
+    d, e = to_host(d), to_host(e)
+    dtype = working_dtype(np.result_type(d, e), allow_complex=False,
+                          what="bidiagonal_svd_dc")
+    if d.ndim != 1 or e.ndim != 1 or e.shape[0] != max(d.shape[0] - 1, 0):
+        raise ValueError(f"d must be 1-D of length n and e 1-D of length n-1, got shapes "
+                         f"{d.shape} and {e.shape}")
+    if not (np.isfinite(d).all() and np.isfinite(e).all()):
+        raise LinAlgError("the bidiagonal holds NaN or infinity: the input was not finite "
+                          "(check_finite=True rejects such input up front)")
+    return d.astype(np.float64), e.astype(np.float64), dtype
+
+
+def _tree(start, end, sqre, depth, leaves, merges):
+    """dlasdt's tree of rows [start, end) of an n×(n + sqre) block: leaves (start, end,
+    sqre) and merges (depth, start, cut, end, sqre), cut the coupling row."""
+    if end - start <= LEAF_SIZE:
+        leaves.append((start, end, sqre))
+        return
+    cut = start + (end - start) // 2
+    _tree(start, cut, 1, depth + 1, leaves, merges)
+    _tree(cut + 1, end, sqre, depth + 1, leaves, merges)
+    merges.append((depth, start, cut, end, sqre))
+
+
+@numba.njit(cache=True)
+def _deflate(d, z, tol):
+    """dlasd2's deflation of M = e₁·zᵀ + diag(d), d ascending with d[0] the zero pole;
+    d and z are overwritten (d with the deflated values).
+
+    Returns (kept, deflated, upairs, ucs, vpairs, vcs): the poles left to the secular
+    equation (d[kept] strictly increasing, kept[0] = 0), those whose d is a singular
+    value as it stands, and the rotations of index pairs for U's and V's columns.
+    """
+    n = d.shape[0]
+    kept = np.empty(n, np.int64)
+    deflated = np.empty(n, np.int64)
+    upairs, vpairs = np.empty((n, 2), np.int64), np.empty((n, 2), np.int64)
+    ucs, vcs = np.empty((n, 2)), np.empty((n, 2))
+    nk = nd = nu = nv = 0
+    if abs(z[0]) <= tol:
+        z[0] = tol  # dlasd2
+    previous = 0
+    for j in range(1, n):
+        if abs(z[j]) <= tol:
+            deflated[nd] = j
+            nd += 1
+            continue
+        tau = np.hypot(z[j], z[previous])
+        if previous == 0:
+            # Into the zero pole, by V's columns alone: its column keeps a dropped
+            # s·d_j in row j, and column j becomes c·d_j·e_j.
+            c, s = abs(z[0]) / tau, np.sign(z[0]) * z[j] / tau
+            if abs(d[j] * s) <= tol:
+                vpairs[nv, 0], vpairs[nv, 1], vcs[nv, 0], vcs[nv, 1] = 0, j, c, s
+                nv += 1
+                z[0], z[j] = np.sign(z[0]) * tau, 0.0
+                d[j] *= c
+                deflated[nd] = j
+                nd += 1
+                continue
+        else:
+            c, s = z[j] / tau, -z[previous] / tau
+            if abs((d[j] - d[previous]) * c * s) <= tol:
+                # Close poles: the weight of `previous` onto j (dlasd2, loop 100).
+                upairs[nu, 0], upairs[nu, 1], ucs[nu, 0], ucs[nu, 1] = previous, j, c, s
+                vpairs[nv, 0], vpairs[nv, 1], vcs[nv, 0], vcs[nv, 1] = previous, j, c, s
+                nu += 1
+                nv += 1
+                z[j], z[previous] = tau, 0.0
+                dp, dj = d[previous], d[j]
+                d[previous] = dp * c * c + dj * s * s
+                d[j] = dp * s * s + dj * c * c
+                deflated[nd] = previous
+                nd += 1
+                previous = j
+                continue
+        kept[nk] = previous
+        nk += 1
+        previous = j
+    kept[nk] = previous
+    nk += 1
+    return kept[:nk], deflated[:nd], upairs[:nu], ucs[:nu], vpairs[:nv], vcs[:nv]
+
+
+@numba.njit(cache=True)
+def _supports(columns, above, below, pairs):
+    """Positions in ``columns`` that can be nonzero above and below a cut, from each
+    column's support (masks, overwritten) and the rotations of pairs, in order."""
+    for t in range(pairs.shape[0]):
+        p, r = pairs[t, 0], pairs[t, 1]
+        above[p] = above[r] = above[p] or above[r]
+        below[p] = below[r] = below[p] or below[r]
+    return np.flatnonzero(above[columns]), np.flatnonzero(below[columns])
+
+
+def _merge_vectors(poles, z, origin, tau, xp):
+    """Gu & Eisenstat's singular vectors (U_M, V_M) of M = e₁·ẑᵀ + diag(poles), k×k in
+    xp, from the roots' offsets (module docstring, dlasd3)."""
+    k = poles.shape[0]
+    d = xp.asarray(poles)
+    d_o, t = d[xp.asarray(origin)][None, :], xp.asarray(tau)[None, :]
+    minus = (d[:, None] - d_o) - t  # d_i − σ_j
+    plus = (d[:, None] + d_o) + t   # d_i + σ_j
+    # Factor (i, j) of ẑ_i²: (σ_j² − d_i²)/(d_p² − d_i²), p = j below i and j + 1 from
+    # i on, the last root's factor without a denominator (eq. (3.3)).
+    rows, cols = xp.arange(k)[:, None], xp.arange(k)[None, :]
+    p = xp.minimum(cols + (cols >= rows), k - 1)
+    below, above = d[p] - d[:, None], d[p] + d[:, None]
+    below[:, k - 1] = above[:, k - 1] = 1.0
+    ratio = -minus / below
+    ratio *= plus / above
+    zhat = xp.sqrt(xp.abs(xp.prod(ratio, axis=1))) * xp.asarray(np.sign(z))
+    v = zhat[:, None] / minus
+    v /= plus
+    u = d[:, None] * v
+    u[0, :] = -1.0
+    v /= xp.sqrt(xp.einsum("ij,ij->j", v, v))[None, :]
+    u /= xp.sqrt(xp.einsum("ij,ij->j", u, u))[None, :]
+    return u, v
+
+
+def _merge(s, u, v, cut, alpha, beta, sqre, xp):
+    """Merge the halves of a block around its coupling row ``cut``: s (host) holds the
+    values of u's columns (m×m view) and v's (m×(m + sqre)); all three are updated."""
+    m = u.shape[0]
+    row = to_host(v[cut, :cut + 1])
+    first = to_host(v[cut + 1, cut + 1:])
+    z = np.concatenate((alpha * row[:cut], [0.0], beta * first[:m - cut - 1]))
+    a1, b1 = alpha * row[cut], (beta * first[-1] if sqre else 0.0)
+    z[cut] = a1
+    if b1 != 0.0:  # the null columns' weights into one (dlasd1), V's null vector last
+        z[cut] = np.hypot(a1, b1)
+        c, sn = a1 / z[cut], b1 / z[cut]
+        _ROTATE.get(xp, _rotate_columns)(v, np.array([[cut, m]]), np.array([[c, sn]]))
+    poles = s.copy()
+    poles[cut] = 0.0
+    exponent = -np.frexp(max(abs(alpha), abs(beta), poles.max()))[1]
+    key = poles.copy()
+    key[cut] = -1.0  # the zero pole first
+    order = np.argsort(key, kind="stable")
+    d, z = np.ldexp(poles[order], exponent), np.ldexp(z[order], exponent)
+    with profile.phase("deflation", xp):
+        tol = _DEFLATION_FACTOR * _UNIT_ROUNDOFF * max(np.ldexp(max(
+            abs(alpha), abs(beta)), exponent), d[-1])
+        kept, deflated, upairs, ucs, vpairs, vcs = _deflate(d, z, tol)
+        if upairs.shape[0]:
+            _ROTATE.get(xp, _rotate_columns)(u, order[upairs], ucs)
+        if vpairs.shape[0]:
+            _ROTATE.get(xp, _rotate_columns)(v, order[vpairs], vcs)
+        s[order[deflated]] = np.ldexp(d[deflated], -exponent)
+    with profile.phase("secular", xp):
+        origin, tau = secular_singular_values(d[kept], z[kept])
+    with profile.phase("vectors", xp):
+        u_m, v_m = _merge_vectors(d[kept], z[kept], origin, tau, xp)
+    with profile.phase("gemm", xp):
+        columns = order[kept]
+        index = np.arange(m)
+        up, low = _supports(columns, index < cut, index > cut, order[upairs])
+        top = u[:cut, xp.asarray(columns[up])] @ u_m[xp.asarray(up)]
+        bottom = u[cut + 1:, xp.asarray(columns[low])] @ u_m[xp.asarray(low)]
+        u[:cut, xp.asarray(columns)] = top
+        u[cut, xp.asarray(columns)] = u_m[0]
+        u[cut + 1:, xp.asarray(columns)] = bottom
+        below = index > cut
+        below[cut] = b1 != 0.0
+        up, low = _supports(columns, index <= cut, below, order[vpairs])
+        top = v[:cut + 1, xp.asarray(columns[up])] @ v_m[xp.asarray(up)]
+        bottom = v[cut + 1:, xp.asarray(columns[low])] @ v_m[xp.asarray(low)]
+        v[:cut + 1, xp.asarray(columns)] = top
+        v[cut + 1:, xp.asarray(columns)] = bottom
+    s[columns] = np.ldexp(d[kept][origin] + tau, -exponent)
+
+
+def _solve_block(d, e, u, v, xp):
+    """Singular values (host, unsorted) of one square block; its vectors into u and v."""
+    m = d.shape[0]
+    leaves, merges = [], []
+    _tree(0, m, 0, 0, leaves, merges)
+    s = np.empty(m)
+    with profile.phase("leaves", xp):
+        for start, end, sqre in leaves:
+            block = np.zeros((end - start, end - start + sqre))
+            rows = np.arange(end - start)
+            block[rows, rows] = d[start:end]
+            block[rows[:-1], rows[1:]] = e[start:end - 1]
+            if sqre:
+                block[-1, -1] = e[end - 1]
+            left, s[start:end], right = np.linalg.svd(block)
+            u[start:end, start:end] = xp.asarray(left)
+            v[start:end + sqre, start:end + sqre] = xp.asarray(right.T)
+    for _, start, cut, end, sqre in sorted(merges, key=lambda merge: -merge[0]):
+        _merge(s[start:end], u[start:end, start:end], v[start:end + sqre, start:end + sqre],
+               cut - start, d[cut], e[cut], sqre, xp)
+    return s
+
+
+def bidiagonal_svd_dc(d, e, xp=np):
+    """SVD of the real upper bidiagonal B = diag(d) + diag(e, 1) by divide and conquer.
+
+    B = U·diag(s)·Vt by Gu & Eisenstat's divide and conquer (module docstring), its
+    matrix products in ``xp``. Backward stable: the values are accurate to about
+    n·ε·σ₁, not each to itself (for that, dqds); the vectors are orthogonal to about n·ε.
+
+    Parameters
+    ----------
+    d : (n,) array_like
+        The diagonal of B, float32, float64 or integer; not modified.
+    e : (n - 1,) array_like
+        The superdiagonal of B (empty for n ≤ 1); not modified.
+    xp : module, optional
+        The array namespace of U, Vt and of the work on n×n arrays (NumPy, or CuPy).
+
+    Returns
+    -------
+    U : (n, n) array in ``xp``
+        Left singular vectors as columns.
+    s : (n,) array in ``xp``
+        The singular values, nonnegative and descending.
+    Vt : (n, n) array in ``xp``
+        Right singular vectors as rows. All three float32 for float32 input (computed in
+        float64 and rounded), float64 otherwise.
+
+    Raises
+    ------
+    ValueError
+        If d or e is not 1-D of lengths n and n − 1, or not real.
+    gpusvd.LinAlgError
+        If d or e holds NaN or infinity (as :mod:`.bidiagonal_dc`), or a secular equation
+        did not converge.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpusvd.condensed.bidiagonal_svd_dc import bidiagonal_svd_dc
+    >>> rng = np.random.default_rng(0)
+    >>> d, e = rng.standard_normal(100), rng.standard_normal(99)
+    >>> u, s, vt = bidiagonal_svd_dc(d, e)
+    >>> b = np.diag(d) + np.diag(e, 1)
+    >>> bool(np.allclose(s, np.linalg.svd(b, compute_uv=False), rtol=0, atol=1e-13))
+    True
+    >>> bool(np.abs(u @ np.diag(s) @ vt - b).max() < 1e-13)
+    True
+    """
+    d, e, dtype = _check(d, e)
+    n = d.shape[0]
+    u = xp.zeros((n, n), order="F")  # columns contiguous: merges gather columns
+    v = xp.zeros((n, n), order="F")
+    s = np.empty(n)
+    for start, end in _blocks(d, e) if n else []:
+        block = slice(start, end)
+        exponent = -np.frexp(max(np.abs(d[block]).max(), np.abs(e[start:end - 1]).max(
+            initial=0.0)))[1]
+        s[block] = np.ldexp(_solve_block(np.ldexp(d[block], exponent),
+                                         np.ldexp(e[start:end - 1], exponent),
+                                         u[block, block], v[block, block], xp), -exponent)
+    order = np.argsort(-s, kind="stable")
+    columns = xp.asarray(order)
+    return (u[:, columns].astype(dtype, copy=False),
+            xp.asarray(s[order]).astype(dtype, copy=False),
+            v[:, columns].T.astype(dtype, copy=False))

@@ -1,0 +1,176 @@
+"""bidiagonal_svd_dc (condensed/bidiagonal_svd_dc.py, Gu & Eisenstat with GEMMs in xp).
+
+Invariants in units of n·ε (gpusvd.testing), ε of the result's dtype:
+‖B − U·S·Vt‖/(‖B‖·n·ε), ‖UᵀU − I‖/(n·ε), ‖Vt·Vtᵀ − I‖/(n·ε), each at most BOUND, and the
+values within BOUND·n·ε·σ₁ of LAPACK's SVD of the dense B. The method claims absolute
+accuracy only (its deflation tolerance is 64·ε·‖M‖ at each merge), so graded B is held to
+n·ε·σ₁ against dqds, not to each value's own size; the case table's small cases that fit
+one leaf (LAPACK's gesdd on the dense block) are not held to more either.
+"""
+
+import numpy as np
+import pytest
+
+from gpusvd import testing
+from gpusvd._core.errors import LinAlgError
+from gpusvd.condensed import bidiagonal_svd_dc as dc
+from gpusvd.condensed.bidiagonal_dc import bidiagonal_svd as dbdsdc
+from gpusvd.condensed.bidiagonal_svd_dc import bidiagonal_svd_dc
+from gpusvd.golub_reinsch.bidiagonalize import bidiagonalize
+from gpusvd.golub_reinsch.dqds import bidiagonal_singular_values
+
+import bisection_cases
+from test_bidiagonal_dc import _dense
+
+BOUND = 30  # in units of n·ε, as gr's property tests (issue 2)
+SIZES = (0, 1, 2, 3, 31, 32, 33, 100, 500, 1500)
+DTYPES = (np.float32, np.float64)
+
+
+def _check(d, e):
+    """The invariants of the module docstring; returns (u, s, vt)."""
+    d, e = np.asarray(d), np.asarray(e)
+    saved = d.copy(), e.copy()
+    u, s, vt = bidiagonal_svd_dc(d, e)
+    n = len(d)
+    assert np.array_equal(d, saved[0]) and np.array_equal(e, saved[1])
+    dtype = np.float32 if np.result_type(d, e) == np.float32 else np.float64
+    assert u.dtype == s.dtype == vt.dtype == dtype
+    assert u.shape == vt.shape == (n, n) and s.shape == (n,)
+    assert np.all(s[:-1] >= s[1:]) and np.all(s >= 0)
+    b = _dense(d, e)
+    assert testing.svd_residual(b.astype(dtype), u, s, vt) <= BOUND
+    assert testing.orthogonality(u) <= BOUND
+    assert testing.orthogonality(vt, rows=True) <= BOUND
+    assert testing.sv_error(s, np.linalg.svd(b, compute_uv=False)) <= BOUND * max(n, 1)
+    return u, s, vt
+
+
+def _gaussian(n, seed):
+    """The bidiagonal of a Gaussian n×n matrix, by golub_reinsch's reduction."""
+    a = np.random.default_rng(seed).standard_normal((n, n))
+    bd = bidiagonalize(np.asfortranarray(a), block_size=32)
+    return np.asarray(bd.d), np.asarray(bd.e)
+
+
+def _family(kind, n, seed):
+    """(d, e) in float64 of a named family."""
+    rng = np.random.default_rng(seed)
+    if kind in ("random", "graded", "clustered"):
+        return testing.bidiagonal(n, kind=kind, seed=seed)
+    if kind == "gaussian":
+        return _gaussian(n, seed)
+    if kind == "equal":  # one value n times, vectors any basis: mass deflation
+        return np.ones(n), np.zeros(max(n - 1, 0)) + 1e-12 * rng.standard_normal(
+            max(n - 1, 0))
+    if kind == "zeros":  # zeros in d and in e: splits and a zero pole in every merge
+        d, e = rng.standard_normal(n), rng.standard_normal(max(n - 1, 0))
+        d[::5], e[2::9] = 0.0, 0.0
+        return d, e
+    # "rank-deficient": every third d zero and the rest of B tiny around a few values
+    d = rng.standard_normal(n)
+    d[1::3] = 0.0
+    return d, 1e-3 * rng.standard_normal(max(n - 1, 0))
+
+
+KINDS = ("random", "graded", "clustered", "gaussian", "equal", "zeros", "rank-deficient")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_invariants(kind, n, dtype):
+    d, e = _family(kind, n, seed=n)
+    _check(d.astype(dtype), e.astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", sorted(bisection_cases.CASES))
+def test_case_table(name, dtype):
+    if dtype == np.float32 and name not in bisection_cases.CASES32:
+        pytest.skip("outside float32's range")
+    _check(*bisection_cases.case(name, dtype))
+
+
+@pytest.mark.parametrize("n", [33, 500, 1500])
+def test_graded_against_dqds(n):
+    """Absolute accuracy (module docstring): within n·ε·σ₁ of dqds's values."""
+    d, e = testing.bidiagonal(n, kind="graded", seed=n)
+    _, s, _ = _check(d, e)
+    ref = bidiagonal_singular_values(d, e)
+    assert np.abs(s - ref).max() <= BOUND * n * np.finfo(float).eps * ref[0]
+
+
+@pytest.mark.parametrize("n", [100, 1000])
+def test_against_dbdsdc(n):
+    d, e = _gaussian(n, seed=3)
+    _, s, _ = _check(d, e)
+    assert testing.sv_error(s, dbdsdc(d, e)[1]) <= BOUND * n
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("leaf", [2, 4])
+def test_small_leaves(kind, leaf, monkeypatch):
+    """Leaves of 2 and 4 rows: seven or more levels of merges at n = 200, leaves with
+    one row and two columns (sqre = 1) among them."""
+    monkeypatch.setattr(dc, "LEAF_SIZE", leaf)
+    _check(*_family(kind, 200, seed=1))
+
+
+def test_deflation_paths_taken(monkeypatch):
+    """The equal-values family rotates close poles (U and V) and poles into the zero
+    pole (V only), and deflates tiny weights."""
+    seen = []
+    deflate = dc._deflate
+
+    def recorded(d, z, tol):
+        out = deflate(d, z, tol)
+        seen.append((out[1].size, out[2].shape[0], out[4].shape[0] - out[2].shape[0]))
+        return out
+
+    monkeypatch.setattr(dc, "_deflate", recorded)
+    d, e = _family("equal", 200, seed=2)
+    d[::4] = 1e-17
+    _check(d, e)
+    deflated, closes, into_zero = np.array(seen).sum(axis=0)
+    assert deflated > 0 and closes > 0 and into_zero > 0
+
+
+@pytest.mark.parametrize("n", [12, 200])
+@pytest.mark.parametrize("scale", [1e-300, 1e300])
+def test_extreme_scales(n, scale):
+    d, e = testing.bidiagonal(n, seed=5)
+    _, s, _ = _check(d * scale, e * scale)
+    s_one = bidiagonal_svd_dc(d, e)[1]
+    np.testing.assert_allclose(s / scale, s_one, rtol=0, atol=BOUND * n * 2.3e-16 * s_one[0])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_empty(dtype):
+    u, s, vt = bidiagonal_svd_dc(np.empty(0, dtype), np.empty(0, dtype))
+    assert u.shape == vt.shape == (0, 0) and s.shape == (0,)
+    assert u.dtype == s.dtype == vt.dtype == dtype
+
+
+def test_integers_promote():
+    u, s, vt = bidiagonal_svd_dc(np.arange(1, 41), np.ones(39, dtype=np.int32))
+    assert u.dtype == s.dtype == vt.dtype == np.float64
+
+
+@pytest.mark.parametrize("d, e", [([1.0, np.nan], [1.0]), ([1.0, 2.0], [np.inf]),
+                                  (np.full(40, 1.0), np.r_[np.full(38, 1.0), -np.inf])])
+def test_non_finite(d, e):
+    """The error bidiagonal_dc (dbdsdc) raises, with its message."""
+    for solver in (bidiagonal_svd_dc, dbdsdc):
+        with pytest.raises(LinAlgError, match="NaN or infinity"):
+            solver(np.asarray(d), np.asarray(e))
+
+
+@pytest.mark.parametrize("d, e, match", [
+    (np.ones(3), np.ones(3), "length n-1"),
+    (np.ones((2, 2)), np.ones(1), "1-D"),
+    (np.ones(3, complex), np.ones(2), "float32 or float64"),
+])
+def test_bad_input(d, e, match):
+    with pytest.raises(ValueError, match=match):
+        bidiagonal_svd_dc(d, e)
