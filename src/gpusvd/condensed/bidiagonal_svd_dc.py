@@ -57,7 +57,7 @@ from .._core.backend import to_host
 from .._core.errors import LinAlgError
 from .._core.validation import working_dtype
 from .secular_svd import secular_singular_values
-from .tridiagonal_dc import _ROTATE, _blocks, _rotate_columns
+from .tridiagonal_dc import _ROTATE, _blocks, _rotate_columns, supports
 
 # Leaves at most this many rows: dlasd0's SMLSIZ is 25 (ILAENV ispec 9); 32 as
 # tridiagonal_dc's LEAF_SIZE.
@@ -154,17 +154,6 @@ def _deflate(d, z, tol):
     return kept[:nk], deflated[:nd], upairs[:nu], ucs[:nu], vpairs[:nv], vcs[:nv]
 
 
-@numba.njit(cache=True)
-def _supports(columns, above, below, pairs):
-    """Positions in ``columns`` that can be nonzero above and below a cut, from each
-    column's support (masks, overwritten) and the rotations of pairs, in order."""
-    for t in range(pairs.shape[0]):
-        p, r = pairs[t, 0], pairs[t, 1]
-        above[p] = above[r] = above[p] or above[r]
-        below[p] = below[r] = below[p] or below[r]
-    return np.flatnonzero(above[columns]), np.flatnonzero(below[columns])
-
-
 def _merge_vectors(poles, z, origin, tau, xp):
     """Gu & Eisenstat's singular vectors (U_M, V_M) of M = e₁·ẑᵀ + diag(poles), k×k in
     xp, from the roots' offsets (module docstring, dlasd3)."""
@@ -227,7 +216,7 @@ def _merge(s, u, v, cut, alpha, beta, sqre, xp):
     with profile.phase("gemm", xp):
         columns = order[kept]
         index = np.arange(m)
-        up, low = _supports(columns, index < cut, index > cut, order[upairs])
+        up, low = supports(columns, index < cut, index > cut, order[upairs])
         top = u[:cut, xp.asarray(columns[up])] @ u_m[xp.asarray(up)]
         bottom = u[cut + 1:, xp.asarray(columns[low])] @ u_m[xp.asarray(low)]
         u[:cut, xp.asarray(columns)] = top
@@ -235,7 +224,7 @@ def _merge(s, u, v, cut, alpha, beta, sqre, xp):
         u[cut + 1:, xp.asarray(columns)] = bottom
         below = index > cut
         below[cut] = b1 != 0.0
-        up, low = _supports(columns, index <= cut, below, order[vpairs])
+        up, low = supports(columns, index <= cut, below, order[vpairs])
         top = v[:cut + 1, xp.asarray(columns[up])] @ v_m[xp.asarray(up)]
         bottom = v[cut + 1:, xp.asarray(columns[low])] @ v_m[xp.asarray(low)]
         v[:cut + 1, xp.asarray(columns)] = top

@@ -170,12 +170,11 @@ def _deflate(d, z, rho, tol):
 
 
 @numba.njit(cache=True)
-def _supports(columns, m, cut, pairs):
-    """Which of ``columns`` can be nonzero above the cut and which below (positions in
-    ``columns``): of the block's m columns those < cut come from Q₁, the rest from Q₂,
-    and a rotation of a pair (in order) gives both the union of their supports."""
-    above = np.arange(m) < cut
-    below = ~above
+def supports(columns, above, below, pairs):
+    """Positions in ``columns`` that can be nonzero above and below a cut, from each
+    column's support (boolean masks ``above``, ``below``, overwritten): a rotation of a
+    pair (in order) gives both columns the union of their supports. Shared with
+    bidiagonal_svd_dc.py."""
     for t in range(pairs.shape[0]):
         p, r = pairs[t, 0], pairs[t, 1]
         above[p] = above[r] = above[p] or above[r]
@@ -232,7 +231,10 @@ def _merge(lam, q, cut, beta, xp):
         # them: each half's rows multiply only the kept columns that can be nonzero
         # there (dlaed3's two GEMMs on dlaed2's column types).
         columns = order[kept]
-        upper, lower = _supports(columns, q.shape[0], cut, order[pairs])
+        # Of the block's columns those < cut come from Q₁ (rows above the cut), the rest
+        # from Q₂.
+        above = np.arange(q.shape[0]) < cut
+        upper, lower = supports(columns, above, ~above, order[pairs])
         top = q[:cut, xp.asarray(columns[upper])] @ u[xp.asarray(upper)]
         bottom = q[cut:, xp.asarray(columns[lower])] @ u[xp.asarray(lower)]
         q[:cut, xp.asarray(columns)] = top
