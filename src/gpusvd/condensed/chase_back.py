@@ -91,11 +91,14 @@ def _wy_t(rows, tau):
 
 
 def _factors(v, tau, b, g, n):
-    """V and W = T·Vᴴ of every group, flat over (J, k): (G·K, b+g−1, g), (G·K, g, b+g−1)."""
+    """V and W = T·Vᴴ of every group, flat over (J, k): (G·K, b+g−1, g), (G·K, g, b+g−1),
+    both C-ordered (chase_back_cuda.py reads them as they lie)."""
+    xp = array_namespace(v)
     rows, taus = _groups(v, tau, b, g, n)
     flat = (rows.shape[0] * rows.shape[1],) + rows.shape[2:]
-    wy = (_wy_t(rows, taus) @ rows.conj()).reshape(flat)
-    return rows.reshape(flat).swapaxes(-1, -2), wy, rows.shape[0] - 1, rows.shape[1]
+    wy = xp.ascontiguousarray((_wy_t(rows, taus) @ rows.conj()).reshape(flat))
+    vs = xp.ascontiguousarray(rows.reshape(flat).swapaxes(-1, -2))
+    return vs, wy, rows.shape[0] - 1, rows.shape[1]
 
 
 def _wavefront(work, vs, wy, last, blocks, b, g, n):

@@ -8,8 +8,8 @@ view copies it, makes the product and its difference as temporaries, and writes 
 about five passes over the rows a step touches, and a step touches up to all of C. Read
 column-major, the C-ordered rows are the columns of Cᵀ (leading dimension m), so
 Cᵢᵀ ← Cᵢᵀ − (Cᵢᵀ·Wᵢᵀ)·Vᵢᵀ is two ``gemmStridedBatched`` calls on Cᵀ as it lies: X ← Cᵀ·Wᵀ
-(m × g per window), then Cᵀ −= X·Vᵀ with β = 1: three passes. V_i (span × g, column-major
-in chase_back's ``vs``) and W_i (g × span, row-major in ``wy``) are read as they lie. The
+(m × g per window), then Cᵀ −= X·Vᵀ with β = 1: three passes. V_i (span × g) and W_i
+(g × span), C-ordered in chase_back's ``vs`` and ``wy``, are read as they lie. The
 NumPy twin is chase_back's ``_step_host``.
 """
 
@@ -26,11 +26,11 @@ def wavefront_step(work, r0, count, span, period, vs, wy, first, stride):
 
     m = work.shape[1]
     g = wy.shape[1]
+    if m == 0:
+        return
     item = work.itemsize
-    if not (work.flags.c_contiguous and wy.flags.c_contiguous
-            and vs.strides == (span * g * item, item, span * item)):
-        raise ValueError("wavefront_step reads C-ordered work and wy, and vs as "
-                         "chase_back._factors lays it out")
+    if not (work.flags.c_contiguous and wy.flags.c_contiguous and vs.flags.c_contiguous):
+        raise ValueError("wavefront_step reads C-ordered work, vs and wy")
     x = cupy.empty((count, g, m), work.dtype)
     prefix = _PREFIX[np.dtype(work.dtype)]
     one, subtract = _SCALARS[np.dtype(work.dtype)][False], _SCALARS[np.dtype(work.dtype)][True]
@@ -44,8 +44,8 @@ def wavefront_step(work, r0, count, span, period, vs, wy, first, stride):
             one.ctypes.data, c_ptr, m, period * m,
             wy.data.ptr + first * g * span * item, span, stride * g * span,
             one.ctypes.data + one.itemsize, x.data.ptr, m, g * m, count)
-    # C_iᵀ ← C_iᵀ − X_i · V_iᵀ (V_i: vs's column-major span × g, ld span; a plain transpose)
-    batched(handle, _OPS["N"], _OPS["T"], m, span, g,
+    # C_iᵀ ← C_iᵀ − X_i · V_iᵀ (V_iᵀ: vs's row-major span × g read column-major, ld g)
+    batched(handle, _OPS["N"], _OPS["N"], m, span, g,
             subtract.ctypes.data, x.data.ptr, m, g * m,
-            vs.data.ptr + first * span * g * item, span, stride * span * g,
+            vs.data.ptr + first * span * g * item, g, stride * span * g,
             subtract.ctypes.data + subtract.itemsize, c_ptr, m, period * m, count)
