@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from gpusvd import testing
+from gpusvd._core import tunables
 from gpusvd._core.errors import LinAlgError
 from gpusvd.condensed import bidiagonal_svd_dc as dc
 from gpusvd.condensed.bidiagonal_dc import bidiagonal_svd as dbdsdc
@@ -113,8 +114,8 @@ def test_against_dbdsdc(n):
 def test_small_leaves(kind, leaf, monkeypatch):
     """Leaves of 2 and 4 rows: seven or more levels of merges at n = 200, leaves with
     one row and two columns (sqre = 1) among them."""
-    monkeypatch.setattr(dc, "LEAF_SIZE", leaf)
-    _check(*_family(kind, 200, seed=1))
+    with tunables.override(divide_conquer_leaf_size=leaf):
+        _check(*_family(kind, 200, seed=1))
 
 
 def test_deflation_paths_taken(monkeypatch):

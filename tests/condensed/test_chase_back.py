@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from gpusvd import testing
+from gpusvd._core import tunables
 from gpusvd.condensed import band as stage1
 from gpusvd.condensed import bulge, chase_back, sym_bulge
 from gpusvd.condensed.sym_band import hermitian_band_matrix
@@ -95,11 +96,11 @@ def test_matches_the_oracle(n, b, dtype, group):
 @pytest.mark.parametrize("n, b", [(40, 3), (17, 8), (5, 16)])
 def test_column_panels(n, b, dtype, monkeypatch):
     """C taken 3 columns at a time (the CPU's panel width set small), a short last panel."""
-    monkeypatch.setitem(chase_back._PANEL_COLUMNS, "numpy", 3)
     c = testing.random_matrix(n, 8, dtype=dtype, seed=n)
     v, tau = _synthetic(n, b, max(n - 2, 0), dtype, seed=b)
     ref = naive.apply_reflectors(v, np.nan_to_num(tau), b, c)
-    got = chase_back.apply_sym_q(sym_bulge.ChaseReflectors(v, tau, b), c)
+    with tunables.override(chase_back_panel_columns_cpu=3):
+        got = chase_back.apply_sym_q(sym_bulge.ChaseReflectors(v, tau, b), c)
     assert _oracle_units(got, ref, c) < BOUND_ORACLE
 
 

@@ -10,6 +10,7 @@ import pytest
 import scipy.linalg
 
 from gpusvd import testing
+from gpusvd._core import tunables
 from gpusvd.condensed import tridiagonal_dc
 from gpusvd.condensed.tridiagonal_dc import tridiagonal_eigh
 
@@ -108,8 +109,8 @@ def test_toeplitz_121_known_eigenvalues(n):
 @pytest.mark.parametrize("kind", ("random", "wilkinson", "glued wilkinson", "graded"))
 def test_small_leaves(kind, monkeypatch):
     """Leaves of 4 rows: six levels of merges already at n = 200."""
-    monkeypatch.setattr(tridiagonal_dc, "LEAF_SIZE", 4)
-    _check(*_tridiagonal(kind, 200, seed=1))
+    with tunables.override(divide_conquer_leaf_size=4):
+        _check(*_tridiagonal(kind, 200, seed=1))
 
 
 def test_close_poles_are_rotated(monkeypatch):

@@ -206,6 +206,16 @@ class Tunables:
     # 8 bands on the H100 were finite and bitwise identical run to run
     # (bench/results/stress_bulge_h100_s8.json).
     chase_on_gpu: bool = True
+    # Leaves of the divide-and-conquer solvers (condensed/tridiagonal_dc.py,
+    # bidiagonal_svd_dc.py): at most this many rows, solved by LAPACK on the host. dlaed0's
+    # and dlasd0's SMLSIZ is 25 (ILAENV ispec 9); 32, a power of two, halves evenly. Not
+    # yet measured against other sizes.
+    divide_conquer_leaf_size: int = 32
+    # Columns of C per pass of chase_back's wavefront on the CPU (the GPU takes all of C:
+    # its largest GEMMs): each step sweeps the rows of C, so panels that stay in cache.
+    # One core of the shared AMD EPYC (1 MiB L2, 32 MiB L3), n = 2000, b = g = 32,
+    # 2026-11-25: 256 columns 1.35 s against 1.74 s whole (64: 1.57 s, 128: 1.37 s).
+    chase_back_panel_columns_cpu: int = 256
 
 
 _TUNABLES = Tunables()

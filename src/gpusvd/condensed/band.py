@@ -43,7 +43,6 @@ it), and B is the band itself.  T_k of every step is kept in a (panels, b, b) ar
 import importlib
 from typing import Any, NamedTuple
 
-import numpy as np
 
 from .._core.backend import array_namespace
 from . import band_cuda

@@ -12,7 +12,7 @@ the merges' GEMMs in the array namespace ``xp``, only O(n) data on the host.
 2. Tree (dlasdt): a block of m rows, n×(n + sqre) with sqre ∈ {0, 1}, is cut at its
    middle row k into B₁ (rows above k: k × (k + 1), sqre = 1), the coupling row
    (α = d_k, β = e_k) and B₂ (rows below, of the parent's sqre), until at most
-   :data:`LEAF_SIZE` rows are left (Gu & Eisenstat, Sec. 2).
+   ``divide_conquer_leaf_size`` rows (a tunable) are left (Gu & Eisenstat, Sec. 2).
 3. Leaves: LAPACK's SVD of the dense m × (m + sqre) block (numpy.linalg.svd, gesdd) on
    the host; the extra column of V for sqre = 1 is B₁'s null vector.
 4. Merge (dlasd1), level by level: with B_i = U_i·[D_i 0]·V_iᵀ,
@@ -52,16 +52,13 @@ graded B take the small values from dqds (:mod:`gpusvd.golub_reinsch.dqds`).
 import numba
 import numpy as np
 
-from .._core import profile
+from .._core import profile, tunables
 from .._core.backend import to_host
 from .._core.errors import LinAlgError
 from .._core.validation import working_dtype
 from .secular_svd import secular_singular_values
 from .tridiagonal_dc import _ROTATE, _blocks, _rotate_columns, supports
 
-# Leaves at most this many rows: dlasd0's SMLSIZ is 25 (ILAENV ispec 9); 32 as
-# tridiagonal_dc's LEAF_SIZE.
-LEAF_SIZE = 32
 # dlamch('E'): LAPACK's unit roundoff, half of NumPy's machine epsilon.
 _UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
 # dlasd2's deflation tolerance, TOL = 8·8·ε·max(|α|, |β|, max |D|).
@@ -85,7 +82,7 @@ def _check(d, e):
 def _tree(start, end, sqre, depth, leaves, merges):
     """dlasdt's tree of rows [start, end) of an n×(n + sqre) block: leaves (start, end,
     sqre) and merges (depth, start, cut, end, sqre), cut the coupling row."""
-    if end - start <= LEAF_SIZE:
+    if end - start <= tunables.get().divide_conquer_leaf_size:
         leaves.append((start, end, sqre))
         return
     cut = start + (end - start) // 2

@@ -43,13 +43,12 @@ unblocked Numba loop (sym_bulge._apply_reflectors, whose C fits in cache); n = 2
 (5 TFLOP/s counting the padding), 0.35 s at g = 64, where the CPU chase takes 6.7 s.
 """
 
+from .._core import tunables
 from .._core.backend import array_namespace
 
-# Columns of C per pass of the wavefront, by the array namespace.  On the CPU each step
-# sweeps the rows of C, so C is taken in column panels that stay in cache: 256 on one core
-# of an AMD EPYC (1 MiB L2, 32 MiB L3), n = 2000, b = g = 32: 1.35 s against 1.74 s whole
-# (64: 1.57 s, 128: 1.37 s).  On the GPU one panel, all of C, makes the largest GEMMs.
-_PANEL_COLUMNS = {"numpy": 256, "cupy": None}
+# Columns of C per pass of the wavefront, by the array namespace: on the CPU the tunable
+# (cache-sized panels), on the GPU all of C (the largest GEMMs).
+_PANEL_COLUMNS = {"numpy": lambda t: t.chase_back_panel_columns_cpu, "cupy": lambda t: None}
 
 
 def _groups(v, tau, b, g, n):
@@ -130,7 +129,7 @@ def _apply(v, tau, b, c, group, sweeps_short):
     out = xp.array(c if c.ndim == 2 else c[:, None], dtype=dtype)
     if v.size:
         factors = _factors(xp.asarray(v, dtype), xp.asarray(tau, dtype), b, g, n)
-        width = _PANEL_COLUMNS[xp.__name__] or out.shape[1]
+        width = _PANEL_COLUMNS[xp.__name__](tunables.get()) or out.shape[1]
         for j in range(0, out.shape[1], width):
             work = xp.zeros((n + g + b, min(width, out.shape[1] - j)), dtype)
             work[:n] = out[:, j:j + width]

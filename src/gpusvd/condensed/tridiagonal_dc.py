@@ -11,7 +11,7 @@ matrix products in the array namespace ``xp`` (NumPy now, CuPy later) and only O
    blocks, each scaled by a power of two to max |entry| ≈ 1 (dstedc scales by the
    norm itself; a power of two is exact).
 2. Tear (dlaed0), bottom up: a block of m rows is halved until every piece has at most
-   :data:`LEAF_SIZE` rows; at each cut k, with β = e_k,
+   ``divide_conquer_leaf_size`` rows (a tunable); at each cut k, with β = e_k,
    T = diag(T₁′, T₂′) + |β|·v·vᵀ, v = e_k + sign(β)·e_{k+1}, T₁′ and T₂′ being T's
    diagonal blocks with |β| taken from their corner entries (Cuppen, Sec. 2).
 3. Leaves: LAPACK's dstev (dsteqr's implicit QL/QR, as dlaed0's leaves) on the host.
@@ -39,7 +39,8 @@ deflation's bookkeeping are O(n) host arrays (Numba loops); rotations are applie
 columns by a Numba loop parallel over blocks of rows (NumPy) or by whole-column
 operations (any other ``xp``, :data:`_ROTATE`).
 
-Departures from LAPACK: leaves of LEAF_SIZE = 32 rows, not SMLSIZ = 25 (ILAENV ispec 9).
+Departures from LAPACK: leaves of 32 rows (``divide_conquer_leaf_size``), not SMLSIZ = 25
+(ILAENV ispec 9).
 Q's columns are never sorted between merges: the host array of eigenvalues follows them,
 each merge sorts its poles through an index, and the result is sorted once at the end
 (dlaed1 keeps a merge permutation; dlaed2 copies the columns into its groups). Each
@@ -54,14 +55,11 @@ import numba
 import numpy as np
 import scipy.linalg
 
-from .._core import profile
+from .._core import profile, tunables
 from .._core.backend import to_host
 from .._core.validation import working_dtype
 from .secular import secular_roots
 
-# Leaves at most this many rows: dlaed0's SMLSIZ is 25 (ILAENV ispec 9); a power of two
-# halves evenly.
-LEAF_SIZE = 32
 # dlamch('E'): LAPACK's unit roundoff, half of NumPy's machine epsilon.
 _UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
 # dlaed2's deflation tolerance, TOL = 8·ε·max(max |d|, max |z|).
@@ -93,9 +91,11 @@ def _blocks(d, e):
 
 def _pieces(m):
     """dlaed0's subdivision of m rows: every piece halved until none has more than
-    LEAF_SIZE rows; returns the pieces' edges (a power of two of pieces)."""
+    ``divide_conquer_leaf_size`` rows; returns the pieces' edges (a power of two of
+    pieces)."""
     sizes = [m]
-    while max(sizes) > LEAF_SIZE:
+    leaf = tunables.get().divide_conquer_leaf_size
+    while max(sizes) > leaf:
         sizes = [half for s in sizes for half in (s // 2, s - s // 2)]
     return np.concatenate(([0], np.cumsum(sizes)))
 
