@@ -30,11 +30,12 @@ def _dense(d, e):
         if n else np.zeros((0, 0))
 
 
-def _check(d, e):
-    """The invariants of the module docstring; returns (u, s, vt)."""
+def _check(d, e, solve=bidiagonal_svd):
+    """The invariants of the module docstring for the bidiagonal SVD ``solve`` (also
+    test_bidiagonal_svd_dc.py's); returns (u, s, vt)."""
     d, e = np.asarray(d), np.asarray(e)
     saved = d.copy(), e.copy()
-    u, s, vt = bidiagonal_svd(d, e)
+    u, s, vt = solve(d, e)
     n = len(d)
     assert np.array_equal(d, saved[0]) and np.array_equal(e, saved[1])
     dtype = np.float32 if np.result_type(d, e) == np.float32 else np.float64

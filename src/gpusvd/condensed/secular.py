@@ -68,6 +68,45 @@ def _root_in(a, b, c, lo, hi):
 
 
 @numba.njit(cache=True)
+def model_step(model, origin_is_lower, x, w, dw, dpsi, dphi, z_o, delta_o, delta_t, gap,
+               lo, hi):
+    """The next iterate of a secular solver in its variable x, from f's value w and
+    derivative dw = dpsi + dphi at x (the sums over poles up to and past the interval),
+    safeguarded into the bracket (lo, hi); shared with secular_svd.py, whose x is σ² − d_o².
+
+    A model of f near the root is solved for the new x itself (C·x² − A·x + B = 0): its
+    roots keep their relative accuracy where x + η would cancel (a root within roundoff of
+    its pole). delta_o and delta_t are the distances of the origin pole o and the
+    interval's other pole t from the root at x, gap the distance from o to t, all in x.
+    The origin keeps its term b_o/(0 − x); the rest of f is modelled by
+    - fixed weight (model 0, dlaed4's default): b_o = z_o², the other pole taking the
+      rest of f′ as b_t/(gap − x), plus a constant;
+    - middle way (model 1, dlaed4's other choice of C): o and t each take the derivative
+      of their side of the sum;
+    - linear rest (model 2): b_o = z_o², the rest of f as a straight line, for when the
+      rest has its own root near d_o (two close poles of tiny weight beside a root of the
+      others: glued Wilkinson matrices), where both pole models creep.
+    A model root outside the bracket falls back to Newton's step, then to bisection."""
+    t_o = z_o / delta_o
+    if model == 2:
+        slope = dw - t_o * t_o
+        new = _root_in(slope * x - (w - z_o * t_o), -z_o * z_o, slope, lo, hi)
+    else:
+        if model == 1:
+            side_o, side_t = (dpsi, dphi) if origin_is_lower else (dphi, dpsi)
+            b_o, b_t = delta_o * delta_o * side_o, delta_t * delta_t * side_t
+        else:
+            b_o, b_t = z_o * z_o, delta_t * delta_t * (dw - t_o * t_o)
+        c = w - b_o / delta_o - b_t / delta_t
+        new = _root_in(c * gap + b_o + b_t, b_o * gap, c, lo, hi)
+    if not lo < new < hi:
+        new = x - w / dw
+    if not lo < new < hi:
+        new = (x + (hi if w < 0.0 else lo)) / 2.0
+    return new
+
+
+@numba.njit(cache=True)
 def _root(i, d, z, rho, max_steps, eps):
     """Root i of (1): (o, τ, steps); steps > max_steps where it did not converge."""
     k = d.shape[0]
@@ -117,37 +156,8 @@ def _root(i, d, z, rho, max_steps, eps):
         if step > 0 and w * previous > 0.0 and abs(w) > abs(previous) / _SLOW:
             model = (model + 1) % 3  # dlaed4's SWTCH, with a third model
         previous = w
-        # A model of f near the root, with f's value and derivative at τ, solved for the
-        # new offset x itself (C·x² − A·x + B = 0): its roots keep their relative accuracy
-        # where τ + η would cancel (a root within roundoff of its pole). The origin o
-        # keeps its term b_o/(0 − x); the rest of f is modelled by
-        # - fixed weight (dlaed4's default): b_o = z_o², the interval's other pole t
-        #   (D_t = d_t − d_o) taking the rest of f′ as b_t/(D_t − x), plus a constant;
-        # - middle way (dlaed4's other choice of C): o and t each take the derivative of
-        #   their side of the sum;
-        # - linear rest: b_o = z_o², the rest of f as a straight line, for when the rest
-        #   has its own root near d_o (two close poles of tiny weight beside a root of
-        #   the others: glued Wilkinson matrices), where both pole models creep.
-        d_o = -tau
-        d_t = (d[other] - d[origin]) - tau
-        t_o = z[origin] / d_o
-        gap = d[other] - d[origin]
-        if model == 2:
-            slope = dw - t_o * t_o
-            new = _root_in(slope * tau - (w - z[origin] * t_o), -z[origin] * z[origin],
-                           slope, lo, hi)
-        else:
-            if model == 1:
-                side_o, side_t = (dpsi, dphi) if origin == lower else (dphi, dpsi)
-                b_o, b_t = d_o * d_o * side_o, d_t * d_t * side_t
-            else:
-                b_o, b_t = z[origin] * z[origin], d_t * d_t * (dw - t_o * t_o)
-            c = w - b_o / d_o - b_t / d_t
-            new = _root_in(c * gap + b_o + b_t, b_o * gap, c, lo, hi)
-        if not lo < new < hi:
-            new = tau - w / dw
-        if not lo < new < hi:
-            new = (tau + (hi if w < 0.0 else lo)) / 2.0
+        new = model_step(model, origin == lower, tau, w, dw, dpsi, dphi, z[origin], -tau,
+                         (d[other] - d[origin]) - tau, d[other] - d[origin], lo, hi)
         if new == tau:
             return origin, tau, step
         tau = new

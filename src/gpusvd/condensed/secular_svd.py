@@ -32,7 +32,7 @@ import numba
 import numpy as np
 
 from .._core.errors import LinAlgError
-from .secular import MAX_STEPS, _root_in
+from .secular import MAX_STEPS, model_step
 
 # dlamch('E'): LAPACK's unit roundoff, half of NumPy's machine epsilon.
 _UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
@@ -104,23 +104,8 @@ def _root(i, d, z, max_steps, eps):
         # formed as products (module docstring).
         delta_o = -tau * ((d_o + d_o) + tau)
         delta_t = ((d[other] - d_o) - tau) * ((d[other] + d_o) + tau)
-        t_o = z[origin] / delta_o
-        if model == 2:
-            slope = dw - t_o * t_o
-            new = _root_in(slope * x - (w - z[origin] * t_o), -z[origin] * z[origin],
-                           slope, lo, hi)
-        else:
-            if model == 1:
-                side_o, side_t = (dpsi, dphi) if origin == lower else (dphi, dpsi)
-                b_o, b_t = delta_o * delta_o * side_o, delta_t * delta_t * side_t
-            else:
-                b_o, b_t = z[origin] * z[origin], delta_t * delta_t * (dw - t_o * t_o)
-            c = w - b_o / delta_o - b_t / delta_t
-            new = _root_in(c * gap + b_o + b_t, b_o * gap, c, lo, hi)
-        if not lo < new < hi:
-            new = x - w / dw
-        if not lo < new < hi:
-            new = (x + (hi if w < 0.0 else lo)) / 2.0
+        new = model_step(model, origin == lower, x, w, dw, dpsi, dphi, z[origin], delta_o,
+                         delta_t, gap, lo, hi)
         if new == x:
             return origin, tau, step
         x = new
