@@ -68,6 +68,8 @@ REGISTRY = {
         f"{kernel}<{ctype}>" for kernel in ("unit_lower", "larft_gram") for ctype in _ALL)),
     "condensed/kernels/bisection.cu": KernelFile(tuple(
         f"bisection_singular_values<{ctype}>" for ctype in _REAL)),
+    "condensed/kernels/rotate_pairs.cu": KernelFile(tuple(
+        f"rotate_pairs<{ctype}>" for ctype in _REAL)),
 }
 
 # How the shipped binaries are built (scripts/build-kernels reads these). SASS for the

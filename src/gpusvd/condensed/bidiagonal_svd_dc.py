@@ -189,7 +189,7 @@ def _merge(s, u, v, cut, alpha, beta, sqre, xp):
     if b1 != 0.0:  # the null columns' weights into one (dlasd1), V's null vector last
         z[cut] = np.hypot(a1, b1)
         c, sn = a1 / z[cut], b1 / z[cut]
-        _ROTATE.get(xp, _rotate_columns)(v, np.array([[cut, m]]), np.array([[c, sn]]))
+        _ROTATE.get(xp.__name__, _rotate_columns)(v, np.array([[cut, m]]), np.array([[c, sn]]))
     poles = s.copy()
     poles[cut] = 0.0
     exponent = -np.frexp(max(abs(alpha), abs(beta), poles.max()))[1]
@@ -202,9 +202,9 @@ def _merge(s, u, v, cut, alpha, beta, sqre, xp):
             abs(alpha), abs(beta)), exponent), d[-1])
         kept, deflated, upairs, ucs, vpairs, vcs = _deflate(d, z, tol)
         if upairs.shape[0]:
-            _ROTATE.get(xp, _rotate_columns)(u, order[upairs], ucs)
+            _ROTATE.get(xp.__name__, _rotate_columns)(u, order[upairs], ucs)
         if vpairs.shape[0]:
-            _ROTATE.get(xp, _rotate_columns)(v, order[vpairs], vcs)
+            _ROTATE.get(xp.__name__, _rotate_columns)(v, order[vpairs], vcs)
         s[order[deflated]] = np.ldexp(d[deflated], -exponent)
     with profile.phase("secular", xp):
         origin, tau = secular_singular_values(d[kept], z[kept])

@@ -42,6 +42,7 @@ from ..golub_reinsch.dqds import bidiagonal_singular_values
 from . import chase_back
 from .band import _ct, apply_p, apply_q, band_of, reduce_to_band
 from .bidiagonal_dc import bidiagonal_svd
+from .bidiagonal_svd_dc import bidiagonal_svd_dc
 from .bisection import bidiagonal_singular_values_bisection
 from .bulge import band_to_bidiagonal
 from .sym_band import apply_q as apply_hermitian_q
@@ -143,6 +144,16 @@ def _divide_and_conquer_on_host(d, e, xp, real):
         u_b, _, vt_b = bidiagonal_svd(d, e)
         s = values.result()
     return xp.asarray(u_b.astype(real, copy=False)), xp.asarray(vt_b.T.astype(real)), s
+
+
+def _divide_and_conquer_on_device(d, e, xp, real):
+    """(U_B, V_B, s) by our divide and conquer (bidiagonal_svd_dc.py: U, V and the merges'
+    GEMMs in ``xp``, O(n) work per merge on the host) and the values by bisection where U
+    lies (each to 4·n·ε·σ relative, in float64, as ``svdvals`` takes them: the divide and
+    conquer's own are accurate to n·ε·σ₁ only)."""
+    u_b, _, vt_b = bidiagonal_svd_dc(d, e, xp=xp)
+    s = bidiagonal_singular_values_bisection(xp.asarray(d), xp.asarray(e))
+    return u_b, vt_b.T, s
 
 
 # The bidiagonal's SVD with vectors by the array namespace's name. The CPU: divide and

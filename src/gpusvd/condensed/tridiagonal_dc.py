@@ -58,6 +58,7 @@ import scipy.linalg
 from .._core import profile, tunables
 from .._core.backend import to_host
 from .._core.validation import working_dtype
+from . import rotate_cuda
 from .secular import secular_roots
 
 # dlamch('E'): LAPACK's unit roundoff, half of NumPy's machine epsilon.
@@ -122,8 +123,9 @@ def _rotate_columns(q, pairs, cs):
         q[:, r] = c * y - s * x
 
 
-# Deflation's rotations of Q's columns, by Q's namespace; others take _rotate_columns.
-_ROTATE = {np: _rotate_host}
+# Deflation's rotations of Q's columns, by the name of Q's namespace (the CUDA twin: one
+# launch per merge); others take _rotate_columns.
+_ROTATE = {"numpy": _rotate_host, "cupy": rotate_cuda.rotate_pairs}
 
 
 @numba.njit(cache=True)
@@ -217,7 +219,7 @@ def _merge(lam, q, cut, beta, xp):
         tol = _DEFLATION_FACTOR * _UNIT_ROUNDOFF * max(np.abs(d).max(), np.abs(z).max())
         kept, deflated, pairs, cs = _deflate(d, z, rho, tol)
         if pairs.shape[0]:
-            _ROTATE.get(xp, _rotate_columns)(q, order[pairs], cs)
+            _ROTATE.get(xp.__name__, _rotate_columns)(q, order[pairs], cs)
         lam[order[deflated]] = d[deflated]
     if kept.size == 0:
         return
