@@ -205,3 +205,54 @@ def test_cupy_matches_numpy(n, b, group, dtype):
         got = apply(gpu_refl, cupy.asarray(c), group=group)
         assert isinstance(got, cupy.ndarray)
         assert _oracle_units(got.get(), apply(refl, c, group=group), c) < BOUND_ORACLE
+
+
+def _emulate(gemm, buffers, count):
+    """cublas<t>gemmStridedBatched (no transposes) of a chase_back_cuda.StridedGemm on flat
+    NumPy buffers: column-major matrices at offset + i·stride with leading dimension ld."""
+    def matrix(op, rows, cols, i):
+        flat = buffers[op.buffer]
+        start = op.offset + i * op.stride
+        return np.lib.stride_tricks.as_strided(
+            flat[start:], shape=(rows, cols),
+            strides=(flat.itemsize, op.ld * flat.itemsize), writeable=True)
+    for i in range(count):
+        product = matrix(gemm.a, gemm.m, gemm.k, i) @ matrix(gemm.b, gemm.k, gemm.n, i)
+        c = matrix(gemm.c, gemm.m, gemm.n, i)
+        if gemm.subtract:
+            c -= product
+        else:
+            c[...] = product
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n, b, g", [(40, 3, 3), (17, 8, 3), (60, 8, 16), (5, 16, 16)])
+def test_cuda_step_plan_is_the_host_step(n, b, g, dtype):
+    """The GEMM plan of the CUDA wavefront step (offsets, leading dimensions, batch strides)
+    run by a NumPy emulation of gemmStridedBatched gives the host step's C, to rounding."""
+    from gpusvd.condensed import chase_back_cuda
+
+    v, tau = _synthetic(n, b, max(n - 2, 0), dtype, seed=b)
+    c = testing.random_matrix(n, 7, dtype=dtype, seed=n)
+    vs, wy, last, blocks = chase_back._factors(np.asarray(v, dtype), np.asarray(tau, dtype),
+                                               b, g, n)
+    host = np.zeros((n + g + b, 7), dtype)
+    host[:n] = c
+    emulated = host.copy()
+    chase_back._wavefront(host, vs, wy, last, blocks, b, g, n)
+
+    def step(work, r0, count, span, period, vs_, wy_, first, stride):
+        x = np.empty((count, wy_.shape[1], work.shape[1]), work.dtype)
+        buffers = {"work": work.reshape(-1), "vs": vs_.reshape(-1), "wy": wy_.reshape(-1),
+                   "x": x.reshape(-1)}
+        for gemm in chase_back_cuda.plan(work.shape[1], r0, count, span, period,
+                                         wy_.shape[1], first, stride):
+            _emulate(gemm, buffers, count)
+    original = chase_back._STEPS["numpy"]
+    chase_back._STEPS["numpy"] = step
+    try:
+        chase_back._wavefront(emulated, vs, wy, last, blocks, b, g, n)
+    finally:
+        chase_back._STEPS["numpy"] = original
+    scale = np.abs(host).max() * n * np.finfo(dtype).eps
+    assert np.abs(emulated - host).max() <= BOUND_ORACLE * scale

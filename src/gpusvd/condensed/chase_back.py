@@ -45,6 +45,7 @@ unblocked Numba loop (sym_bulge._apply_reflectors, whose C fits in cache); n = 2
 
 from .._core import tunables
 from .._core.backend import array_namespace
+from . import chase_back_cuda
 
 # Columns of C per pass of the wavefront, by the array namespace: on the CPU the tunable
 # (cache-sized panels), on the GPU all of C (the largest GEMMs).
@@ -89,17 +90,21 @@ def _wy_t(rows, tau):
 
 
 def _factors(v, tau, b, g, n):
-    """V and W = T·Vᴴ of every group, flat over (J, k): (G·K, b+g−1, g), (G·K, g, b+g−1)."""
+    """V and W = T·Vᴴ of every group, flat over (J, k): (G·K, b+g−1, g), (G·K, g, b+g−1),
+    both C-ordered (chase_back_cuda.py reads them as they lie)."""
+    xp = array_namespace(v)
     rows, taus = _groups(v, tau, b, g, n)
     flat = (rows.shape[0] * rows.shape[1],) + rows.shape[2:]
-    wy = (_wy_t(rows, taus) @ rows.conj()).reshape(flat)
-    return rows.reshape(flat).swapaxes(-1, -2), wy, rows.shape[0] - 1, rows.shape[1]
+    wy = xp.ascontiguousarray((_wy_t(rows, taus) @ rows.conj()).reshape(flat))
+    vs = xp.ascontiguousarray(rows.reshape(flat).swapaxes(-1, -2))
+    return vs, wy, rows.shape[0] - 1, rows.shape[1]
 
 
 def _wavefront(work, vs, wy, last, blocks, b, g, n):
     """work(:n) ← Q·work(:n), the groups in the wavefront order of the module docstring;
     ``work`` has g + b zero rows below row n for the groups that reach past it."""
-    span, m = b + g - 1, work.shape[1]
+    span = b + g - 1
+    step = _STEPS[array_namespace(work).__name__]
     for t in range(last + blocks):
         j_lo = max(0, last - t)
         k_lo = t - last + j_lo
@@ -108,9 +113,20 @@ def _wavefront(work, vs, wy, last, blocks, b, g, n):
         if count <= 0:
             continue
         i0 = j_lo * blocks + k_lo  # group (J, k) is J·K + k; (J+1, k+1) is K + 1 on
-        pick = slice(i0, i0 + (count - 1) * (blocks + 1) + 1, blocks + 1)
-        view = work[r0:r0 + count * (g + b)].reshape(count, g + b, m)[:, :span]
-        view -= vs[pick] @ (wy[pick] @ view)
+        step(work, r0, count, span, g + b, vs, wy, i0, blocks + 1)
+
+
+def _step_host(work, r0, count, span, period, vs, wy, first, stride):
+    """chase_back_cuda.wavefront_step's twin: windows i < ``count`` of ``work`` (rows
+    r0 + i·period …, ``span`` long) ← window − vs[g_i]·(wy[g_i]·window), g_i = first +
+    i·stride, as one batched matmul on the strided view."""
+    pick = slice(first, first + (count - 1) * stride + 1, stride)
+    view = work[r0:r0 + count * period].reshape(count, period, work.shape[1])[:, :span]
+    view -= vs[pick] @ (wy[pick] @ view)
+
+
+# One wavefront step by the array namespace's name (chase_back_cuda.py says why).
+_STEPS = {"numpy": _step_host, "cupy": chase_back_cuda.wavefront_step}
 
 
 def _apply(v, tau, b, c, group, sweeps_short):
