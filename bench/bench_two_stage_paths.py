@@ -8,7 +8,9 @@ Run on the device from the repository root (each n and dtype is one process-leve
     PYTHONPATH=src python bench/bench_two_stage_paths.py --sizes 2048 4096 8192 16384 \\
         --dtypes float64 float32 --out bench/results/two_stage_paths_h100.json
 
-Per n, dtype and mode, on one Gaussian n×n matrix, median seconds after a warm-up call:
+Per n, dtype and mode, on one Gaussian n×n matrix, median seconds; each variant is warmed
+up by one call at the first n it runs at (compilation, JIT, handles), not again at larger
+n, where one call costs seconds (``--variants`` picks some by name):
 
 * ``values``: ``svdvals(method="gr", reduction="two-stage")`` (phases ``values_stage1``,
   ``values_stage2``, ``values_solver``), one-stage ``gr``, ``polar``, cuSOLVER gesvd
@@ -103,12 +105,14 @@ def _reference(mode, x):
     return cupy.linalg.svd(x64, compute_uv=False)
 
 
-def _time(fn, a, repeat):
-    """(median seconds, last result, median phases) of ``fn(a)``; a warm-up call first."""
+def _time(fn, a, repeat, warm_up):
+    """(median seconds, last result, median phases) of ``fn(a)``; a warm-up call first
+    with ``warm_up``."""
     from gpusvd._core import profile
 
-    fn(a)
-    common.synchronize()
+    if warm_up:
+        fn(a)
+        common.synchronize()
     times, phases, out = [], [], None
     for _ in range(repeat):
         with profile.recording() as ph:
@@ -126,7 +130,7 @@ def run(args):
     import cupy
 
     rng = np.random.default_rng(args.seed)
-    records, slow = [], set()
+    records, slow, warm = [], set(), set()
     for n in args.sizes:
         for dtype in args.dtypes:
             a = cupy.asarray(rng.standard_normal((n, n)).astype(dtype))
@@ -134,9 +138,12 @@ def run(args):
                 x = (a + a.T) / 2 if mode == "eigh" else a
                 ref = _reference(mode, x)
                 for name, fn in _variants(mode).items():
-                    if (mode, dtype, name) in slow:
+                    if (mode, dtype, name) in slow or (args.variants
+                                                      and name not in args.variants):
                         continue
-                    seconds, out, phases = _time(fn, x, args.repeat)
+                    seconds, out, phases = _time(fn, x, args.repeat,
+                                                 (mode, dtype, name) not in warm)
+                    warm.add((mode, dtype, name))
                     if seconds > args.max_seconds:
                         slow.add((mode, dtype, name))
                     floors = {k: FLOORS[k](n) / GEMM_CEILING[dtype] for k in phases
@@ -161,6 +168,7 @@ def main(argv=None):
     p.add_argument("--modes", nargs="+", default=["values", "full", "eigh"],
                    choices=["values", "full", "eigh"])
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--variants", nargs="+", help="only these variants (by name)")
     p.add_argument("--max-seconds", type=float, default=15.0,
                    help="skip a variant at larger n once one call of it took longer")
     p.add_argument("--seed", type=int, default=0)

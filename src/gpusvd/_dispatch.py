@@ -170,11 +170,13 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
         band by matrix products, then band → bidiagonal by bulge chasing, then the
         bidiagonal's values by dqds on the CPU or by bisection on the GPU (each value to
         high relative accuracy), and with ``compute_uv`` its vectors by divide and
-        conquer (LAPACK's dbdsdc on the host) and blocked back-transformations.
+        conquer (LAPACK's dbdsdc on the host; ours, its GEMMs on the device, on the GPU)
+        and blocked back-transformations.
         ``"auto"`` (default): for values only two-stage from min(M, N) >= 10 on the
         CPU and >= 4096 on the GPU (tunables ``two_stage_values_min_n_cpu``, ``_gpu``);
         with vectors two-stage for 16 <= min(M, N) < 700 on the CPU
-        (``two_stage_vectors_min_n_cpu``, ``_max_n_cpu``), one-stage otherwise.
+        (``two_stage_vectors_min_n_cpu``, ``_max_n_cpu``) and from 4096 on the GPU
+        (``two_stage_vectors_min_n_gpu``), one-stage otherwise.
 
     Returns
     -------

@@ -6,6 +6,8 @@ on the two 600×600 matrices below they are 75 and 114 units (``testing.sv_error
 LAPACK's, the dqds values 15 and 16.
 """
 
+import types
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -94,3 +96,13 @@ def test_auto_reduction_rule(device, monkeypatch):
 def test_auto_reduction_with_vectors_on_the_cpu(n, expected):
     assert driver.choose_reduction("auto", n, True, np) == expected
     assert driver.choose_reduction("one-stage", n, True, np) == "one-stage"
+
+
+def test_auto_reduction_with_vectors_on_the_gpu():
+    """Two-stage from the tunable on up (the namespace is told by its name alone)."""
+    gpu = types.SimpleNamespace(__name__="cupy")
+    low = tunables.get().two_stage_vectors_min_n_gpu
+    assert driver.choose_reduction("auto", low - 1, True, gpu) == "one-stage"
+    assert driver.choose_reduction("auto", low, True, gpu) == "two-stage"
+    assert driver.choose_reduction("auto", 10 * low, True, gpu) == "two-stage"
+    assert driver.choose_reduction("one-stage", low, True, gpu) == "one-stage"

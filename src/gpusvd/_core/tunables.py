@@ -177,6 +177,9 @@ class Tunables:
     # bidiagonal's vectors dominate there (NOTES.md, session 9).
     two_stage_vectors_min_n_cpu: int = 16
     two_stage_vectors_max_n_cpu: int = 700
+    # reduction="auto" of svd(method="gr") with vectors on the GPU: the two-stage reduction
+    # (its bidiagonal divide and conquer on the device) from min(m, n) >= this. PROVISIONAL
+    two_stage_vectors_min_n_gpu: int = 4096
     # method="auto" on the GPU for values only (svdvals, svd(compute_uv=False)) of real
     # matrices: "gr" (the two-stage reduction) from min(m, n) >= this, "polar" below. H100,
     # 2026-11-25, median of 3 (values_h100_s8.txt), polar against two-stage with b = 32 at

@@ -246,7 +246,9 @@ def band_matrix(band, m=None):
 
 def apply_q(reduction, c):
     """Q·c, Q = Q_0·Q_1·… of :func:`reduce_to_band`; ``c`` (m, k) is overwritten and
-    returned.  One compact WY block per panel, the last panel first: three GEMMs each.
+    returned.  One compact WY block per panel, the last panel first: three GEMMs each, in
+    place on c's column-major rows (:data:`_TWINS`, as the reduction's own updates; a
+    C-ordered ``c`` is worked on in a Fortran-ordered copy).
 
     Examples
     --------
@@ -259,16 +261,14 @@ def apply_q(reduction, c):
     """
     f, n = reduction.factors, reduction.factors.shape[1]
     b = reduction.bandwidth
-    for p, k in reversed(list(enumerate(_panels(n, b)))):
-        kb = min(b, n - k)
-        v = _unit_lower(f[k:, k:k + kb])
-        c[k:] -= v @ (reduction.t_left[p, :kb, :kb] @ (_ct(v) @ c[k:]))
-    return c
+    blocks = [(k, f[k:, k:k + min(b, n - k)], reduction.t_left[p])
+              for p, k in enumerate(_panels(n, b))]
+    return _apply_blocks(c, blocks[::-1], b)
 
 
 def apply_p(reduction, c):
     """P·c, P = P_0·P_1·… of :func:`reduce_to_band` (A = Q·B·Pᴴ); ``c`` (n, k) is
-    overwritten and returned.
+    overwritten and returned, as :func:`apply_q`.
 
     Examples
     --------
@@ -282,11 +282,30 @@ def apply_p(reduction, c):
     """
     f, n = reduction.factors, reduction.factors.shape[1]
     b = reduction.bandwidth
-    for p, k in reversed(list(enumerate(_panels(n, b)))):
+    blocks = []
+    for p, k in enumerate(_panels(n, b)):
         kb = min(b, n - k)
         w = min(kb, n - k - kb)  # reflectors of P_k
-        if w == 0:
-            continue
-        u = _unit_lower(_ct(f[k:k + w, k + kb:]))
-        c[k + kb:] -= u @ (reduction.t_right[p, :w, :w] @ (_ct(u) @ c[k + kb:]))
+        if w:
+            blocks.append((k + kb, _ct(f[k:k + w, k + kb:]), reduction.t_right[p]))
+    return _apply_blocks(c, blocks[::-1], b)
+
+
+def _apply_blocks(c, blocks, b):
+    """c ← H_0·H_1·…·c for ``blocks`` [(row j, h, T)] in the order given, H = I − V·T·Vᴴ
+    on rows j: of c, V the unit lower part of h: three GEMMs per block in place
+    (:data:`_TWINS`) with one b-row workspace."""
+    xp = array_namespace(c)
+    gemm, _, unit_lower, _ = _TWINS[xp.__name__]
+    work = c if c.flags.f_contiguous else xp.asfortranarray(c)
+    # Vᴴ·C and T·(Vᴴ·C), column-major (b × columns each)
+    w = xp.empty((2, work.shape[1], b), dtype=work.dtype).transpose(0, 2, 1)
+    for j, h, t in blocks:
+        r = h.shape[1]
+        v = unit_lower(h)
+        gemm(w[0, :r], v, work[j:], op_a="C")
+        gemm(w[1, :r], t[:r, :r], w[0, :r])
+        gemm(work[j:], v, w[1, :r], subtract=True)
+    if work is not c:
+        c[...] = work
     return c

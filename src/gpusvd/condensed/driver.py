@@ -37,7 +37,6 @@ import scipy.linalg
 from .._core import profile, tunables
 from .._core.backend import array_namespace, to_host
 from .._core.scaling import largest_entries, safe_exponent, scale_values, times_power_of_two
-from ..golub_reinsch.bidiagonal_svd import bidiagonal_svd as qr_bidiagonal_svd
 from ..golub_reinsch.dqds import bidiagonal_singular_values
 from . import chase_back
 from .band import _ct, apply_p, apply_q, band_of, reduce_to_band
@@ -156,12 +155,14 @@ def _divide_and_conquer_on_device(d, e, xp, real):
     return u_b, vt_b.T, s
 
 
-# The bidiagonal's SVD with vectors by the array namespace's name. The CPU: divide and
-# conquer, 5–19× the QR's speed on one core (n = 500–2000, bidiagonal_dc.py). The GPU:
-# the QR on the host with its rotations applied on the device, as the one-stage path
-# (golub_reinsch/bidiagonal_svd.py): H100, 2026-11-25, n = 8192 float64, 3.39 s, where
-# dbdsdc on the host's 16 cores took ~14.8 s with the copies (NOTES.md, session 9).
-_VECTORS_SOLVERS = {"numpy": _divide_and_conquer_on_host, "cupy": qr_bidiagonal_svd}
+# The bidiagonal's SVD with vectors by the array namespace's name. The CPU: LAPACK's
+# divide and conquer, 5–19× the QR's speed on one core (n = 500–2000, bidiagonal_dc.py).
+# The GPU: our divide and conquer with U, V and its GEMMs on the device. H100, 2026-11-25,
+# the two-stage SVD at 8192 float64: 3.83 s with it (the solver 1.39 s) against 5.77 s
+# with the QR on the host and its rotations on the device (the solver 3.29 s), 4096:
+# 1.05 against 1.32 s; dbdsdc on the host's 16 cores took 14.8 s at 8192 (NOTES.md,
+# sessions 9 and 10).
+_VECTORS_SOLVERS = {"numpy": _divide_and_conquer_on_host, "cupy": _divide_and_conquer_on_device}
 
 
 def _vectors_tall(work, xp, b, full_matrices):
@@ -196,9 +197,9 @@ def two_stage_svd(a, xp=None, *, full_matrices=False, bandwidth=None):
 
     Dense → band (stage 1, on the device that holds A), band → bidiagonal by bulge chasing
     with its reflectors recorded (stage 2, where the band lies), the bidiagonal's SVD
-    (:data:`_VECTORS_SOLVERS`: divide and conquer on the CPU, the QR with its rotations on
-    the device on the GPU; values by dqds, each to high relative accuracy, as the one-stage
-    path gives them), then the back-transformations as GEMMs: stage 2's reflectors in
+    (:data:`_VECTORS_SOLVERS`: divide and conquer, LAPACK's on the CPU with values by dqds,
+    ours with its GEMMs on the device on the GPU with values by bisection there: each
+    value to high relative accuracy, as the one-stage path gives them), then the back-transformations as GEMMs: stage 2's reflectors in
     blocks (chase_back.py), stage 1's compact WY factors (band.py). For m ≥ 1.6·n a QR of
     A first (U = Q·U_R), as dgesvd.
 

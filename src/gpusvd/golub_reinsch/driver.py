@@ -58,7 +58,7 @@ _TWO_STAGE_VALUES_RANGE = {"numpy": lambda t: (t.two_stage_values_min_n_cpu, mat
                            "cupy": lambda t: (t.two_stage_values_min_n_gpu, math.inf)}
 _TWO_STAGE_VECTORS_RANGE = {
     "numpy": lambda t: (t.two_stage_vectors_min_n_cpu, t.two_stage_vectors_max_n_cpu),
-    "cupy": lambda t: (math.inf, math.inf)}
+    "cupy": lambda t: (t.two_stage_vectors_min_n_gpu, math.inf)}
 
 
 def check_options(options, *, compute_uv, what):
@@ -75,8 +75,8 @@ def choose_reduction(reduction, n, compute_uv, xp):
     """The reduction ``"one-stage"`` or ``"two-stage"`` that runs for ``reduction`` on
     matrices with min(m, n) = ``n`` on ``xp``: "auto" takes for values only the two-stage
     one from n ≥ the device's tunable (``two_stage_values_min_n_cpu`` / ``_gpu``), and
-    with vectors for n in [``two_stage_vectors_min_n_cpu``, ``…_max_n_cpu``) on the CPU,
-    never on the GPU."""
+    with vectors for n in [``two_stage_vectors_min_n_cpu``, ``…_max_n_cpu``) on the CPU and
+    from ``two_stage_vectors_min_n_gpu`` on the GPU."""
     if reduction != "auto":
         return reduction
     low, high = (_TWO_STAGE_VECTORS_RANGE if compute_uv
