@@ -173,12 +173,15 @@ class Tunables:
     # shared 2-core EPYC (load 0.8–1.4), 1 thread, square Gaussian float64, full_matrices
     # False, two-stage time over one-stage time, median of 3 (30 for n <= 32) side by side:
     # n = 4 1.45, 8 1.18, 16 0.87, 32 0.65, 50 0.56, 100 0.56, 200 0.70, 300 0.86, 500
-    # 0.97, 700 1.01, 1000 1.02, 1500 1.11. The GPU keeps the one-stage path: the
-    # bidiagonal's vectors dominate there (NOTES.md, session 9).
+    # 0.97, 700 1.01, 1000 1.02, 1500 1.11.
     two_stage_vectors_min_n_cpu: int = 16
     two_stage_vectors_max_n_cpu: int = 700
     # reduction="auto" of svd(method="gr") with vectors on the GPU: the two-stage reduction
-    # (its bidiagonal divide and conquer on the device) from min(m, n) >= this. PROVISIONAL
+    # (its bidiagonal divide and conquer on the device) from min(m, n) >= this. H100,
+    # 2026-11-25, square Gaussian, full_matrices False, median of 3, two-stage against
+    # one-stage (bench/results/svd_two_stage_s10.json): float64 1024 0.188 s against 0.098,
+    # 2048 0.377 against 0.297, 4096 0.908 against 1.150; float32 2048 0.358 against 0.238,
+    # 4096 0.810 against 0.879; 8192 float64 two-stage 2.53 s, one-stage 5.3 (session 9).
     two_stage_vectors_min_n_gpu: int = 4096
     # method="auto" on the GPU for values only (svdvals, svd(compute_uv=False)) of real
     # matrices: "gr" (the two-stage reduction) from min(m, n) >= this, "polar" below. H100,
