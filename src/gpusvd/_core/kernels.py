@@ -70,6 +70,10 @@ REGISTRY = {
         f"bisection_singular_values<{ctype}>" for ctype in _REAL)),
     "condensed/kernels/rotate_pairs.cu": KernelFile(tuple(
         f"rotate_pairs<{ctype}>" for ctype in _REAL)),
+    "condensed/kernels/merge_vectors.cu": KernelFile(tuple(
+        f"{kernel}<double>" for kernel in ("svd_merge_weights", "svd_merge_columns",
+                                           "eigh_merge_weights", "eigh_merge_columns",
+                                           "place_blocks"))),
 }
 
 # How the shipped binaries are built (scripts/build-kernels reads these). SASS for the

@@ -49,6 +49,8 @@ values to about n·ε·σ₁ (the deflation's absolute tolerance), not each to i
 graded B take the small values from dqds (:mod:`gpusvd.golub_reinsch.dqds`).
 """
 
+import functools
+
 import numba
 import numpy as np
 
@@ -56,8 +58,9 @@ from .._core import profile, tunables
 from .._core.backend import to_host
 from .._core.errors import LinAlgError
 from .._core.validation import working_dtype
+from . import merge_vectors_cuda
 from .secular_svd import secular_singular_values
-from .tridiagonal_dc import _ROTATE, _blocks, _rotate_columns, supports
+from .tridiagonal_dc import _PLACE, _ROTATE, _blocks, _place_blocks, _rotate_columns, supports
 
 # dlamch('E'): LAPACK's unit roundoff, half of NumPy's machine epsilon.
 _UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
@@ -177,6 +180,12 @@ def _merge_vectors(poles, z, origin, tau, xp):
     return u, v
 
 
+# M's vectors by the name of the namespace (the CUDA twin: two launches per merge, where
+# _merge_vectors takes ~30 CuPy operations); others take _merge_vectors.
+_MERGE_VECTORS = {"numpy": functools.partial(_merge_vectors, xp=np),
+                  "cupy": merge_vectors_cuda.svd_merge_vectors}
+
+
 def _merge(s, u, v, cut, alpha, beta, sqre, xp):
     """Merge the halves of a block around its coupling row ``cut``: s (host) holds the
     values of u's columns (m×m view) and v's (m×(m + sqre)); all three are updated."""
@@ -209,7 +218,8 @@ def _merge(s, u, v, cut, alpha, beta, sqre, xp):
     with profile.phase("secular", xp):
         origin, tau = secular_singular_values(d[kept], z[kept])
     with profile.phase("vectors", xp):
-        u_m, v_m = _merge_vectors(d[kept], z[kept], origin, tau, xp)
+        u_m, v_m = _MERGE_VECTORS.get(xp.__name__, functools.partial(_merge_vectors, xp=xp))(
+            d[kept], z[kept], origin, tau)
     with profile.phase("gemm", xp):
         columns = order[kept]
         index = np.arange(m)
@@ -236,6 +246,7 @@ def _solve_block(d, e, u, v, xp):
     _tree(0, m, 0, 0, leaves, merges)
     s = np.empty(m)
     with profile.phase("leaves", xp):
+        lefts, rights = [], []
         for start, end, sqre in leaves:
             block = np.zeros((end - start, end - start + sqre))
             rows = np.arange(end - start)
@@ -244,8 +255,12 @@ def _solve_block(d, e, u, v, xp):
             if sqre:
                 block[-1, -1] = e[end - 1]
             left, s[start:end], right = np.linalg.svd(block)
-            u[start:end, start:end] = xp.asarray(left)
-            v[start:end + sqre, start:end + sqre] = xp.asarray(right.T)
+            lefts.append(left)
+            rights.append(right.T)
+        place = _PLACE.get(xp.__name__, functools.partial(_place_blocks, xp=xp))
+        starts = [start for start, _, _ in leaves]
+        place(u, lefts, starts)
+        place(v, rights, starts)
     for _, start, cut, end, sqre in sorted(merges, key=lambda merge: -merge[0]):
         _merge(s[start:end], u[start:end, start:end], v[start:end + sqre, start:end + sqre],
                cut - start, d[cut], e[cut], sqre, xp)

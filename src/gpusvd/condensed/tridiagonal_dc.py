@@ -37,7 +37,8 @@ What lives where: Q (n×n, Fortran order: merges gather columns), the k×k matri
 differences, ratios and vectors, and the GEMMs are in ``xp``; d, z, the roots and the
 deflation's bookkeeping are O(n) host arrays (Numba loops); rotations are applied to Q's
 columns by a Numba loop parallel over blocks of rows (NumPy) or by whole-column
-operations (any other ``xp``, :data:`_ROTATE`).
+operations (any other ``xp``, :data:`_ROTATE`). On CuPy a merge's vectors are two kernel
+launches and the leaves cross to the device in one copy (:mod:`.merge_vectors_cuda`).
 
 Departures from LAPACK: leaves of 32 rows (``divide_conquer_leaf_size``), not SMLSIZ = 25
 (ILAENV ispec 9).
@@ -51,6 +52,8 @@ float32 input is computed in float64 and the results rounded back. Accuracy: bac
 stable, ‖T − Z·W·Zᵀ‖ and ‖ZᵀZ − I‖ of order n·ε (ε of float64).
 """
 
+import functools
+
 import numba
 import numpy as np
 import scipy.linalg
@@ -58,7 +61,7 @@ import scipy.linalg
 from .._core import profile, tunables
 from .._core.backend import to_host
 from .._core.validation import working_dtype
-from . import rotate_cuda
+from . import merge_vectors_cuda, rotate_cuda
 from .secular import secular_roots
 
 # dlamch('E'): LAPACK's unit roundoff, half of NumPy's machine epsilon.
@@ -126,6 +129,25 @@ def _rotate_columns(q, pairs, cs):
 # Deflation's rotations of Q's columns, by the name of Q's namespace (the CUDA twin: one
 # launch per merge); others take _rotate_columns.
 _ROTATE = {"numpy": _rotate_host, "cupy": rotate_cuda.rotate_pairs}
+
+
+def _place_host(q, blocks, starts):
+    """q[s:s + m, s:s + m] = block for each host block (m×m) and start."""
+    for block, start in zip(blocks, starts):
+        q[start:start + block.shape[0], start:start + block.shape[0]] = block
+
+
+def _place_blocks(q, blocks, starts, xp):
+    """_place_host in any namespace, the blocks crossing to it in one transfer."""
+    packed, sizes = merge_vectors_cuda.pack_blocks(blocks)
+    packed = xp.asarray(packed)
+    for slot, size, start in zip(packed, sizes, starts):
+        q[start:start + size, start:start + size] = slot[:size, :size].T
+
+
+# The leaves' blocks onto Q's diagonal, by the name of Q's namespace (the CUDA twin: one
+# copy and one launch for all leaves); others take _place_blocks.
+_PLACE = {"numpy": _place_host, "cupy": merge_vectors_cuda.place_blocks}
 
 
 @numba.njit(cache=True)
@@ -205,6 +227,12 @@ def _rank_one_vectors(poles, z, origin, tau, xp):
     return u
 
 
+# The merge's vectors by the name of the namespace (the CUDA twin: two launches per merge,
+# where _rank_one_vectors takes ~20 CuPy operations); others take _rank_one_vectors.
+_RANK_ONE_VECTORS = {"numpy": functools.partial(_rank_one_vectors, xp=np),
+                     "cupy": merge_vectors_cuda.eigh_merge_vectors}
+
+
 def _merge(lam, q, cut, beta, xp):
     """Merge the halves [0, cut) and [cut, m) of a block: lam (host) holds the
     eigenvalues of q's columns (m×m view in xp), any order; both are updated."""
@@ -226,7 +254,8 @@ def _merge(lam, q, cut, beta, xp):
     with profile.phase("secular", xp):
         origin, tau = secular_roots(d[kept], z[kept], rho)
     with profile.phase("vectors", xp):
-        u = _rank_one_vectors(d[kept], z[kept], origin, tau, xp)
+        u = _RANK_ONE_VECTORS.get(xp.__name__, functools.partial(_rank_one_vectors, xp=xp))(
+            d[kept], z[kept], origin, tau)
     with profile.phase("gemm", xp):
         # The new vectors take the kept poles' columns; the deflated stay where they are.
         # Q₁'s columns are zero below the cut and Q₂'s above, unless a rotation mixed
@@ -254,13 +283,15 @@ def _solve_block(d, e, q, xp):
         d[cut] -= abs(e[cut - 1])
     lam = np.empty(m)
     with profile.phase("leaves", xp):
+        leaves = []
         for start, end in zip(edges[:-1], edges[1:]):
             if end - start == 1:
                 lam[start], leaf = d[start], np.ones((1, 1))
             else:
                 lam[start:end], leaf = scipy.linalg.eigh_tridiagonal(
                     d[start:end], e[start:end - 1], lapack_driver="stev")
-            q[start:end, start:end] = xp.asarray(leaf)
+            leaves.append(leaf)
+        _PLACE.get(xp.__name__, functools.partial(_place_blocks, xp=xp))(q, leaves, edges[:-1])
     while edges.shape[0] > 2:
         for start, cut, end in zip(edges[:-2:2], edges[1:-1:2], edges[2::2]):
             _merge(lam[start:end], q[start:end, start:end], cut - start, e[cut - 1], xp)

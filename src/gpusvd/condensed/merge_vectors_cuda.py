@@ -1,0 +1,115 @@
+"""The GPU twins of the divide-and-conquer solvers' per-merge vectors and per-leaf
+placement: the launchers of ``kernels/merge_vectors.cu``.
+
+A merge's k×k vectors (Gu & Eisenstat's ẑ, then the normalized columns) take about 25
+CuPy operations on k×k arrays in the xp twins, :func:`.bidiagonal_svd_dc._merge_vectors`
+(dlasd3) and :func:`.tridiagonal_dc._rank_one_vectors` (dlaed3): fancy-index gathers,
+products, reductions, each a launch and its Python overhead, 255 merges at n = 8192 (H100:
+0.42 s for the SVD's, 0.24 s for the eigensolver's). Here a merge is one host→device copy
+of its O(k) inputs and two launches, the weights then the columns, doing the same
+arithmetic per entry (the kernel file says where the order of sums differs).
+
+The leaves likewise: computed on the host (LAPACK), they cross to the device in one copy
+(:func:`pack_blocks`) and one launch places them all, where each took a copy and a
+setitem.
+"""
+
+import numpy as np
+
+from .._core import kernels
+
+_KERNEL_FILE = "condensed/kernels/merge_vectors.cu"
+# Threads per block of the weights kernel: 8 rows of 32 lanes (a warp per row).
+_WEIGHT_THREADS = 256
+_LANES = 32
+# Threads per block of the columns kernel (one block per column, k up to n) and of the
+# placement (one block per leaf of at most 33² entries).
+_COLUMN_THREADS = 256
+_PLACE_THREADS = 256
+
+
+def _upload(*parts):
+    """The host arrays ``parts`` (float64 or int64) on the device from one host→device
+    copy: views, in order, of one buffer."""
+    import cupy
+
+    sizes = [part.size for part in parts]
+    ends = np.cumsum(sizes)
+    host = np.empty(int(ends[-1]))
+    for part, end, size in zip(parts, ends, sizes):
+        host[end - size:end].view(part.dtype)[:] = part.ravel()
+    device = cupy.asarray(host)
+    return [device[end - size:end].view(part.dtype).reshape(part.shape)
+            for part, end, size in zip(parts, ends, sizes)]
+
+
+def _launch(kind, poles, z, origin, tau, outputs):
+    """The weights and columns kernels of ``kind`` ("svd" or "eigh") for one merge."""
+    import cupy
+
+    k = poles.shape[0]
+    d, z, tau, origin = _upload(np.asarray(poles, np.float64), np.asarray(z, np.float64),
+                                np.asarray(tau, np.float64), np.asarray(origin, np.int64))
+    ctype = kernels.CTYPE[np.dtype(np.float64)]
+    zhat = cupy.empty(k)
+    rows = _WEIGHT_THREADS // _LANES
+    kernels.get_kernel(_KERNEL_FILE, f"{kind}_merge_weights<{ctype}>")(
+        ((k + rows - 1) // rows,), (_WEIGHT_THREADS,), (d, z, tau, origin, np.int64(k), zhat))
+    kernels.get_kernel(_KERNEL_FILE, f"{kind}_merge_columns<{ctype}>")(
+        (k,), (_COLUMN_THREADS,), (d, tau, origin, zhat, np.int64(k), *outputs))
+
+
+def svd_merge_vectors(poles, z, origin, tau):
+    """(U_M, V_M), k×k column-major float64 CuPy arrays, of the merge whose poles
+    (ascending, ``poles[0] = 0``), weights and roots (offsets ``tau`` from
+    ``poles[origin]``) are the host arrays given: the twin of
+    ``bidiagonal_svd_dc._merge_vectors``."""
+    import cupy
+
+    k = poles.shape[0]
+    u, v = cupy.empty((k, k), order="F"), cupy.empty((k, k), order="F")
+    if k:
+        _launch("svd", poles, z, origin, tau, (u, v))
+    return u, v
+
+
+def eigh_merge_vectors(poles, z, origin, tau):
+    """The eigenvectors, a k×k column-major float64 CuPy array, of the rank-one merge
+    whose poles (ascending), weights and roots (offsets ``tau`` from ``poles[origin]``)
+    are the host arrays given: the twin of ``tridiagonal_dc._rank_one_vectors``."""
+    import cupy
+
+    k = poles.shape[0]
+    u = cupy.empty((k, k), order="F")
+    if k:
+        _launch("eigh", poles, z, origin, tau, (u,))
+    return u
+
+
+def pack_blocks(blocks):
+    """Square host blocks in one (L, size, size) float64 array, ``size`` the largest:
+    block b in ``packed[b, :m, :m]`` transposed (its columns contiguous, as in a
+    column-major array), zeros elsewhere; and their sizes (int64)."""
+    sizes = np.array([block.shape[0] for block in blocks], np.int64)
+    size = sizes.max(initial=0)
+    packed = np.zeros((len(blocks), size, size))
+    for slot, block in zip(packed, blocks):
+        slot[:block.shape[0], :block.shape[0]] = block.T
+    return packed, sizes
+
+
+def place_blocks(target, blocks, starts):
+    """``target[s:s + m, s:s + m] = block`` for each host block (m×m) and start, into the
+    column-major float64 CuPy view ``target``: one copy and one launch for all of them
+    (the twin of the setitems in the solvers' ``_solve_block``)."""
+    if not blocks:
+        return
+    if target.strides[0] != target.itemsize:
+        raise ValueError("place_blocks needs a column-major target (Fortran order or a "
+                         "view of it)")
+    packed, sizes = pack_blocks(blocks)
+    packed, starts, sizes = _upload(packed, np.asarray(starts, np.int64), sizes)
+    kernel = kernels.get_kernel(_KERNEL_FILE, f"place_blocks<{kernels.CTYPE[target.dtype]}>")
+    kernel((len(blocks),), (_PLACE_THREADS,),
+           (target, np.int64(target.strides[1] // target.itemsize), packed,
+            np.int64(packed.shape[1]), starts, sizes))
