@@ -217,6 +217,11 @@ class Tunables:
     # and dlasd0's SMLSIZ is 25 (ILAENV ispec 9); 32, a power of two, halves evenly. Not
     # yet measured against other sizes.
     divide_conquer_leaf_size: int = 32
+    # Merges of bidiagonal_svd_dc.py with at most this many rows update U and V by one
+    # dense GEMM each (U·W, W the identity but for the merge's vectors) instead of the
+    # GEMMs split by the columns' supports: up to twice the flops, but ~5 launches per
+    # matrix instead of ~15, which on a GPU is most of a small merge's time. PROVISIONAL
+    divide_conquer_dense_merge_rows: int = 1024
     # Columns of C per pass of chase_back's wavefront on the CPU (the GPU takes all of C:
     # its largest GEMMs): each step sweeps the rows of C, so panels that stay in cache.
     # One core of the shared AMD EPYC (1 MiB L2, 32 MiB L3), n = 2000, b = g = 32,

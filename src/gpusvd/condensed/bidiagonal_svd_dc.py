@@ -186,12 +186,43 @@ _MERGE_VECTORS = {"numpy": functools.partial(_merge_vectors, xp=np),
                   "cupy": merge_vectors_cuda.svd_merge_vectors}
 
 
-def _merge(s, u, v, cut, alpha, beta, sqre, xp):
+def _times_embedded(q, block, columns, xp):
+    """q ← q·W in place, W the identity but for its columns ``columns`` (host indices),
+    which hold ``block`` (k×k) in the rows ``columns``: the merge's update of the kept
+    columns as one dense GEMM, a handful of launches where the support-split GEMMs of
+    :func:`_merge` take about fifteen (for the small merges, whose flops are few)."""
+    idx = xp.asarray(columns)
+    w = xp.eye(q.shape[1], dtype=q.dtype)
+    w[:, idx] = 0.0
+    w[idx[:, None], idx[None, :]] = block
+    q[...] = q @ w
+
+
+def _coupling_rows(v, level, xp):
+    """The rows of V that make each merge's z, for all merges (depth, start, cut, end,
+    sqre) of one level of the tree: V[cut, start:cut + 1] (B₁'s last row) and
+    V[cut + 1, cut + 1:end + sqre] (B₂'s first), read in one transfer. The merges of a
+    level touch disjoint blocks, so all their rows are final once the level below is
+    done; on a GPU this is the one synchronization per level, and the host's work of
+    one merge (deflation, secular equation) overlaps the device's GEMMs of the previous
+    one."""
+    rows, cols, sizes = [], [], []
+    for _, start, cut, end, sqre in level:
+        for row, lo, hi in ((cut, start, cut + 1), (cut + 1, cut + 1, end + sqre)):
+            rows.append(np.full(hi - lo, row))
+            cols.append(np.arange(lo, hi))
+            sizes.append(hi - lo)
+    flat = to_host(v[xp.asarray(np.concatenate(rows)), xp.asarray(np.concatenate(cols))])
+    pieces = np.split(flat, np.cumsum(sizes)[:-1])
+    return list(zip(pieces[::2], pieces[1::2]))
+
+
+def _merge(s, u, v, cut, alpha, beta, sqre, xp, row, first):
     """Merge the halves of a block around its coupling row ``cut``: s (host) holds the
-    values of u's columns (m×m view) and v's (m×(m + sqre)); all three are updated."""
+    values of u's columns (m×m view) and v's (m×(m + sqre)); all three are updated.
+    ``row`` and ``first`` are V's rows cut (columns :cut + 1) and cut + 1 (columns
+    cut + 1:) as host arrays (:func:`_coupling_rows`)."""
     m = u.shape[0]
-    row = to_host(v[cut, :cut + 1])
-    first = to_host(v[cut + 1, cut + 1:])
     z = np.concatenate((alpha * row[:cut], [0.0], beta * first[:m - cut - 1]))
     a1, b1 = alpha * row[cut], (beta * first[-1] if sqre else 0.0)
     z[cut] = a1
@@ -222,6 +253,14 @@ def _merge(s, u, v, cut, alpha, beta, sqre, xp):
             d[kept], z[kept], origin, tau)
     with profile.phase("gemm", xp):
         columns = order[kept]
+        if m + sqre <= tunables.get().divide_conquer_dense_merge_rows:
+            # diag(U₁, 1, U₂)'s 1 (U's row and column cut are zero till now and no
+            # rotation of U touched the zero pole), then U ← U·W_U, V ← V·W_V whole
+            u[cut, cut] = 1.0
+            _times_embedded(u, u_m, columns, xp)
+            _times_embedded(v, v_m, columns, xp)
+            s[columns] = np.ldexp(d[kept][origin] + tau, -exponent)
+            return
         index = np.arange(m)
         up, low = supports(columns, index < cut, index > cut, order[upairs])
         top = u[:cut, xp.asarray(columns[up])] @ u_m[xp.asarray(up)]
@@ -261,9 +300,16 @@ def _solve_block(d, e, u, v, xp):
         starts = [start for start, _, _ in leaves]
         place(u, lefts, starts)
         place(v, rights, starts)
-    for _, start, cut, end, sqre in sorted(merges, key=lambda merge: -merge[0]):
-        _merge(s[start:end], u[start:end, start:end], v[start:end + sqre, start:end + sqre],
-               cut - start, d[cut], e[cut], sqre, xp)
+    levels = {}
+    for merge in merges:
+        levels.setdefault(merge[0], []).append(merge)
+    for depth in sorted(levels, reverse=True):  # the deepest level first
+        level = levels[depth]
+        for (_, start, cut, end, sqre), (row, first) in zip(level,
+                                                            _coupling_rows(v, level, xp)):
+            _merge(s[start:end], u[start:end, start:end],
+                   v[start:end + sqre, start:end + sqre], cut - start, d[cut], e[cut], sqre,
+                   xp, row, first)
     return s
 
 

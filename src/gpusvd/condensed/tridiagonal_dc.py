@@ -233,10 +233,23 @@ _RANK_ONE_VECTORS = {"numpy": functools.partial(_rank_one_vectors, xp=np),
                      "cupy": merge_vectors_cuda.eigh_merge_vectors}
 
 
-def _merge(lam, q, cut, beta, xp):
+def _coupling_rows(q, level, xp):
+    """Each merge's z before scaling, Q[cut − 1, start:cut] and Q[cut, cut:end], for all
+    merges (start, cut, end) of one level, read in one transfer: the one synchronization
+    per level on a GPU (the merges of a level touch disjoint blocks), so the host's work
+    of one merge overlaps the device's GEMMs of the previous one."""
+    rows = np.concatenate([np.r_[np.full(cut - start, cut - 1), np.full(end - cut, cut)]
+                           for start, cut, end in level])
+    cols = np.concatenate([np.arange(start, end) for start, _, end in level])
+    flat = to_host(q[xp.asarray(rows), xp.asarray(cols)])
+    return np.split(flat, np.cumsum([end - start for start, _, end in level])[:-1])
+
+
+def _merge(lam, q, cut, beta, xp, z):
     """Merge the halves [0, cut) and [cut, m) of a block: lam (host) holds the
-    eigenvalues of q's columns (m×m view in xp), any order; both are updated."""
-    z = np.concatenate((to_host(q[cut - 1, :cut]), to_host(q[cut, cut:])))
+    eigenvalues of q's columns (m×m view in xp), any order; both are updated. ``z`` is
+    Q's rows cut − 1 (columns :cut) and cut (columns cut:) as one host array, overwritten
+    (:func:`_coupling_rows`)."""
     if beta < 0:
         z[cut:] = -z[cut:]
     z /= np.sqrt(2.0)
@@ -293,8 +306,9 @@ def _solve_block(d, e, q, xp):
             leaves.append(leaf)
         _PLACE.get(xp.__name__, functools.partial(_place_blocks, xp=xp))(q, leaves, edges[:-1])
     while edges.shape[0] > 2:
-        for start, cut, end in zip(edges[:-2:2], edges[1:-1:2], edges[2::2]):
-            _merge(lam[start:end], q[start:end, start:end], cut - start, e[cut - 1], xp)
+        level = list(zip(edges[:-2:2], edges[1:-1:2], edges[2::2]))
+        for (start, cut, end), z in zip(level, _coupling_rows(q, level, xp)):
+            _merge(lam[start:end], q[start:end, start:end], cut - start, e[cut - 1], xp, z)
         edges = edges[::2]
     return lam
 
