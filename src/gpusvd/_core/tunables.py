@@ -220,8 +220,12 @@ class Tunables:
     # Merges of bidiagonal_svd_dc.py with at most this many rows update U and V by one
     # dense GEMM each (U·W, W the identity but for the merge's vectors) instead of the
     # GEMMs split by the columns' supports: up to twice the flops, but ~5 launches per
-    # matrix instead of ~15, which on a GPU is most of a small merge's time. PROVISIONAL
-    divide_conquer_dense_merge_rows: int = 1024
+    # matrix instead of ~15, which on a GPU is most of a small merge's time. H100,
+    # 2026-11-25, the two-stage SVD of a Gaussian matrix in float64, median of 3
+    # (bench/results/two_stage_s10g.json): at n = 8192 2.19 s with no dense merges, 2.16
+    # with them up to 1024 rows, 1.87 up to 4096 (all but the top merge); at 4096 0.81,
+    # 0.78, 0.69.
+    divide_conquer_dense_merge_rows: int = 4096
     # Columns of C per pass of chase_back's wavefront on the CPU (the GPU takes all of C:
     # its largest GEMMs): each step sweeps the rows of C, so panels that stay in cache.
     # One core of the shared AMD EPYC (1 MiB L2, 32 MiB L3), n = 2000, b = g = 32,
