@@ -8,7 +8,8 @@ Run on the device from the repository root (each n and dtype is one process-leve
     PYTHONPATH=src python bench/bench_two_stage_paths.py --sizes 2048 4096 8192 16384 \\
         --dtypes float64 float32 --out bench/results/two_stage_paths_h100.json
 
-Per n, dtype and mode, on one Gaussian n×n matrix, median seconds; each variant is warmed
+Per n, dtype and mode, on one Gaussian n×n matrix, median seconds of plain calls and the
+phases of one more call under the phase recorder (gpusvd's variants); each variant is warmed
 up by one call at the first n it runs at (compilation, JIT, handles), not again at larger
 n, where one call costs seconds (``--variants`` picks some by name):
 
@@ -52,6 +53,10 @@ GEMM_CEILING = {"float64": 60e12, "float32": 51e12}  # DESIGN.md, "Ceilings", fl
 FLOORS = {"values_stage1": lambda n: 8 * n ** 3 / 3, "svd_stage1": lambda n: 8 * n ** 3 / 3,
           "svd_back_transform": lambda n: 8 * n ** 3, "eigen_stage1": lambda n: 4 * n ** 3 / 3,
           "eigh_stage1": lambda n: 4 * n ** 3 / 3, "eigh_back_transform": lambda n: 4 * n ** 3}
+
+
+# The peers' variants (no phases to record).
+PEERS = ("cupy_gesvd", "jax_gesvdp", "syevd_values", "syevd")
 
 
 def _variants(mode):
@@ -105,25 +110,30 @@ def _reference(mode, x):
     return cupy.linalg.svd(x64, compute_uv=False)
 
 
-def _time(fn, a, repeat, warm_up):
-    """(median seconds, last result, median phases) of ``fn(a)``; a warm-up call first
-    with ``warm_up``."""
+def _time(fn, a, repeat, warm_up, phases):
+    """(median seconds, last result, phases) of ``fn(a)``: a warm-up call first with
+    ``warm_up``; the timed calls run without the phase recorder (it synchronizes the
+    device around every phase, which would serialize the host's and the device's work of
+    the divide and conquer), then, with ``phases``, one more call with it."""
     from gpusvd._core import profile
 
     if warm_up:
         fn(a)
         common.synchronize()
-    times, phases, out = [], [], None
+    times, out = [], None
     for _ in range(repeat):
-        with profile.recording() as ph:
-            t0 = time.perf_counter()
+        common.synchronize()
+        t0 = time.perf_counter()
+        out = fn(a)
+        common.synchronize()
+        times.append(time.perf_counter() - t0)
+    recorded = {}
+    if phases:
+        del out
+        with profile.recording() as recorded:
             out = fn(a)
             common.synchronize()
-            times.append(time.perf_counter() - t0)
-        phases.append(dict(ph))
-    names = phases[-1]
-    return (float(np.median(times)), out,
-            {k: float(np.median([p.get(k, 0.0) for p in phases])) for k in names})
+    return float(np.median(times)), out, dict(recorded)
 
 
 def run(args):
@@ -142,7 +152,8 @@ def run(args):
                                                       and name not in args.variants):
                         continue
                     seconds, out, phases = _time(fn, x, args.repeat,
-                                                 (mode, dtype, name) not in warm)
+                                                 (mode, dtype, name) not in warm,
+                                                 name not in PEERS)
                     warm.add((mode, dtype, name))
                     if seconds > args.max_seconds:
                         slow.add((mode, dtype, name))
@@ -152,6 +163,8 @@ def run(args):
                            "median_s": seconds, "phases": phases, "floors_s": floors,
                            **_accuracy(mode, x, out, ref, dtype)}
                     records.append(rec)
+                    if args.out:  # after every record: a run cut short keeps what it did
+                        _write(args.out, records)
                     print(f"{n:>6} {dtype:>8} {mode:>6} {name:>16} {seconds:9.3f} s  "
                           + "  ".join(f"{k}={v:.3f}"
                                       + (f"(floor {floors[k]:.3f})" if k in floors else "")
@@ -176,8 +189,12 @@ def main(argv=None):
     args = p.parse_args(argv)
     records = run(args)
     if args.out:
-        common.write_json(args.out, {"schema": SCHEMA, "machine": common.device_info(),
-                                     "records": records})
+        _write(args.out, records)
+
+
+def _write(path, records):
+    common.write_json(path, {"schema": SCHEMA, "machine": common.device_info(),
+                             "records": records})
 
 
 if __name__ == "__main__":
