@@ -74,6 +74,8 @@ REGISTRY = {
         f"{kernel}<double>" for kernel in ("svd_merge_weights", "svd_merge_columns",
                                            "eigh_merge_weights", "eigh_merge_columns",
                                            "place_blocks"))),
+    "condensed/kernels/secular.cu": KernelFile(tuple(
+        f"{kernel}<double>" for kernel in ("eigh_secular_roots", "svd_secular_roots"))),
 }
 
 # How the shipped binaries are built (scripts/build-kernels reads these). SASS for the
