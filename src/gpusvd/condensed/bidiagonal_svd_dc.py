@@ -58,7 +58,7 @@ from .._core import profile, tunables
 from .._core.backend import to_host
 from .._core.errors import LinAlgError
 from .._core.validation import working_dtype
-from . import merge_vectors_cuda
+from . import merge_vectors_cuda, secular_cuda
 from .secular_svd import secular_singular_values
 from .tridiagonal_dc import _PLACE, _ROTATE, _blocks, _place_blocks, _rotate_columns, supports
 
@@ -221,7 +221,9 @@ def _merge(s, u, v, cut, alpha, beta, sqre, xp, row, first):
     """Merge the halves of a block around its coupling row ``cut``: s (host) holds the
     values of u's columns (m×m view) and v's (m×(m + sqre)); all three are updated.
     ``row`` and ``first`` are V's rows cut (columns :cut + 1) and cut + 1 (columns
-    cut + 1:) as host arrays (:func:`_coupling_rows`)."""
+    cut + 1:) as host arrays (:func:`_coupling_rows`). On CuPy the secular equation is
+    solved on the device (secular_cuda.py) and the values are stored by the function
+    returned (:func:`_values`); elsewhere they are stored at once and None returned."""
     m = u.shape[0]
     z = np.concatenate((alpha * row[:cut], [0.0], beta * first[:m - cut - 1]))
     a1, b1 = alpha * row[cut], (beta * first[-1] if sqre else 0.0)
@@ -246,11 +248,20 @@ def _merge(s, u, v, cut, alpha, beta, sqre, xp, row, first):
         if vpairs.shape[0]:
             _ROTATE.get(xp.__name__, _rotate_columns)(v, order[vpairs], vcs)
         s[order[deflated]] = np.ldexp(d[deflated], -exponent)
+    poles, weights = d[kept], z[kept]
+    steps = None
     with profile.phase("secular", xp):
-        origin, tau = secular_singular_values(d[kept], z[kept])
+        if xp.__name__ == "cupy":  # the roots on the device, read back at the level's end
+            on_device = merge_vectors_cuda.upload(poles, weights)
+            origin, tau, steps = secular_cuda.svd_roots(*on_device)
+        else:
+            origin, tau = secular_singular_values(poles, weights)
     with profile.phase("vectors", xp):
-        u_m, v_m = _MERGE_VECTORS.get(xp.__name__, functools.partial(_merge_vectors, xp=xp))(
-            d[kept], z[kept], origin, tau)
+        if xp.__name__ == "cupy":
+            u_m, v_m = merge_vectors_cuda.svd_merge_vectors(*on_device, origin, tau)
+        else:
+            u_m, v_m = _MERGE_VECTORS.get(xp.__name__, functools.partial(
+                _merge_vectors, xp=xp))(poles, weights, origin, tau)
     with profile.phase("gemm", xp):
         columns = order[kept]
         if m + sqre <= tunables.get().divide_conquer_dense_merge_rows:
@@ -259,8 +270,7 @@ def _merge(s, u, v, cut, alpha, beta, sqre, xp, row, first):
             u[cut, cut] = 1.0
             _times_embedded(u, u_m, columns, xp)
             _times_embedded(v, v_m, columns, xp)
-            s[columns] = np.ldexp(d[kept][origin] + tau, -exponent)
-            return
+            return _values(s, columns, poles, origin, tau, exponent, xp, steps)
         index = np.arange(m)
         up, low = supports(columns, index < cut, index > cut, order[upairs])
         top = u[:cut, xp.asarray(columns[up])] @ u_m[xp.asarray(up)]
@@ -275,7 +285,21 @@ def _merge(s, u, v, cut, alpha, beta, sqre, xp, row, first):
         bottom = v[cut + 1:, xp.asarray(columns[low])] @ v_m[xp.asarray(low)]
         v[:cut + 1, xp.asarray(columns)] = top
         v[cut + 1:, xp.asarray(columns)] = bottom
-    s[columns] = np.ldexp(d[kept][origin] + tau, -exponent)
+    return _values(s, columns, poles, origin, tau, exponent, xp, steps)
+
+
+def _values(s, columns, poles, origin, tau, exponent, xp, steps):
+    """s[columns] ← the merge's values (roots d_o + τ, scaled back) at once on the host;
+    for roots on the device, a function that does it (and checks their convergence) once
+    the level's work is queued, so their read does not wait on this merge's GEMMs."""
+    def store():
+        if steps is not None:
+            secular_cuda.check_converged(to_host(steps))
+        s[columns] = np.ldexp(poles[to_host(origin)] + to_host(tau), -exponent)
+    if steps is None:
+        store()
+        return None
+    return store
 
 
 def _solve_block(d, e, u, v, xp):
@@ -305,11 +329,14 @@ def _solve_block(d, e, u, v, xp):
         levels.setdefault(merge[0], []).append(merge)
     for depth in sorted(levels, reverse=True):  # the deepest level first
         level = levels[depth]
-        for (_, start, cut, end, sqre), (row, first) in zip(level,
-                                                            _coupling_rows(v, level, xp)):
-            _merge(s[start:end], u[start:end, start:end],
-                   v[start:end + sqre, start:end + sqre], cut - start, d[cut], e[cut], sqre,
-                   xp, row, first)
+        pending = [_merge(s[start:end], u[start:end, start:end],
+                          v[start:end + sqre, start:end + sqre], cut - start, d[cut], e[cut],
+                          sqre, xp, row, first)
+                   for (_, start, cut, end, sqre), (row, first)
+                   in zip(level, _coupling_rows(v, level, xp))]
+        for store in pending:  # the values of roots found on the device
+            if store is not None:
+                store()
     return s
 
 

@@ -43,13 +43,23 @@ def _upload(*parts):
             for part, end, size in zip(parts, ends, sizes)]
 
 
+def upload(poles, z):
+    """The merge's poles and weights (host) on the device, from one copy."""
+    return _upload(np.asarray(poles, np.float64), np.asarray(z, np.float64))
+
+
 def _launch(kind, poles, z, origin, tau, outputs):
-    """The weights and columns kernels of ``kind`` ("svd" or "eigh") for one merge."""
+    """The weights and columns kernels of ``kind`` ("svd" or "eigh") for one merge; its
+    inputs all on the host (one copy), or all on the device (the roots from
+    secular_cuda.py, the poles and weights from :func:`upload`)."""
     import cupy
 
     k = poles.shape[0]
-    d, z, tau, origin = _upload(np.asarray(poles, np.float64), np.asarray(z, np.float64),
-                                np.asarray(tau, np.float64), np.asarray(origin, np.int64))
+    if isinstance(tau, cupy.ndarray):
+        d = poles
+    else:
+        d, z, tau, origin = _upload(np.asarray(poles, np.float64), np.asarray(z, np.float64),
+                                    np.asarray(tau, np.float64), np.asarray(origin, np.int64))
     ctype = kernels.CTYPE[np.dtype(np.float64)]
     zhat = cupy.empty(k)
     rows = _WEIGHT_THREADS // _LANES
@@ -62,7 +72,7 @@ def _launch(kind, poles, z, origin, tau, outputs):
 def svd_merge_vectors(poles, z, origin, tau):
     """(U_M, V_M), k×k column-major float64 CuPy arrays, of the merge whose poles
     (ascending, ``poles[0] = 0``), weights and roots (offsets ``tau`` from
-    ``poles[origin]``) are the host arrays given: the twin of
+    ``poles[origin]``) are the host arrays given, or all device arrays: the twin of
     ``bidiagonal_svd_dc._merge_vectors``."""
     import cupy
 
