@@ -273,6 +273,9 @@ class TestSVD_GR_TwoStage_CPU(TestSVD_GR_CPU):
 class TestSVD_GR_TwoStage_GPU(TestSVD_GR_TwoStage_CPU):
     device = TestSVD_GR_GPU.device
     put = TestSVD_GR_GPU.put
+    # the values by bisection on the GPU beside the divide and conquer's vectors
+    # (condensed/driver._divide_and_conquer_on_device): its bound, as for values only
+    identity_error = TestSVDVals_GR_TwoStage_GPU.identity_error
     test_numpy_input_returns_numpy = TestSVD_GR_GPU.test_numpy_input_returns_numpy
 
 

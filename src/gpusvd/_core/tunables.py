@@ -182,6 +182,9 @@ class Tunables:
     # one-stage (bench/results/svd_two_stage_s10.json): float64 1024 0.188 s against 0.098,
     # 2048 0.377 against 0.297, 4096 0.908 against 1.150; float32 2048 0.358 against 0.238,
     # 4096 0.810 against 0.879; 8192 float64 two-stage 2.53 s, one-stage 5.3 (session 9).
+    # With the divide and conquer's merges on the device (bench/results/
+    # two_stage_paths_h100_s10.json, median of 2): float64 2048 0.339 against 0.341, 4096
+    # 0.651 against 1.211; float32 2048 0.250 against 0.247, 4096 0.595 against 0.904.
     two_stage_vectors_min_n_gpu: int = 4096
     # method="auto" on the GPU for values only (svdvals, svd(compute_uv=False)) of real
     # matrices: "gr" (the two-stage reduction) from min(m, n) >= this, "polar" below. H100,

@@ -44,6 +44,16 @@ rather than dlasdq. Columns are never sorted between merges; a host array of val
 follows them and each merge sorts its poles through an index (as :mod:`.tridiagonal_dc`).
 Each block and each merge is scaled by a power of two, not by its norm.
 
+On a GPU (``xp`` = CuPy; issue 18, NOTES.md session 10): the n×n work stays on the
+device and the host keeps O(n) per merge. A tree level's merges touch disjoint blocks, so
+their coupling rows are read in one transfer (:func:`_coupling_rows`), the one wait per
+level; each merge's deflation runs on the host while the device still works on the
+previous merge; its secular equation (secular_cuda.py), vectors (merge_vectors_cuda.py)
+and rotations (rotate_cuda.py) are a few launches; its values come back at the level's
+end. Merges of up to ``divide_conquer_dense_merge_rows`` rows update U and V by one
+dense GEMM each (:func:`_times_embedded`), the larger by the GEMMs split by support.
+H100, 2026-11-25, n = 8192, inside the two-stage SVD: 0.5 s, where the QR took 3.3 s.
+
 Accuracy: backward stable, ‖B − U·S·Vᵀ‖ and ‖UᵀU − I‖, ‖VᵀV − I‖ of order n·ε; the
 values to about n·ε·σ₁ (the deflation's absolute tolerance), not each to itself: for a
 graded B take the small values from dqds (:mod:`gpusvd.golub_reinsch.dqds`).

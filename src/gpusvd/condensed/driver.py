@@ -158,9 +158,10 @@ def _divide_and_conquer_on_device(d, e, xp, real):
 # The bidiagonal's SVD with vectors by the array namespace's name. The CPU: LAPACK's
 # divide and conquer, 5–19× the QR's speed on one core (n = 500–2000, bidiagonal_dc.py).
 # The GPU: our divide and conquer with U, V and its GEMMs on the device. H100, 2026-11-25,
-# the two-stage SVD at 8192 float64: 3.83 s with it (the solver 1.39 s) against 5.77 s
-# with the QR on the host and its rotations on the device (the solver 3.29 s), 4096:
-# 1.05 against 1.32 s; dbdsdc on the host's 16 cores took 14.8 s at 8192 (NOTES.md,
+# the two-stage SVD at 8192 float64: 3.83 s with its first version (the solver 1.39 s)
+# against 5.77 s with the QR on the host and its rotations on the device (the solver
+# 3.29 s), 4096: 1.05 against 1.32 s; 1.87 s at 8192 once its merges ran on the device
+# (the solver 0.5 s); dbdsdc on the host's 16 cores took 14.8 s at 8192 (NOTES.md,
 # sessions 9 and 10).
 _VECTORS_SOLVERS = {"numpy": _divide_and_conquer_on_host, "cupy": _divide_and_conquer_on_device}
 
@@ -260,9 +261,8 @@ def two_stage_eigenvalues(a, xp=None, *, bandwidth=None):
     loop, or its CUDA twin for a real CuPy band), then LAPACK's tridiagonal eigenvalues
     (``scipy.linalg.eigvalsh_tridiagonal``: dstebz/dsterf) on the host. The values of
     :func:`two_stage_eigh` (issue 18); not called by a public function: on the H100 it
-    took 2.07 s at n = 8192 against syevd's 0.58 (NOTES.md, session 9), its host
-    tridiagonal solver 1.27 s of it. Both reductions are
-    unitary, so every eigenvalue moves by at most a modest multiple of n·ε·‖A‖ (Weyl).
+    took 2.02 s at n = 8192 against syevd's 0.58 (NOTES.md, session 10), its host
+    tridiagonal solver 1.37 s of it. Both reductions are unitary, so every eigenvalue moves by at most a modest multiple of n·ε·‖A‖ (Weyl).
 
     Parameters
     ----------
@@ -319,7 +319,8 @@ def two_stage_eigh(a, xp=None, *, bandwidth=None):
     compact WY factors, all GEMMs. Every step is backward stable, so ‖A − V·W·Vᴴ‖,
     ‖VᴴV − I‖ and each eigenvalue's error are a modest multiple of n·ε·‖A‖ (Weyl).
     Not yet called by a public function: the polar method's ``eigh`` of H is to become
-    it (issue 18).
+    it where it beats syevd (issue 18); H100, 2026-11-25, n = 8192 float64: 1.24–1.66 s
+    against syevd's 0.63 (NOTES.md, session 10).
 
     Parameters
     ----------

@@ -38,7 +38,9 @@ differences, ratios and vectors, and the GEMMs are in ``xp``; d, z, the roots an
 deflation's bookkeeping are O(n) host arrays (Numba loops); rotations are applied to Q's
 columns by a Numba loop parallel over blocks of rows (NumPy) or by whole-column
 operations (any other ``xp``, :data:`_ROTATE`). On CuPy a merge's vectors are two kernel
-launches and the leaves cross to the device in one copy (:mod:`.merge_vectors_cuda`).
+launches, the leaves cross to the device in one copy (:mod:`.merge_vectors_cuda`), and
+the coupling rows of a whole tree level are read in one transfer (:func:`_coupling_rows`),
+so the host's work of one merge overlaps the device's GEMMs of the previous one.
 
 Departures from LAPACK: leaves of 32 rows (``divide_conquer_leaf_size``), not SMLSIZ = 25
 (ILAENV ispec 9).
