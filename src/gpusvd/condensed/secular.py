@@ -209,8 +209,26 @@ def secular_roots(d, z, rho):
     steps = np.empty(k, np.int64)
     _roots(np.ascontiguousarray(d, np.float64), np.ascontiguousarray(z, np.float64),
            float(rho), origin, tau, steps, MAX_STEPS, _UNIT_ROUNDOFF)
-    failed = np.flatnonzero(steps > MAX_STEPS)
-    if failed.size:
-        raise LinAlgError(f"secular equation: {failed.size} of {k} roots (the first is root "
-                          f"{failed[0]}) did not converge in {MAX_STEPS} steps")
+    check_converged(steps, MAX_STEPS)
     return origin, tau
+
+
+def check_converged(steps, max_steps=MAX_STEPS):
+    """Raise :class:`LinAlgError` where a root took more than ``max_steps`` steps, from
+    the step counts (a host array) of a secular solver: this module's and secular_svd.py's
+    on the host, secular_cuda.py's on the device (dlaed4's and dlasd4's INFO > 0).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_converged(np.array([3, 4, 2]))
+    >>> try:
+    ...     check_converged(np.array([3, 31, 2, 31]))
+    ... except np.linalg.LinAlgError as err:
+    ...     print(err)
+    secular equation: 2 of 4 roots (the first is root 1) did not converge in 30 steps
+    """
+    failed = np.flatnonzero(np.asarray(steps) > max_steps)
+    if failed.size:
+        raise LinAlgError(f"secular equation: {failed.size} of {len(steps)} roots (the first "
+                          f"is root {failed[0]}) did not converge in {max_steps} steps")

@@ -22,8 +22,7 @@ twin's bit for bit.
 import numpy as np
 
 from .._core import kernels
-from .._core.errors import LinAlgError
-from .secular import _UNIT_ROUNDOFF, MAX_STEPS
+from .secular import _UNIT_ROUNDOFF, MAX_STEPS, check_converged  # noqa: F401 (its API)
 
 _KERNEL_FILE = "condensed/kernels/secular.cu"
 # Threads per block: 8 roots of 32 lanes (a warp per root, as merge_vectors_cuda's rows).
@@ -108,24 +107,3 @@ def svd_roots(d, z, max_steps=MAX_STEPS):
     >>> check_converged(steps.get())  # doctest: +SKIP
     """
     return _launch("svd_secular_roots", d, z, (), max_steps)
-
-
-def check_converged(steps, max_steps=MAX_STEPS):
-    """Raise the host solvers' :class:`LinAlgError` where a root took more than
-    ``max_steps`` steps, from the step counts (a host array) of :func:`eigh_roots` or
-    :func:`svd_roots`.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> check_converged(np.array([3, 4, 2]))
-    >>> try:
-    ...     check_converged(np.array([3, 31, 2, 31]))
-    ... except np.linalg.LinAlgError as err:
-    ...     print(err)
-    secular equation: 2 of 4 roots (the first is root 1) did not converge in 30 steps
-    """
-    failed = np.flatnonzero(np.asarray(steps) > max_steps)
-    if failed.size:
-        raise LinAlgError(f"secular equation: {failed.size} of {len(steps)} roots (the first "
-                          f"is root {failed[0]}) did not converge in {max_steps} steps")

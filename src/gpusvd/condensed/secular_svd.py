@@ -31,8 +31,7 @@ the start at the half interval's far end).
 import numba
 import numpy as np
 
-from .._core.errors import LinAlgError
-from .secular import MAX_STEPS, model_step
+from .secular import MAX_STEPS, check_converged, model_step
 
 # dlamch('E'): LAPACK's unit roundoff, half of NumPy's machine epsilon.
 _UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
@@ -159,8 +158,5 @@ def secular_singular_values(d, z):
     steps = np.empty(k, np.int64)
     _roots(np.ascontiguousarray(d, np.float64), np.ascontiguousarray(z, np.float64),
            origin, tau, steps, MAX_STEPS, _UNIT_ROUNDOFF)
-    failed = np.flatnonzero(steps > MAX_STEPS)
-    if failed.size:
-        raise LinAlgError(f"secular equation: {failed.size} of {k} roots (the first is root "
-                          f"{failed[0]}) did not converge in {MAX_STEPS} steps")
+    check_converged(steps, MAX_STEPS)
     return origin, tau
