@@ -203,3 +203,13 @@ def test_gpu_matches_host():
     # the same columns up to sign (the values are distinct and well separated here)
     signs = np.sign(np.sum(u * u_g, axis=0))
     assert np.abs(u_g * signs - u).max() <= BOUND * n * eps / (np.diff(s).min() / -s[0])
+
+
+@pytest.mark.parametrize("dense", [0, 64])
+@pytest.mark.parametrize("kind", KINDS)
+def test_support_split_merges(kind, dense):
+    """The merges' GEMMs split by the columns' supports, for every merge (dense = 0) or
+    above 64 rows with the dense update U·W below: the same invariants (the default
+    threshold makes every merge of these sizes dense)."""
+    with tunables.override(divide_conquer_dense_merge_rows=dense):
+        _check(*_family(kind, 500, seed=2))
