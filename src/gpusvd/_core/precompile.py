@@ -86,6 +86,10 @@ def calls(dtype, device="cpu"):
            (f"jacobi_svd {dtype}", lambda: gpusvd.jacobi_svd(tall, **cpu)),
            (f"hsvd {dtype}", lambda: gpusvd.hsvd(tall, signs, **cpu)),
            (f"eigh_factored {dtype}", lambda: gpusvd.eigh_factored(tall, signs, **cpu))]
+    if device == "gpu":  # auto takes it from n = 4096 there: the bidiagonal divide and
+        # conquer's host loops (deflation) are reached only through it
+        out.append((f"svd gr two-stage {dtype}",
+                    lambda: gpusvd.svd(tall, method="gr", reduction="two-stage", **cpu)))
     if dtype.kind == "f":  # QUIC-SVD is real; Takagi's input is complex symmetric
         out.append((f"svd_lowrank {dtype}", lambda: gpusvd.svd_lowrank(low, **cpu)))
     else:
