@@ -45,7 +45,8 @@ def _residuals(d, z, rho, origin, tau):
             terms = [mpmath.mpf(zj) ** 2 / (mpmath.mpf(dj) - lam) for dj, zj in zip(d, z)]
             derivative = sum(term / (mpmath.mpf(dj) - lam) for term, dj in zip(terms, d))
             f = 1 / mpmath.mpf(rho) + sum(terms)
-            scale = 1 / mpmath.mpf(rho) + sum(abs(t) for t in terms) + abs(t) * derivative
+            scale = (1 / mpmath.mpf(rho) + sum(abs(term) for term in terms)
+                     + abs(t) * derivative)
             out.append(float(abs(f) / scale))
     return np.array(out)
 

@@ -22,8 +22,9 @@ SIAM J. Sci. Stat. Comput. 10 (1989) 53–57), and a trailing update is three GE
 The panel QR is LAPACK's (cuSOLVER's) geqrf, and the trailing updates are GEMMs on the
 trailing sub-blocks in place (c ← c − x·y): :data:`_TWINS` maps the array namespace to them,
 NumPy's ``linalg.qr(mode="raw")`` and matmul on the CPU, cuSOLVER and cuBLAS on the views as
-they lie on the GPU (band_cuda.py, which says why: CuPy's matmul copies a strided view).  T is made from V and τ without a column loop (one launch per
-step on a GPU would be 2n launches): T⁻¹ = diag(1/τ) + striu(VᴴV) (Puglisi, 1992;
+they lie on the GPU (band_cuda.py, which says why: CuPy's matmul copies a strided view).
+T is made from V and τ without a column loop (one launch per step on a GPU would be 2n
+launches): T⁻¹ = diag(1/τ) + striu(VᴴV) (Puglisi, 1992;
 Joffrain, Low, Quintana-Ortí, van de Geijn & Van Zee, ACM TOMS 32 (2006) 169–179, eq. (4),
 whose 1/τ = vᴴv/2 holds for real reflectors; LAPACK's dlarft recurrence
 T(:j, j) = −τ_j·T(:j, :j)·VᴴV(:j, j) is the same triangular inverse taken column by
@@ -260,6 +261,7 @@ def apply_q(reduction, c):
     True
     """
     f, n = reduction.factors, reduction.factors.shape[1]
+    f = f if f.flags.f_contiguous else array_namespace(f).asfortranarray(f)  # V by columns
     b = reduction.bandwidth
     blocks = [(k, f[k:, k:k + min(b, n - k)], reduction.t_left[p])
               for p, k in enumerate(_panels(n, b))]
@@ -292,9 +294,10 @@ def apply_p(reduction, c):
 
 
 def _apply_blocks(c, blocks, b):
-    """c ← H_0·H_1·…·c for ``blocks`` [(row j, h, T)] in the order given, H = I − V·T·Vᴴ
-    on rows j: of c, V the unit lower part of h: three GEMMs per block in place
-    (:data:`_TWINS`) with one b-row workspace."""
+    """c ← H_m·…·H_2·H_1·c for ``blocks`` [(row j, h, T)] = H_1, …, H_m (the first acts
+    first), H = I − V·T·Vᴴ on rows j: of c, V the unit lower part of h (at most b
+    columns): three GEMMs per block in place (:data:`_TWINS`) with one b-row workspace.
+    Also sym_band.apply_q's."""
     xp = array_namespace(c)
     gemm, _, unit_lower, _ = _TWINS[xp.__name__]
     work = c if c.flags.f_contiguous else xp.asfortranarray(c)

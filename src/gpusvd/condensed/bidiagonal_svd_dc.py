@@ -262,16 +262,14 @@ def _merge(s, u, v, cut, alpha, beta, sqre, xp, row, first):
     steps = None
     with profile.phase("secular", xp):
         if xp.__name__ == "cupy":  # the roots on the device, read back at the level's end
-            on_device = merge_vectors_cuda.upload(poles, weights)
-            origin, tau, steps = secular_cuda.svd_roots(*on_device)
+            problem = merge_vectors_cuda.upload(poles, weights)
+            origin, tau, steps = secular_cuda.svd_roots(*problem)
         else:
+            problem = poles, weights
             origin, tau = secular_singular_values(poles, weights)
     with profile.phase("vectors", xp):
-        if xp.__name__ == "cupy":
-            u_m, v_m = merge_vectors_cuda.svd_merge_vectors(*on_device, origin, tau)
-        else:
-            u_m, v_m = _MERGE_VECTORS.get(xp.__name__, functools.partial(
-                _merge_vectors, xp=xp))(poles, weights, origin, tau)
+        u_m, v_m = _MERGE_VECTORS.get(xp.__name__, functools.partial(_merge_vectors, xp=xp))(
+            *problem, origin, tau)
     with profile.phase("gemm", xp):
         columns = order[kept]
         if m + sqre <= tunables.get().divide_conquer_dense_merge_rows:

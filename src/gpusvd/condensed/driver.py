@@ -200,9 +200,10 @@ def two_stage_svd(a, xp=None, *, full_matrices=False, bandwidth=None):
     with its reflectors recorded (stage 2, where the band lies), the bidiagonal's SVD
     (:data:`_VECTORS_SOLVERS`: divide and conquer, LAPACK's on the CPU with values by dqds,
     ours with its GEMMs on the device on the GPU with values by bisection there: each
-    value to high relative accuracy, as the one-stage path gives them), then the back-transformations as GEMMs: stage 2's reflectors in
-    blocks (chase_back.py), stage 1's compact WY factors (band.py). For m ≥ 1.6·n a QR of
-    A first (U = Q·U_R), as dgesvd.
+    value to high relative accuracy, as the one-stage path gives them), then the
+    back-transformations as GEMMs: stage 2's reflectors in blocks (chase_back.py), stage
+    1's compact WY factors (band.py). For m ≥ 1.6·n a QR of A first (U = Q·U_R), as
+    dgesvd.
 
     Parameters
     ----------
@@ -262,7 +263,8 @@ def two_stage_eigenvalues(a, xp=None, *, bandwidth=None):
     (``scipy.linalg.eigvalsh_tridiagonal``: dstebz/dsterf) on the host. The values of
     :func:`two_stage_eigh` (issue 18); not called by a public function: on the H100 it
     took 2.02 s at n = 8192 against syevd's 0.58 (NOTES.md, session 10), its host
-    tridiagonal solver 1.37 s of it. Both reductions are unitary, so every eigenvalue moves by at most a modest multiple of n·ε·‖A‖ (Weyl).
+    tridiagonal solver 1.37 s of it. Both reductions are unitary, so every eigenvalue
+    moves by at most a modest multiple of n·ε·‖A‖ (Weyl).
 
     Parameters
     ----------

@@ -44,7 +44,7 @@ tridiagonal real); stage 2 (sym_bulge.py) works in complex arithmetic.
 from typing import Any, NamedTuple
 
 from .._core.backend import array_namespace
-from .band import _TWINS, _ct
+from .band import _TWINS, _apply_blocks, _ct
 
 
 class HermitianBandReduction(NamedTuple):
@@ -270,20 +270,9 @@ def apply_q(reduction, c):
     True
     """
     xp = array_namespace(c)
-    gemm, _, unit_lower, _ = _TWINS[xp.__name__]
     f, b = reduction.factors, reduction.bandwidth
     f = f if f.flags.f_contiguous else xp.asfortranarray(f)  # unit_lower reads columns
-    work = c if c.flags.f_contiguous else xp.asfortranarray(c)
-    n, cols = work.shape
-    # Vᴴ·C and T·(Vᴴ·C), column-major (b × cols each)
-    w = xp.empty((2, cols, b), dtype=work.dtype).transpose(0, 2, 1)
-    for p, k in reversed(list(enumerate(_panels(n, b)))):
-        j = k + b
-        r = min(b, n - j)
-        v = unit_lower(f[j:, k:k + r])
-        gemm(w[0, :r], v, work[j:], op_a="C")
-        gemm(w[1, :r], reduction.t[p, :r, :r], w[0, :r])
-        gemm(work[j:], v, w[1, :r], subtract=True)
-    if work is not c:
-        c[...] = work
-    return c
+    n = f.shape[0]
+    blocks = [(k + b, f[k + b:, k:k + min(b, n - k - b)], reduction.t[p])
+              for p, k in enumerate(_panels(n, b)) if k + b < n]
+    return _apply_blocks(c, blocks[::-1], b)
