@@ -110,11 +110,12 @@ def _reference(mode, x):
     return cupy.linalg.svd(x64, compute_uv=False)
 
 
-def _time(fn, a, repeat, warm_up, phases):
+def _time(fn, a, repeat, warm_up, phases, record_max_seconds=float("inf")):
     """(median seconds, last result, phases) of ``fn(a)``: a warm-up call first with
     ``warm_up``; the timed calls run without the phase recorder (it synchronizes the
     device around every phase, which would serialize the host's and the device's work of
-    the divide and conquer), then, with ``phases``, one more call with it."""
+    the divide and conquer), then, with ``phases`` and a median of at most
+    ``record_max_seconds``, one more call with it."""
     from gpusvd._core import profile
 
     if warm_up:
@@ -128,7 +129,7 @@ def _time(fn, a, repeat, warm_up, phases):
         common.synchronize()
         times.append(time.perf_counter() - t0)
     recorded = {}
-    if phases:
+    if phases and np.median(times) <= record_max_seconds:
         del out
         with profile.recording() as recorded:
             out = fn(a)
@@ -159,7 +160,7 @@ def run(args):
                     cupy.get_default_memory_pool().free_all_blocks()
                     seconds, out, phases = _time(fn, x, args.repeat,
                                                  (mode, dtype, name) not in warm,
-                                                 name not in PEERS)
+                                                 name not in PEERS, args.record_max_seconds)
                     warm.add((mode, dtype, name))
                     if seconds > args.max_seconds:
                         slow.add((mode, dtype, name))
@@ -190,6 +191,8 @@ def main(argv=None):
     p.add_argument("--variants", nargs="+", help="only these variants (by name)")
     p.add_argument("--max-seconds", type=float, default=15.0,
                    help="skip a variant at larger n once one call of it took longer")
+    p.add_argument("--record-max-seconds", type=float, default=float("inf"),
+                   help="record no phases where the plain calls' median took longer")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out")
     args = p.parse_args(argv)
