@@ -33,10 +33,11 @@
 // can run at once). The band stays in global memory, 6 MB at n = 8192, b = 32 in double:
 // resident in L2.
 //
-// Within a task: warp 0 forms the reflector (chase_common.cuh's, as bulge._reflector),
-// then every thread applies it to one row (right) or one column (left) of the window, a
-// sequential dot product and update, rounded as chase_common.cuh says. float data is
-// computed as the Numba loop computes it: dot products in float, the reflector's scalars
+// Within a task: every thread reads its row (right) or column (left) of the window into
+// registers (chase_common.cuh's hold), warp 0 forms the reflector (chase_common.cuh's, as
+// bulge._reflector), then every thread applies it to its row or column, a sequential dot
+// product and update, rounded as chase_common.cuh says. float data is computed as the
+// Numba loop computes it: dot products in float, the reflector's scalars
 // and the update w*tau*v in double, rounded when stored. On the GPU the two twins agree
 // to rounding (CUDA's hypot), the host build (tests/condensed/host_bulge.py) bit for bit.
 //
@@ -75,12 +76,28 @@ template <typename T> __device__ Scratch<T> scratch(unsigned char *raw, int b)
     return s;
 }
 
-// A(r0:r1, c0:c0+ln) <- A (I - tau v v^T), one row per thread (bulge._apply_right).
+// A(r0:r1, c0:c0+ln) <- A (I - tau v v^T), one row per thread (bulge._apply_right). A
+// thread that holds its first row (chase_common.cuh's hold; held) takes it from the
+// registers, its later rows (b > CHASE_HELD, or fewer threads than rows) from memory.
 template <typename T>
-__device__ void apply_right(const Chase<T> &a, int r0, int r1, int c0, int ln, Scratch<T> w)
+__device__ void apply_right(const Chase<T> &a, int r0, int r1, int c0, int ln, Scratch<T> w,
+                            const T (&x)[CHASE_HELD], bool held)
 {
     const double tau = *w.tau;
-    for (int i = r0 + threadIdx.x; i < r1; i += blockDim.x) {
+    int i = r0 + threadIdx.x;
+    if (held) {
+        T *row = a.at(i, c0);
+        T dot = mul_rn(x[0], w.v[0]);
+#pragma unroll
+        for (int k = 1; k < CHASE_HELD; ++k)
+            if (k < ln) dot = add_rn(dot, mul_rn(x[k], w.v[k]));
+        const double wt = double(dot) * tau;
+#pragma unroll
+        for (int k = 0; k < CHASE_HELD; ++k)
+            if (k < ln) row[k] = T(double(x[k]) - mul_rn(wt, double(w.v[k])));
+        i += blockDim.x;
+    }
+    for (; i < r1; i += blockDim.x) {
         T *row = a.at(i, c0);
         T dot = mul_rn(row[0], w.v[0]);
         for (int k = 1; k < ln; ++k) dot = add_rn(dot, mul_rn(row[k], w.v[k]));
@@ -89,13 +106,28 @@ __device__ void apply_right(const Chase<T> &a, int r0, int r1, int c0, int ln, S
     }
 }
 
-// A(r0:r0+ln, c0:c1) <- (I - tau v v^T)^T A, one column per thread (bulge._apply_left).
+// A(r0:r0+ln, c0:c1) <- (I - tau v v^T)^T A, one column per thread (bulge._apply_left),
+// the thread's first column from its registers when held, as apply_right.
 template <typename T>
-__device__ void apply_left(const Chase<T> &a, int r0, int c0, int c1, int ln, Scratch<T> w)
+__device__ void apply_left(const Chase<T> &a, int r0, int c0, int c1, int ln, Scratch<T> w,
+                           const T (&x)[CHASE_HELD], bool held)
 {
     const double tau = *w.tau;
     const long long step = a.ld - 1;  // from A(i, j) to A(i+1, j)
-    for (int j = c0 + threadIdx.x; j < c1; j += blockDim.x) {
+    int j = c0 + threadIdx.x;
+    if (held) {
+        T *col = a.at(r0, j);
+        T dot = mul_rn(w.v[0], x[0]);
+#pragma unroll
+        for (int k = 1; k < CHASE_HELD; ++k)
+            if (k < ln) dot = add_rn(dot, mul_rn(w.v[k], x[k]));
+        const double wt = double(dot) * tau;
+#pragma unroll
+        for (int k = 0; k < CHASE_HELD; ++k)
+            if (k < ln) col[k * step] = T(double(x[k]) - mul_rn(wt, double(w.v[k])));
+        j += blockDim.x;
+    }
+    for (; j < c1; j += blockDim.x) {
         T *col = a.at(r0, j);
         T dot = mul_rn(w.v[0], col[0]);
         for (int k = 1; k < ln; ++k) dot = add_rn(dot, mul_rn(w.v[k], col[k * step]));
@@ -115,7 +147,9 @@ __device__ void record(T *v, T *tau, const Chase<T> &a, int s, int k, int ln, Sc
 }
 
 // Task h of sweep s (module comment); false when it was the sweep's last. Every thread of
-// the block calls it; shared scratch w.
+// the block calls it; shared scratch w. Each thread first reads its first row or column
+// of the update into registers (hold): the update's window is disjoint from the entries
+// the reflector reads and writes (row r or column st), so the reads may go first.
 template <typename T>
 __device__ bool chase_task(const Chase<T> &a, int s, int h, Scratch<T> w)
 {
@@ -124,25 +158,30 @@ __device__ bool chase_task(const Chase<T> &a, int s, int h, Scratch<T> w)
     const int k = (h - 1) / 2;
     const int st = h == 0 ? s + 1 : s + 1 + k * b;
     const int ed = smaller(st + b - 1, n - 1);
+    T x[CHASE_HELD];
     if (h == 0 || h % 2 == 0) {  // a row reflector: row s on block 0, or row st on block k+1
         const int r = h == 0 ? s : st;
         const int c0 = h == 0 ? st : ed + 1;
         const int c1 = h == 0 ? ed : smaller(ed + b, n - 1);
         const int ln = c1 - c0 + 1;
+        const bool held = ln <= CHASE_HELD && r + 1 + int(threadIdx.x) <= c1;
+        if (held) hold(x, a.at(r + 1 + threadIdx.x, c0), 1, ln);
         if (threadIdx.x < width)
             reflector<T>([&](int i) { return a.at(r, c0 + i); }, ln, w, lane, width);
         __syncthreads();
         record(a.v_right, a.tau_right, a, s, h == 0 ? 0 : k + 1, ln, w);
-        apply_right(a, r + 1, c1 + 1, c0, ln, w);
+        apply_right(a, r + 1, c1 + 1, c0, ln, w, x, held);
         return true;
     }
     const int ln = ed - st + 1;  // a column reflector on column st, block k
+    const int j2 = smaller(ed + b, n - 1);
+    const bool held = ln <= CHASE_HELD && st + 1 + int(threadIdx.x) <= j2;
+    if (held) hold(x, a.at(st, st + 1 + threadIdx.x), a.ld - 1, ln);
     if (threadIdx.x < width)
         reflector<T>([&](int i) { return a.at(st + i, st); }, ln, w, lane, width);
     __syncthreads();
     record(a.v_left, a.tau_left, a, s, k, ln, w);
-    const int j2 = smaller(ed + b, n - 1);
-    apply_left(a, st, st + 1, j2 + 1, ln, w);
+    apply_left(a, st, st + 1, j2 + 1, ln, w, x, held);
     return j2 > ed + 1;
 }
 
@@ -151,7 +190,7 @@ __device__ bool chase_task(const Chase<T> &a, int s, int h, Scratch<T> w)
 // tau_right: bulge.ChaseReflectors' arrays when steps > 0. Dynamic shared memory: the
 // Scratch.
 template <typename T>
-__global__ void __launch_bounds__(CHASE_MAX_THREADS)
+__global__ void __launch_bounds__(CHASE_MAX_THREADS, 1)
     chase_band(T *ab, int n, int b, int *sync, T *v_left, T *tau_left, T *v_right,
                T *tau_right, int steps)
 {

@@ -36,6 +36,29 @@ __device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, 
 __device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
 __device__ __forceinline__ int smaller(int a, int b) { return a < b ? a : b; }
 
+// The entries of a task's window that one thread holds in registers: its row or column
+// of a one-sided update, its row of the two-sided one, read before the reflector is
+// formed. The window's loads then overlap the reflector's formation and are issued all
+// at once: a loop over a row with a run-time length is unrolled by four and waits for
+// each group of four loads in turn, eight trips to L2 for a row of 32 (the acquire at
+// each task's start leaves L1 cold). A row longer than CHASE_HELD (b > CHASE_HELD; 32
+// is the tuned bandwidth) is read by the loops as before. Only where the values are
+// read from: the same operations in the same order either way. Registers over
+// occupancy: both kernels declare __launch_bounds__(CHASE_MAX_THREADS, 1) (228
+// registers a thread in double, 4 blocks of 64 threads per SM, where 171 sweeps in flight
+// at n = 8192 need 2); with no minimum, ptxas held the float kernels to 128 and spilled.
+constexpr int CHASE_HELD = 32;
+
+// x[k] = p[k * step] for k < ln (ln <= CHASE_HELD): a constant trip count, unrolled, the
+// loads predicated, so none waits for another.
+template <typename T>
+__device__ __forceinline__ void hold(T (&x)[CHASE_HELD], const T *p, long long step, int ln)
+{
+#pragma unroll
+    for (int k = 0; k < CHASE_HELD; ++k)
+        if (k < ln) x[k] = p[k * step];
+}
+
 __device__ __forceinline__ double warp_max(double v, int width)
 {
     for (int o = width / 2; o > 0; o >>= 1)
