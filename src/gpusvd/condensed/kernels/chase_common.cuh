@@ -36,17 +36,20 @@ __device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, 
 __device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
 __device__ __forceinline__ int smaller(int a, int b) { return a < b ? a : b; }
 
-// The entries of a task's window that one thread holds in registers: its row or column
-// of a one-sided update, its row of the two-sided one, read before the reflector is
-// formed. The window's loads then overlap the reflector's formation and are issued all
-// at once: a loop over a row with a run-time length is unrolled by four and waits for
-// each group of four loads in turn, eight trips to L2 for a row of 32 (the acquire at
-// each task's start leaves L1 cold). A row longer than CHASE_HELD (b > CHASE_HELD; 32
-// is the tuned bandwidth) is read by the loops as before. Only where the values are
-// read from: the same operations in the same order either way. Registers over
-// occupancy: both kernels declare __launch_bounds__(CHASE_MAX_THREADS, 1) (228
-// registers a thread in double, 4 blocks of 64 threads per SM, where 171 sweeps in flight
-// at n = 8192 need 2); with no minimum, ptxas held the float kernels to 128 and spilled.
+// The entries of a task's window that one thread holds in registers in bulge.cu: its
+// row (right) or column (left) of the update, read before the reflector is formed. The
+// window's loads then overlap the reflector's formation and are issued all at once: a
+// loop over a row with a run-time length is unrolled by four and waits for each group of
+// four loads in turn, eight trips to L2 for a row of 32 (the acquire at each task's start
+// leaves L1 cold). A row longer than CHASE_HELD (b > CHASE_HELD; 32 is the tuned
+// bandwidth) is read by the loops as before. Only where the values are read from
+// changes: the same operations in the same order either way. bulge.cu declares
+// __launch_bounds__(CHASE_MAX_THREADS, 1), registers over occupancy (228 registers a
+// thread in double: 4 blocks of 64 threads per SM, where the 171 sweeps in flight at
+// n = 8192 need 2); with no minimum, ptxas holds its float kernel to 128 and spills.
+// (sym_bulge.cu does not hold: the same scheme on its three windows, its rows read
+// along the band's diagonals, took its chase from 0.31 to 0.34 s at n = 8192 on the
+// H100, where bulge.cu's went from 0.28 to 0.18; NOTES.md, session 11.)
 constexpr int CHASE_HELD = 32;
 
 // x[k] = p[k * step] for k < ln (ln <= CHASE_HELD): a constant trip count, unrolled, the

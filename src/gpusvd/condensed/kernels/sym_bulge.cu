@@ -44,9 +44,8 @@
 // its progress after each; before task h its thread 0 spins until sweep s-1 has published
 // task h + CHASE_LAG.
 //
-// Within a task: each thread reads the entries it will update into registers first
-// (chase_common.cuh's hold), warp 0 forms the reflector (chase_common.cuh's, with dlarfg's
-// rescaling of subnormal columns, as bulge._reflector), then every thread takes one row of the
+// Within a task: warp 0 forms the reflector (chase_common.cuh's, with dlarfg's rescaling
+// of subnormal columns, as bulge._reflector), then every thread takes one row of the
 // update: the row's entry of w = A*v in the Numba loop's order of additions (the row left
 // of the diagonal as the column loop adds it, then the column below), thread 0 sums
 // v^T*w sequentially, and each thread updates its row of the lower triangle, its row of
@@ -99,26 +98,12 @@ template <typename T> __device__ Scratch<T> scratch(unsigned char *raw, int b)
 
 // A(st:st+ln, st:st+ln) <- H^T A H on its lower triangle (sym_bulge._hermitian_update,
 // zlarfy): w = tau*A*v - 1/2*tau^2*(v^T*A*v)*v, A <- A - v*w^T - w*v^T. Every thread
-// calls it. A thread that holds its first row (hold_row, held) takes that row's entries
-// from its registers: x[t] = A(st+i, st+t) for t <= i and A(st+t, st+i) below.
+// calls it.
 template <typename T>
-__device__ void hermitian_update(const Band<T> &a, int st, int ln, Scratch<T> w,
-                                 const T (&x)[CHASE_HELD], bool held)
+__device__ void hermitian_update(const Band<T> &a, int st, int ln, Scratch<T> w)
 {
     const double tau = *w.tau;
-    if (held) {
-        // The Numba loop's order, as below: the row left of the diagonal, then the column.
-        const int i = threadIdx.x;
-        T left = T(0), acc = T(0);
-#pragma unroll
-        for (int t = 0; t < CHASE_HELD; ++t) {
-            if (t < i) left = add_rn(left, mul_rn(x[t], w.v[t]));
-            else if (t == i) acc = mul_rn(x[t], w.v[t]);
-            else if (t < ln) acc = add_rn(acc, mul_rn(x[t], w.v[t]));
-        }
-        w.w[i] = add_rn(left, acc);
-    }
-    for (int i = threadIdx.x + (held ? blockDim.x : 0); i < ln; i += blockDim.x) {
+    for (int i = threadIdx.x; i < ln; i += blockDim.x) {
         // The Numba loop adds A(i, j)*v_j to w_i for the columns j < i in order, then
         // column i's own sum A(i, i)*v_i + sum_{k > i} A(k, i)*v_k.
         T left = T(0);
@@ -140,15 +125,7 @@ __device__ void hermitian_update(const Band<T> &a, int st, int ln, Scratch<T> w,
     for (int i = threadIdx.x; i < ln; i += blockDim.x)
         w.w[i] = T(add_rn(mul_rn(tau, double(w.w[i])), mul_rn(alpha, double(w.v[i]))));
     __syncthreads();
-    if (held) {
-        const int i = threadIdx.x;
-        const T vi = w.v[i], wi = w.w[i];
-#pragma unroll
-        for (int j = 0; j < CHASE_HELD; ++j)
-            if (j <= i)
-                *a.at(st + i, st + j) = x[j] - add_rn(mul_rn(vi, w.w[j]), mul_rn(wi, w.v[j]));
-    }
-    for (int i = threadIdx.x + (held ? blockDim.x : 0); i < ln; i += blockDim.x) {
+    for (int i = threadIdx.x; i < ln; i += blockDim.x) {
         const T vi = w.v[i], wi = w.w[i];
         for (int j = 0; j <= i; ++j) {
             T *p = a.at(st + i, st + j);
@@ -157,40 +134,13 @@ __device__ void hermitian_update(const Band<T> &a, int st, int ln, Scratch<T> w,
     }
 }
 
-// Row i of the block at st (i < ln <= CHASE_HELD) into x, as hermitian_update reads it:
-// x[t] = A(st+i, st+t) for t <= i (its row, stored along the diagonals), A(st+t, st+i)
-// for t > i (its column, contiguous); the loads all at once, as chase_common.cuh's hold.
-template <typename T>
-__device__ __forceinline__ void hold_row(T (&x)[CHASE_HELD], const Band<T> &a, int st, int i,
-                                         int ln)
-{
-#pragma unroll
-    for (int t = 0; t < CHASE_HELD; ++t)
-        if (t < ln) x[t] = t <= i ? *a.at(st + i, st + t) : *a.at(st + t, st + i);
-}
-
 // A(r0:r0+rows, c0:c0+ln) <- A (I - tau v v^T), one row per thread
-// (sym_bulge._apply_right); a thread's first row from its registers when held.
+// (sym_bulge._apply_right).
 template <typename T>
-__device__ void apply_right(const Band<T> &a, int r0, int rows, int c0, int ln, Scratch<T> w,
-                            const T (&x)[CHASE_HELD], bool held)
+__device__ void apply_right(const Band<T> &a, int r0, int rows, int c0, int ln, Scratch<T> w)
 {
     const double tau = *w.tau;
-    int i = r0 + threadIdx.x;
-    if (held) {
-        T dot = T(0);
-#pragma unroll
-        for (int t = 0; t < CHASE_HELD; ++t)
-            if (t < ln) dot = add_rn(dot, mul_rn(x[t], w.v[t]));
-#pragma unroll
-        for (int t = 0; t < CHASE_HELD; ++t)
-            if (t < ln) {
-                const double u = mul_rn(double(dot), mul_rn(tau, double(w.v[t])));
-                *a.at(i, c0 + t) = T(double(x[t]) - u);
-            }
-        i += blockDim.x;
-    }
-    for (; i < r0 + rows; i += blockDim.x) {
+    for (int i = r0 + threadIdx.x; i < r0 + rows; i += blockDim.x) {
         T dot = T(0);
         for (int t = 0; t < ln; ++t) dot = add_rn(dot, mul_rn(*a.at(i, c0 + t), w.v[t]));
         for (int t = 0; t < ln; ++t) {
@@ -201,26 +151,12 @@ __device__ void apply_right(const Band<T> &a, int r0, int rows, int c0, int ln, 
 }
 
 // A(r0:r0+ln, c0:c1) <- (I - tau v v^T)^T A, one column per thread
-// (sym_bulge._apply_left); a thread's first column from its registers when held.
+// (sym_bulge._apply_left).
 template <typename T>
-__device__ void apply_left(const Band<T> &a, int r0, int ln, int c0, int c1, Scratch<T> w,
-                           const T (&x)[CHASE_HELD], bool held)
+__device__ void apply_left(const Band<T> &a, int r0, int ln, int c0, int c1, Scratch<T> w)
 {
     const double tau = *w.tau;
-    int c = c0 + threadIdx.x;
-    if (held) {
-        T *col = a.at(r0, c);
-        T dot = mul_rn(w.v[0], x[0]);
-#pragma unroll
-        for (int i = 1; i < CHASE_HELD; ++i)
-            if (i < ln) dot = add_rn(dot, mul_rn(w.v[i], x[i]));
-        const double wt = mul_rn(double(dot), tau);
-#pragma unroll
-        for (int i = 0; i < CHASE_HELD; ++i)
-            if (i < ln) col[i] = T(double(x[i]) - mul_rn(wt, double(w.v[i])));
-        c += blockDim.x;
-    }
-    for (; c < c1; c += blockDim.x) {
+    for (int c = c0 + threadIdx.x; c < c1; c += blockDim.x) {
         T *col = a.at(r0, c);
         T dot = mul_rn(w.v[0], col[0]);
         for (int i = 1; i < ln; ++i) dot = add_rn(dot, mul_rn(w.v[i], col[i]));
@@ -239,37 +175,23 @@ __device__ void record(const Band<T> &a, int s, int h, int ln, Scratch<T> w)
 }
 
 // Task h of sweep s (module comment); false when it was the sweep's last. Every thread of
-// the block calls it; shared scratch w. Each thread reads its first column of the left
-// update and its first row of the two-sided one into registers before the reflector is
-// formed, and its first row of the bulge once the left update is done (that register
-// array is free again), before the two-sided update: each window is disjoint from the
-// reflector's column c and from the windows updated before it in the task, so the reads
-// may go first.
+// the block calls it; shared scratch w.
 template <typename T>
 __device__ bool chase_task(const Band<T> &a, int s, int h, Scratch<T> w)
 {
     const int n = a.n, b = a.b;
     const int st = s + 1 + h * b, ed = smaller(st + b - 1, n - 1), ln = ed - st + 1;
     const int c = h == 0 ? s : st - b;  // the column the reflector zeroes
-    const int tid = threadIdx.x;
-    const bool fits = ln <= CHASE_HELD;
-    T x[CHASE_HELD], y[CHASE_HELD];
-    const bool held_left = h > 0 && fits && c + 1 + tid < st;
-    if (held_left) hold(x, a.at(st, c + 1 + tid), 1, ln);
-    const bool held_row = fits && tid < ln;
-    if (held_row) hold_row(y, a, st, tid, ln);
     if (threadIdx.x < smaller(32, blockDim.x))
         reflector<T>([&](int i) { return a.at(st + i, c); }, ln, w, threadIdx.x,
                      smaller(32, blockDim.x));
     __syncthreads();
-    if (h > 0) apply_left(a, st, ln, c + 1, st, w, x, held_left);  // the bulge's columns
-    const int j1 = ed + 1, j2 = smaller(ed + b, n - 1);
-    const bool held_right = fits && j1 + tid <= j2;
-    if (held_right) hold(x, a.at(j1 + tid, st), a.ld - 1, ln);
+    if (h > 0) apply_left(a, st, ln, c + 1, st, w);  // the bulge's other columns
     record(a, s, h, ln, w);
-    hermitian_update(a, st, ln, w, y, held_row);
+    hermitian_update(a, st, ln, w);
+    const int j1 = ed + 1, j2 = smaller(ed + b, n - 1);
     if (j1 > j2) return false;  // the block reached the end
-    apply_right(a, j1, j2 - j1 + 1, st, ln, w, x, held_right);  // the bulge
+    apply_right(a, j1, j2 - j1 + 1, st, ln, w);  // the bulge
     return j2 > j1;  // a bulge of one row is still inside the band
 }
 
@@ -278,7 +200,7 @@ __device__ bool chase_task(const Band<T> &a, int s, int h, Scratch<T> w)
 // tau_rec: sym_bulge.ChaseReflectors' arrays when steps > 0. Dynamic shared memory: the
 // Scratch.
 template <typename T>
-__global__ void __launch_bounds__(CHASE_MAX_THREADS, 1)
+__global__ void __launch_bounds__(CHASE_MAX_THREADS)
     sym_chase_band(T *ab, int n, int b, int *sync, T *v_rec, T *tau_rec, int steps)
 {
     extern __shared__ __align__(16) unsigned char shared_raw[];
