@@ -215,6 +215,13 @@ class Tunables:
     # 8 bands on the H100 were finite and bitwise identical run to run
     # (bench/results/stress_bulge_h100_s8.json).
     chase_on_gpu: bool = True
+    # Stage 1's panel QRs (condensed/band.py, sym_band.py) on the GPU by our cooperative
+    # kernel (condensed/kernels/panel_qr.cu, one grid barrier per column) instead of
+    # cuSOLVER's geqrf (~9 µs per column, 2n columns: 0.13 s of stage 1's 0.26 s at n =
+    # 8192), and the LQ steps in place on the row panel's transpose instead of a copy and
+    # back. Real data with b ≤ 32. Off until the kernel has run on a GPU: written and
+    # tested on the host (2026-11-27, session 11), neither run nor timed on the H100 yet.
+    stage1_panel_kernel: bool = False
     # Leaves of the divide-and-conquer solvers (condensed/tridiagonal_dc.py,
     # bidiagonal_svd_dc.py): at most this many rows, solved by LAPACK on the host. dlaed0's
     # and dlasd0's SMLSIZ is 25 (ILAENV ispec 9); 32, a power of two, halves evenly. Not
