@@ -152,7 +152,12 @@ def test_lapack_falls_back_to_gesvd(monkeypatch, shape):
         assert testing.orthogonality(vh_i, rows=True) < TOL
     values = gpusvd.svdvals(a, device="cpu")
     assert drivers == [("gesvd", False)] * 2
-    assert all(testing.sv_error(x, y) < TOL for x, y in zip(values.reshape(s.shape), s))
+    # One matrix at a time (a 1-D s was zipped value by value, each its own scale), and
+    # in n·ε as TOL (sv_error's unit is ‖A‖₂·ε): gesvd's values alone (dqds) and with
+    # vectors (implicit QR) differ by 10.4 ‖A‖₂·ε on this 40×30 matrix.
+    k, n = s.shape[-1], max(shape[-2:])
+    assert all(testing.sv_error(x, y) < TOL * n
+               for x, y in zip(values.reshape(-1, k), s.reshape(-1, k)))
 
 
 def test_lapack_is_for_the_cpu():

@@ -219,8 +219,11 @@ class Tunables:
     # kernel (condensed/kernels/panel_qr.cu, one grid barrier per column) instead of
     # cuSOLVER's geqrf (~9 µs per column, 2n columns: 0.13 s of stage 1's 0.26 s at n =
     # 8192), and the LQ steps in place on the row panel's transpose instead of a copy and
-    # back. Real data with b ≤ 32. Off until the kernel has run on a GPU: written and
-    # tested on the host (2026-11-27, session 11), neither run nor timed on the H100 yet.
+    # back. Real data with b ≤ 32. Off: slower on the H100 (2026-11-27, session 11,
+    # panel_qr_timing_s11.json, median of 3): stage 1 at 8192 float64 0.309 s against
+    # geqrf's 0.257, float32 0.258 against 0.200, 16384 float64 1.372 against 1.298; the
+    # same values to 3–5 ε·σ₁. About 12 µs per column: its block barriers and three
+    # dependent trips to L2 per column cost more than geqrf's launches.
     stage1_panel_kernel: bool = False
     # Leaves of the divide-and-conquer solvers (condensed/tridiagonal_dc.py,
     # bidiagonal_svd_dc.py): at most this many rows, solved by LAPACK on the host. dlaed0's

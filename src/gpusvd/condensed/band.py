@@ -23,7 +23,7 @@ The panel QR is LAPACK's (cuSOLVER's) geqrf, and the trailing updates are GEMMs 
 trailing sub-blocks in place (c ← c − x·y): :data:`_TWINS` maps the array namespace to them,
 NumPy's ``linalg.qr(mode="raw")`` and matmul on the CPU, cuSOLVER and cuBLAS on the views as
 they lie on the GPU (band_cuda.py, which says why: CuPy's matmul copies a strided view).
-With the tunable ``stage1_panel_kernel`` (off until it has run on a GPU) the panel QRs come
+With the tunable ``stage1_panel_kernel`` (off: measured slower than geqrf) the panel QRs come
 from :data:`_PANEL_QR` instead, in place on a view of any strides: on the GPU one
 cooperative kernel (kernels/panel_qr.cu, one grid barrier per column where geqrf takes a
 chain of launches), and the LQ step factors the row panel's transpose where it lies

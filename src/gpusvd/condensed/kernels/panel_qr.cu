@@ -2,7 +2,9 @@
 // and above the diagonal, the Householder vectors v below it with v_j = 1 implied, tau)
 // for stage 1 of the two-stage reduction (band.py), whose 2n panel columns cuSOLVER's
 // geqrf takes at ~9 us each, a chain of launches per column (NOTES.md, session 9: 0.13 s
-// of stage 1's 0.26 s at n = 8192). Here a column costs one grid-wide barrier.
+// of stage 1's 0.26 s at n = 8192). Here a column costs one grid-wide barrier. Measured
+// on the H100 it is slower (about 12 us per column: stage 1 at 8192 float64 0.309 s
+// against geqrf's 0.257), so it stays behind the tunable stage1_panel_kernel, off.
 //
 // The panel is m x nb (nb <= QR_MAX_COLS), entry (i, j) at a[i*rs + j*cs]: a column panel
 // of a column-major matrix (rs = 1, cs = lda), or, in place, the conjugate transpose of a
