@@ -26,8 +26,10 @@
 // into the safe range by a power of two (driver._scaled_copy), so no square overflows,
 // and a square that underflows belongs to an entry below 2^-480 ||A||, whose loss is
 // below the rounding of the band. Only where alpha and x are all that small (float64)
-// does the column take a second barrier to sum its squares again scaled by 2^600
-// (exactly), as dlarfg rescales by 1/safmin. float data is summed and scaled in double.
+// does the column take a second barrier, to sum its squares and products again on x and
+// the columns scaled by 2^600 (exactly), as dlarfg rescales by 1/safmin; the panel's
+// other columns may be as small, and their products with x would underflow too. float
+// data is summed and scaled in double.
 //
 // The partials of A are double-buffered by the column's parity: a block may start column
 // j+1's A while another still reads column j's partials in B, never further ahead (the
