@@ -11,11 +11,14 @@ import ctypes
 import pathlib
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 
-KERNEL = (pathlib.Path(__file__).resolve().parents[2]
-          / "src/gpusvd/condensed/kernels/panel_qr.cu")
+_ROOT = pathlib.Path(__file__).resolve().parents[2]
+KERNEL = _ROOT / "src/gpusvd/condensed/kernels/panel_qr.cu"
+# tests/jacobi's host_kernel (built_or_skip) for the tests that import this module.
+sys.path.insert(0, str(_ROOT / "tests/jacobi"))
 
 SOURCE = """
 #include <barrier>

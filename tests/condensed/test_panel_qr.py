@@ -22,6 +22,7 @@ from gpusvd.condensed import band as stage1
 from gpusvd.condensed import sym_band
 
 import host_panel_qr
+import host_kernel  # tests/jacobi, on sys.path once host_panel_qr is imported
 
 BOUND = 30  # in units of m·ε, as gr's property tests
 REAL = (np.float32, np.float64)
@@ -33,10 +34,7 @@ CASES = [(40, 8, 1), (100, 32, 3), (257, 32, 7), (64, 16, 4), (5, 3, 7), (5, 9, 
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    built = host_panel_qr.build(tmp_path_factory.mktemp("panel_qr"))
-    if built is None:
-        pytest.skip("g++ is not on PATH")
-    return built
+    return host_kernel.built_or_skip(host_panel_qr.build, tmp_path_factory, "panel_qr")
 
 
 def _geqrf(a):

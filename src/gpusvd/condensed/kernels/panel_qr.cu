@@ -73,6 +73,24 @@ __device__ __forceinline__ double over_blocks(const double *p, long long stride,
     return s;
 }
 
+// The groups' partial sums of column c, and their largest |x|, added in group order.
+__device__ __forceinline__ double over_groups(const double (&red)[QR_GROUPS][QR_MAX_COLS],
+                                              int c, int groups)
+{
+    double s = 0.0;
+    for (int g = 0; g < groups; ++g)
+        s += red[g][c];
+    return s;
+}
+__device__ __forceinline__ double largest_of_groups(const double (&red_max)[QR_GROUPS],
+                                                    int groups)
+{
+    double big = 0.0;
+    for (int g = 0; g < groups; ++g)
+        big = fmax(big, red_max[g]);
+    return big;
+}
+
 // A: this block's partials of column j over its rows below..r1-1 into out[0 .. nb-1]
 // (x^T x at j, x^T a(:, c) at c > j) and out[QR_MAX_COLS] (max |x|), on x and the columns
 // scaled by up: each thread its column c = lane, lane + lanes, ... and every groups-th
@@ -105,16 +123,9 @@ __device__ void block_partials(At at, int j, int nb, int below, int r1, double u
         for (int c = lane; c < nb; c += lanes) {
             if (c < j)
                 continue;
-            double s = 0.0;
-            for (int g = 0; g < groups; ++g)
-                s += red[g][c];
-            out[c] = s;
-            if (c == j) {
-                double big = 0.0;
-                for (int g = 0; g < groups; ++g)
-                    big = fmax(big, red_max[g]);
-                out[QR_MAX_COLS] = big;
-            }
+            out[c] = over_groups(red, c, groups);
+            if (c == j)
+                out[QR_MAX_COLS] = largest_of_groups(red_max, groups);
         }
     }
 }
@@ -137,19 +148,11 @@ __device__ double sum_partials(const double *part, int j, int nb, int blocks, in
                                          blocks, true);
     }
     __syncthreads();
-    if (group == 0) {
-        for (int c = lane; c < nb; c += lanes) {
-            if (c < j)
-                continue;
-            double s = 0.0;
-            for (int g = 0; g < groups; ++g)
-                s += red[g][c];
-            w[c] = s;
-        }
-    }
-    double big = 0.0;
-    for (int g = 0; g < groups; ++g)
-        big = fmax(big, red_max[g]);
+    if (group == 0)
+        for (int c = lane; c < nb; c += lanes)
+            if (c >= j)
+                w[c] = over_groups(red, c, groups);
+    const double big = largest_of_groups(red_max, groups);
     __syncthreads();
     return big;
 }
