@@ -64,6 +64,8 @@ REGISTRY = {
     "condensed/kernels/bulge.cu": KernelFile(tuple(f"chase_band<{ctype}>" for ctype in _REAL)),
     "condensed/kernels/sym_bulge.cu": KernelFile(tuple(
         f"sym_chase_band<{ctype}>" for ctype in _REAL)),
+    "condensed/kernels/chase_back_slabs.cu": KernelFile(tuple(
+        f"chase_back_slabs<{ctype}>" for ctype in _REAL)),
     "condensed/kernels/panel_qr.cu": KernelFile(tuple(
         f"panel_qr<{ctype}>" for ctype in _REAL), cooperative=True),
     "condensed/kernels/wy.cu": KernelFile(tuple(
