@@ -148,9 +148,10 @@ def run(args):
             refs = {}  # the values' and the full SVD's reference is one gesvd
             for mode in args.modes:
                 x = (a + a.T) / 2 if mode == "eigh" else a
-                if mode == "eigh" or "svd" not in refs:
-                    refs["eigh" if mode == "eigh" else "svd"] = _reference(mode, x)
-                ref = refs["eigh" if mode == "eigh" else "svd"]
+                kind = "eigh" if mode == "eigh" else "svd"
+                if kind not in refs:
+                    refs[kind] = _reference(mode, x)
+                ref = refs[kind]
                 for name, fn in _variants(mode).items():
                     if (mode, dtype, name) in slow or (args.variants
                                                       and name not in args.variants):

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._core import kernels
 from .band_cuda import _OPS, _PREFIX, _SCALARS
 
 
@@ -102,10 +103,6 @@ def apply_slabs(work, vs, wy, last, blocks, b, g, n):
     J; chase_back's ``_slabs_host`` is the NumPy twin. ``work`` C-ordered with g + b zero
     rows below row n, ``vs`` and ``wy`` as chase_back's ``_factors`` makes them; real data,
     b + g − 1 ≤ SLAB_RING and g ≤ SLAB_MAX_GROUP."""
-    import cupy
-
-    from .._core import kernels
-
     m = work.shape[1]
     if work.dtype.kind != "f" or b + g - 1 > SLAB_RING or g > SLAB_MAX_GROUP:
         raise ValueError(f"apply_slabs takes real data with b + g - 1 <= {SLAB_RING} and "
@@ -117,7 +114,5 @@ def apply_slabs(work, vs, wy, last, blocks, b, g, n):
     kernel = kernels.get_kernel(_SLABS_FILE,
                                 f"chase_back_slabs<{kernels.CTYPE[work.dtype]}>")
     kernel((-(-m // _SLAB_COLUMNS),), (_SLAB_THREADS,),
-           (work, np.int64(m), np.int32(m), np.int32(n), cupy.ascontiguousarray(vs),
-            cupy.ascontiguousarray(wy), np.int32(last), np.int32(blocks), np.int32(b),
-            np.int32(g)))
-
+           (work, np.int64(m), np.int32(m), np.int32(n), vs, wy, np.int32(last),
+            np.int32(blocks), np.int32(b), np.int32(g)))
