@@ -15,6 +15,7 @@ from ._core import tunables, validation
 from ._core.front_end import receive
 from ._core.memory import DENSE_HINT, hint_on_exhaustion
 from ._core.results import SVDResult
+from .batched import driver as batched
 from .golub_reinsch import driver as golub_reinsch
 from .jacobi import driver as jacobi
 from .jacobi.blocked import block_width
@@ -65,8 +66,22 @@ def _lapack(stack, xp, *, full_matrices, compute_uv, overwrite_a):
     return tuple(out) if compute_uv else (None, out, None)
 
 
+def _polar(stack, xp, *, full_matrices, compute_uv, overwrite_a):
+    """The polar method: a stack of two or more matrices by the batched engine (every
+    step over the whole stack), one matrix by its own driver (estimates and a QR first
+    tuned for one large matrix)."""
+    if len(stack) == 1:
+        return _one_polar(stack, xp, full_matrices=full_matrices, compute_uv=compute_uv,
+                          overwrite_a=overwrite_a)
+    if min(stack.shape[1:]) == 0:
+        return _empty_stack(xp, (len(stack),), *stack.shape[1:], stack.dtype,
+                            full_matrices, compute_uv)
+    return batched.svd(stack, xp, full_matrices=full_matrices, compute_uv=compute_uv)
+
+
+_one_polar = _matrix_by_matrix(polar.svd)
 _METHODS = {"gr": _matrix_by_matrix(golub_reinsch.svd), "jacobi": _jacobi,
-            "polar": _matrix_by_matrix(polar.svd), "lapack": _lapack}
+            "polar": _polar, "lapack": _lapack}
 
 # The methods that take options beyond svd's arguments, and the function of each that
 # checks them (``ValueError`` for an unknown option or value) and returns them as keyword

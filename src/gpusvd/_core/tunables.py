@@ -193,6 +193,11 @@ class Tunables:
     # float32 4096 0.222 against 0.306, 8192 1.032 against 0.944. Complex bands are chased
     # on the host, so complex input stays with polar.
     auto_values_gr_min_n_gpu: int = 8192
+    # Share of the GPU's free memory (with CuPy's pool's free blocks) that one chunk of a
+    # stack may take in the batched polar SVD (batched/driver.py); a larger stack is
+    # decomposed chunk by chunk rather than running out of memory. A half leaves room
+    # for cuSOLVER's workspaces and for the caller's other arrays.
+    batched_memory_share: float = 0.5
     # Singular values per Numba task of the bisection solver (condensed/bisection.py),
     # bisected together so that their independent chains of divisions overlap: one value's
     # Sturm count is a chain of 2n dependent divisions, latency-bound. Measured in NOTES.md

@@ -94,7 +94,8 @@ def _ct(x):
 
 
 def coefficients(l):
-    """The weights (a, b, c) of the step for the lower bound ``l`` (NBG eq. (3.5)).
+    """The weights (a, b, c) of the step for the lower bound ``l`` (NBG eq. (3.5)): floats
+    for a float, arrays for an array of bounds (one per matrix of a stack).
 
     Examples
     --------
@@ -102,17 +103,20 @@ def coefficients(l):
     >>> round(a, 12), round(b, 12), round(c, 12)
     (3.0, 1.0, 3.0)
     """
-    l2 = l * l
+    l2 = np.asarray(l, np.float64) ** 2
     gamma = np.cbrt(4.0 * (1.0 - l2) / (l2 * l2))
     root = np.sqrt(1.0 + gamma)
     a = root + 0.5 * np.sqrt(8.0 - 4.0 * gamma + 8.0 * (2.0 - l2) / (l2 * root))
     b = (a - 1.0) ** 2 / 4.0
+    if a.ndim:
+        return a, b, a + b - 1.0
     return float(a), float(b), float(a + b - 1.0)
 
 
 def next_lower_bound(l, a, b, c):
-    """l_{k+1} = l_k·(a + b·l_k²)/(1 + c·l_k²), capped at 1 (NBG eq. (3.4))."""
-    return min(1.0, l * (a + b * l * l) / (1.0 + c * l * l))
+    """l_{k+1} = l_k·(a + b·l_k²)/(1 + c·l_k²), capped at 1 (NBG eq. (3.4)); elementwise
+    for arrays."""
+    return np.minimum(1.0, l * (a + b * l * l) / (1.0 + c * l * l))
 
 
 def norm2_estimate(a, xp):

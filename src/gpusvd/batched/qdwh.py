@@ -1,0 +1,191 @@
+"""QDWH on a whole stack at once: the polar factor of every matrix, weights per matrix.
+
+The iteration is the one of :mod:`gpusvd.polar.qdwh` (Nakatsukasa, Bai & Gygi, SIAM J.
+Matrix Anal. Appl. 31(5), 2010, eq. (3.3)–(3.5); Nakatsukasa & Higham, SIAM J. Sci.
+Comput. 35(3), 2013, eq. (3.5) and (4.2)), with X₀ = A/α per matrix. What a stack
+changes:
+
+- **The weights are planned before the first step.** Each matrix's bound l₀ is
+  estimated once (one host synchronization for the whole stack), and its whole schedule
+  l₀ → l₁ → … → 1 follows from NBG eq. (3.4) on the host. Step k runs on the matrices
+  whose schedule has a step k, each with its own (a, b, c): a well-conditioned matrix
+  stops after its 3–4 steps while an ill-conditioned one in the same stack takes its 6,
+  and one hard matrix does not turn the easy ones' Cholesky steps into QR steps.
+- **The QR step of NH eq. (3.5)** factors [√c·X; I] by shifted CholeskyQR3
+  (:mod:`.cholesky_qr`): batched Gram products, Cholesky factorizations and triangular
+  solves, where a Householder QR of a stack is a loop over its matrices. κ₂ of the
+  stacked matrix is at most √(1 + c), ≤ 5·10¹⁰ for l₀ = ε in float64, inside shifted
+  CholeskyQR3's reach (κ₂ ≲ 1/(11·p·n·u)).
+- **The estimates** come from the Gram matrix XᴴX, formed in float64: ‖A‖₂² by power
+  iteration on it, σ_min² by inverse iteration with its Cholesky factor, shifted by
+  n·u·‖A‖₂² so that it exists. Where the estimate of σ_min² is not well above that
+  shift it says nothing, and l₀ is ε (the worst-case schedule, ≤ 6 steps).
+- **The stopping test** is on the result, not on each step: after its schedule a
+  matrix's iterate must satisfy ‖XᴴX − I‖_F ≤ ORTHONORMAL_TOL·n·ε. A matrix that fails
+  with an estimated l₀ (the estimate was too large) runs the worst-case schedule again
+  from its current iterate, whose singular values lie in [0, 1] (as
+  :func:`gpusvd.polar.qdwh.qdwh` restarts); one that fails with l₀ = ε is numerically
+  rank deficient, and its polar factor is a partial isometry that the SVD driver
+  completes (NH §5.5).
+
+The iterate is held conjugate-transposed, Y = Xᴴ (batch, n, m), the form in which the
+triangular solves of both steps take it without a copy. The iteration runs in float64
+(complex128) whatever the input: products of float32 numbers are exact there, the Gram
+matrices of the estimates and of the QR step need the range, and on the H100 a float64
+GEMM is as fast as a float32 one (DESIGN.md's ceilings).
+"""
+
+import numpy as np
+
+from ..polar.qdwh import (CHOLESKY_MAX_C, INVERSE_STEPS, NORM_SAFETY, NORM_STEPS,
+                          SIGMA_MIN_SAFETY, coefficients, next_lower_bound)
+from .cholesky_qr import add_to_diagonal, gram, shifted_cholesky_qr, solve_lower
+
+# The Cholesky factor's shift is at least this (√ of float64's smallest normal), so that
+# the inverse iteration on a zero matrix stays finite (a zero matrix's G is 0).
+SHIFT_FLOOR = np.finfo(np.float64).tiny ** 0.5
+# An estimate of σ_min² below this many times the Cholesky factor's shift n·u·‖A‖₂² is
+# not trusted (the Gram matrix's rounding errors are of the shift's size), and l₀ = ε.
+TRUST_ABOVE_SHIFT = 100.0
+# A matrix whose iterate after its schedule has ‖XᴴX − I‖_F above this many n·ε of the
+# input's dtype has not converged (converged QDWH: 0.4–0.6 n·ε, NOTES.md "polar").
+ORTHONORMAL_TOL = 10.0
+# The schedule stops once 1 − l_k ≤ this many ε (NH Algorithm 4.1's |1 − l_k| ≤ 10ε).
+L_TOL_FACTOR = 10.0
+# Upper bound on ‖X₀‖₂² for the QR step's shift: X₀ = A/α with α ≥ ‖A‖₂ up to the power
+# iteration's error, which NORM_SAFETY covers; twice that is safe.
+X_NORM2_BOUND = 2.0
+
+
+def _column(xp, values, dtype):
+    """Host values (batch,) as an ``xp`` array (batch, 1, 1) of ``dtype``."""
+    return xp.asarray(np.asarray(values).reshape(-1, 1, 1)).astype(dtype)
+
+
+def estimates(xp, y, eps):
+    """α ≈ 1.1·‖A‖₂ and the bound l₀ in [ε, 1] of each matrix, as host arrays, from its
+    conjugate transpose ``y`` (batch, n, m) in float64 or complex128; ``eps`` is the
+    input dtype's ε. One host synchronization."""
+    batch, n, _ = y.shape
+    g = gram(xp, y)
+    start = np.random.default_rng(0).standard_normal(n)
+    start = xp.asarray(np.broadcast_to(start / np.linalg.norm(start), (batch, n))[..., None])
+    x = start.astype(g.dtype)
+    top = xp.zeros((batch, 1, 1), np.float64)
+    for _ in range(NORM_STEPS):
+        w = xp.matmul(g, x)
+        top = xp.linalg.norm(w, axis=(1, 2), keepdims=True)
+        x = w / xp.where(top > 0, top, 1)
+    shift = n * np.finfo(np.float64).eps * top[:, 0, 0] + SHIFT_FLOOR
+    low = xp.linalg.cholesky(add_to_diagonal(xp, g, shift))
+    x = start.astype(g.dtype)
+    inverse = xp.ones((batch, 1, 1), np.float64)
+    for _ in range(INVERSE_STEPS):
+        w = solve_lower(xp, low, solve_lower(xp, low, x), conjugate=True)
+        inverse = xp.linalg.norm(w, axis=(1, 2), keepdims=True)
+        x = w / inverse
+    found = xp.stack([top[:, 0, 0], 1.0 / inverse[:, 0, 0], shift])
+    top, bottom, shift = (found.get() if hasattr(found, "get") else found)
+    alpha = NORM_SAFETY * np.sqrt(top)
+    alpha = np.where(alpha > 0, alpha, 1.0)
+    trusted = np.isfinite(bottom) & (bottom > TRUST_ABOVE_SHIFT * shift)
+    with np.errstate(invalid="ignore"):
+        l0 = np.sqrt(np.where(trusted, bottom, 0.0)) / (alpha * SIGMA_MIN_SAFETY)
+    return alpha, np.clip(np.where(trusted, l0, eps), eps, 1.0)
+
+
+def schedule(l0, eps):
+    """The weights of every step of every matrix: a list over steps of (a, b, c) host
+    arrays (batch,), NaN where a matrix's schedule has ended (its 1 − l_k ≤ 10ε)."""
+    l = np.asarray(l0, np.float64).copy()
+    steps = []
+    while True:
+        active = 1.0 - l > L_TOL_FACTOR * eps
+        if not active.any():
+            return steps
+        a, b, c = coefficients(np.where(active, l, 1.0))
+        l = np.where(active, next_lower_bound(l, a, b, c), l)
+        nan = np.full_like(a, np.nan)
+        steps.append(tuple(np.where(active, w, nan) for w in (a, b, c)))
+
+
+def _cholesky_step(xp, y, a, b, c):
+    """Y·(b/c) + (a − b/c)·Z⁻¹·Y with Z = I + c·YYᴴ = L·Lᴴ (NH eq. (4.2), transposed);
+    ``a``, ``b``, ``c`` (batch, 1, 1) arrays."""
+    z = gram(xp, y) * c
+    low = xp.linalg.cholesky(add_to_diagonal(xp, z, xp.ones(len(y), np.float64)))
+    w = solve_lower(xp, low, solve_lower(xp, low, y), conjugate=True)
+    return y * (b / c) + w * (a - b / c)
+
+
+def _qr_step(xp, y, a, b, c):
+    """Y·(b/c) + (a − b/c)/√c·Q₂·Q₁ᴴ with [√c·X; I] = [Q₁; Q₂]·R (NH eq. (3.5),
+    transposed), the QR by shifted CholeskyQR3."""
+    batch, n, m = y.shape
+    root = xp.sqrt(c)
+    wh = xp.concatenate([y * root, xp.broadcast_to(xp.eye(n, dtype=y.dtype), (batch, n, n))],
+                        axis=2)
+    norm2 = (1.0 + c[:, 0, 0] * X_NORM2_BOUND)
+    qh = shifted_cholesky_qr(xp, wh, norm2)
+    q2 = qh[:, :, m:].conj().swapaxes(-1, -2)
+    return y * (b / c) + xp.matmul(q2, qh[:, :, :m]) * ((a - b / c) / root)
+
+
+def _run(xp, y, weights):
+    """Apply the steps of ``weights`` (:func:`schedule`) to ``y`` in place, each step to
+    the matrices it has weights for, QR and Cholesky steps on their own subsets."""
+    for a, b, c in weights:
+        for kind, chosen in ((_qr_step, c > CHOLESKY_MAX_C),
+                             (_cholesky_step, c <= CHOLESKY_MAX_C)):
+            index = np.flatnonzero(chosen)
+            if index.size == 0:
+                continue
+            whole = index.size == len(y)
+            part = y if whole else y[xp.asarray(index)]
+            ws = [_column(xp, w[index], np.float64) for w in (a, b, c)]
+            part = kind(xp, part, *ws)
+            if whole:
+                y[...] = part
+            else:
+                y[xp.asarray(index)] = part
+    return y
+
+
+def _deviation(xp, y):
+    """‖YYᴴ − I‖_F of each matrix, on the host (one synchronization)."""
+    n = y.shape[1]
+    d = add_to_diagonal(xp, gram(xp, y), -xp.ones(len(y), np.float64))
+    dev = xp.linalg.norm(d.reshape(len(y), n * n), axis=1)
+    return dev.get() if hasattr(dev, "get") else dev
+
+
+def polar_factor(xp, y, eps):
+    """U_pᴴ of each matrix from Y = Aᴴ (batch, n, m), m >= n, float64 or complex128,
+    max|A| of order 1; ``eps`` the input dtype's ε. ``y`` is overwritten.
+
+    Returns (U_pᴴ, converged): ``converged`` (batch,) bool is false where the matrix is
+    numerically rank deficient and U_p only a partial isometry (module docstring).
+
+    Examples
+    --------
+    >>> a = np.array([[[3.0, 0.0], [4.0, 5.0]]])
+    >>> uh, ok = polar_factor(np, a.swapaxes(-1, -2).copy(), np.finfo(float).eps)
+    >>> bool(ok[0]), bool(np.allclose(uh[0] @ uh[0].T, np.eye(2)))
+    (True, True)
+    >>> h = uh[0] @ a[0]                      # U_pᴴ·A: symmetric positive definite
+    >>> bool(np.allclose(h, h.T)), bool(np.all(np.linalg.eigvalsh(h) > 0))
+    (True, True)
+    """
+    n = y.shape[1]
+    alpha, l0 = estimates(xp, y, eps)
+    y *= _column(xp, 1.0 / alpha, np.float64).astype(y.dtype)
+    _run(xp, y, schedule(l0, eps))
+    failed = _deviation(xp, y) > ORTHONORMAL_TOL * n * eps
+    again = failed & (l0 > eps)
+    if again.any():
+        index = np.flatnonzero(again)
+        part = y[xp.asarray(index)]
+        part = _run(xp, part, schedule(np.full(index.size, eps), eps))
+        y[xp.asarray(index)] = part
+        failed[index] = _deviation(xp, part) > ORTHONORMAL_TOL * n * eps
+    return y, ~failed
