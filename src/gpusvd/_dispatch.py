@@ -67,10 +67,11 @@ def _lapack(stack, xp, *, full_matrices, compute_uv, overwrite_a):
 
 
 def _polar(stack, xp, *, full_matrices, compute_uv, overwrite_a):
-    """The polar method: a stack of two or more matrices by the batched engine (every
-    step over the whole stack), one matrix by its own driver (estimates and a QR first
-    tuned for one large matrix)."""
-    if len(stack) == 1:
+    """The polar method: a stack of two or more matrices with min(M, N) up to the tunable
+    ``batched_max_n`` by the batched engine (every step over the whole stack), one matrix
+    or larger ones by the one-matrix driver (estimates and a QR first tuned for one large
+    matrix)."""
+    if len(stack) == 1 or min(stack.shape[1:]) > tunables.get().batched_max_n:
         return _one_polar(stack, xp, full_matrices=full_matrices, compute_uv=compute_uv,
                           overwrite_a=overwrite_a)
     if min(stack.shape[1:]) == 0:

@@ -198,6 +198,12 @@ class Tunables:
     # decomposed chunk by chunk rather than running out of memory. A half leaves room
     # for cuSOLVER's workspaces and for the caller's other arrays.
     batched_memory_share: float = 0.5
+    # Largest min(m, n) of a stack that the polar method takes through the batched engine;
+    # larger matrices go one by one through the one-matrix driver, whose own cost then
+    # dwarfs the loop's. H200, 2026-11-27 (NOTES.md "batched engine"): one 1024² matrix
+    # 41 ms through the engine against 37 ms through the driver, but 50 × 1024² float64
+    # 0.28 s against 1.8 s; one 2048² matrix 117 ms against 80.
+    batched_max_n: int = 1024
     # Singular values per Numba task of the bisection solver (condensed/bisection.py),
     # bisected together so that their independent chains of divisions overlap: one value's
     # Sturm count is a chain of 2n dependent divisions, latency-bound. Measured in NOTES.md

@@ -1,0 +1,149 @@
+"""Small matrices and stacks: gpusvd against torch, CuPy and JAX at every n and batch.
+
+The question a user asks: "I decompose one small matrix in a loop, or a stack of them:
+which library is fastest, and is it accurate?" For each n and batch size (batch 1 is one
+matrix), every library's economy SVD of the same stack, input already on the GPU: the
+median time after warm-up, and the worst residual and orthogonality (units of n·ε, from
+:mod:`gpusvd.testing.metrics`) over a sample of the stack's matrices.
+
+Peers that loop over a stack (torch, CuPy and JAX above 32 columns) are timed once on
+one matrix first; a case whose estimate passes ``--peer-cap`` seconds is recorded as
+skipped with that estimate instead of run.
+
+    python bench/stacks.py --sizes 16 64 128 --batches 1 100 2000 --out stacks.json
+"""
+
+import argparse
+import time
+
+import numpy as np
+
+import common
+
+import gpusvd
+from gpusvd import testing
+
+SAMPLE = 8  # matrices of a stack whose accuracy is measured
+
+
+def _torch(a):
+    import torch
+
+    t = torch.from_dlpack(a)
+    return lambda: torch.linalg.svd(t, full_matrices=False)
+
+
+def _cupy(a):
+    import cupy
+
+    return lambda: cupy.linalg.svd(a, full_matrices=False)
+
+
+def _jax(a):
+    import jax
+    import jax.numpy as jnp
+
+    x = jnp.from_dlpack(a)
+    fn = jax.jit(lambda z: jnp.linalg.svd(z, full_matrices=False))
+    return lambda: jax.block_until_ready(fn(x))
+
+
+def _gpusvd(method):
+    def make(a):
+        return lambda: gpusvd.svd(a, full_matrices=False, method=method)
+    return make
+
+
+LIBRARIES = {"gpusvd": _gpusvd("auto"), "gpusvd_polar": _gpusvd("polar"),
+             "gpusvd_jacobi": _gpusvd("jacobi"), "torch": _torch, "cupy": _cupy,
+             "jax": _jax}
+LOOPING = {"torch", "cupy", "jax"}  # loop over a stack above 32 columns
+
+
+def _stack(n, batch, dtype, seed=0):
+    import cupy
+
+    rng = np.random.default_rng(seed)
+    one = [testing.random_matrix(n, n, dtype=dtype, seed=rng) for _ in range(min(batch, 64))]
+    host = np.stack([one[i % len(one)] for i in range(batch)])
+    return cupy.asarray(host)
+
+
+def _accuracy(a, out, dtype):
+    """Worst residual, orthogonality and value error over the first SAMPLE matrices."""
+    u, s, vh = (common.to_cupy(x) for x in out)
+    u, s, vh = (x.reshape(-1, *x.shape[-2:]) if x.ndim > 1 else x for x in (u, s, vh))
+    s = s.reshape(len(u), -1)
+    worst = {}
+    for i in range(min(SAMPLE, len(a))):
+        ref = np.linalg.svd(a[i].get().astype(np.complex128 if a.dtype.kind == "c"
+                                              else np.float64), compute_uv=False)
+        acc = common.svd_accuracy(a[i], u[i], s[i], vh[i], ref, dtype)
+        for key in ("residual", "orthogonality", "sv_error"):
+            worst[key] = max(worst.get(key, 0.0), acc[key] or 0.0)
+    return worst
+
+
+def run_case(name, n, batch, dtype, args):
+    a = _stack(n, batch, dtype)
+    x = a[0] if batch == 1 else a
+    record = {"library": name, "n": n, "batch": batch, "dtype": np.dtype(dtype).name}
+    try:
+        fn = LIBRARIES[name](x)
+        if name in LOOPING and batch > 1 and n > 32:
+            one = common.time_gpu(LIBRARIES[name](a[0]), warmup=1, repeat=1).median
+            if one * batch > args.peer_cap:
+                record["skipped"] = f"estimated {one * batch:.1f} s (loops: {one:.4f} s a matrix)"
+                return record
+        timing = common.time_gpu(fn, warmup=args.warmup, repeat=args.repeat,
+                                 max_seconds=args.budget)
+        out = timing.result
+        if batch == 1:
+            out = tuple(t[None] for t in out)
+        record.update(seconds=timing.median, samples=timing.times,
+                      **_accuracy(a[:1] if batch == 1 else a, out, dtype))
+    except Exception as exc:  # a peer that fails is a result, not the end of the run
+        record["error"] = common.short_error(exc)
+    finally:
+        common.free_gpu_memory()
+    return record
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8, 16, 32, 64, 128, 256,
+                                                                  512, 1024])
+    p.add_argument("--batches", type=int, nargs="+", default=[1, 10, 100, 1000, 10000])
+    p.add_argument("--dtypes", nargs="+", default=["float32", "float64"])
+    p.add_argument("--libraries", nargs="+", default=["gpusvd", "torch", "cupy", "jax"],
+                   choices=sorted(LIBRARIES))
+    p.add_argument("--max-entries", type=float, default=2.5e8,
+                   help="skip stacks with more entries than this (memory)")
+    p.add_argument("--peer-cap", type=float, default=20.0)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--budget", type=float, default=10.0, help="seconds of repeats a case")
+    p.add_argument("--out", default="stacks.json")
+    args = p.parse_args()
+    records = []
+    started = time.time()
+    for dtype in args.dtypes:
+        for n in args.sizes:
+            for batch in args.batches:
+                if batch * n * n > args.max_entries:
+                    continue
+                for name in args.libraries:
+                    rec = run_case(name, n, batch, np.dtype(dtype), args)
+                    records.append(rec)
+                    shown = (f"{rec['seconds']:.5f} s  res {rec['residual']:.2f}  "
+                             f"orth {rec['orthogonality']:.2f}" if "seconds" in rec
+                             else rec.get("skipped") or rec.get("error"))
+                    print(f"{dtype:8s} n={n:5d} batch={batch:6d} {name:14s} {shown}",
+                          flush=True)
+                    common.write_json(args.out, {"device": common.device_info(),
+                                                 "records": records,
+                                                 "elapsed": time.time() - started})
+
+
+if __name__ == "__main__":
+    main()
