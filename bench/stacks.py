@@ -41,6 +41,8 @@ def _cupy(a):
 
 def _jax(a):
     import jax
+
+    jax.config.update("jax_enable_x64", True)  # else float64 input is computed in float32
     import jax.numpy as jnp
 
     x = jnp.from_dlpack(a)

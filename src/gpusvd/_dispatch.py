@@ -6,8 +6,6 @@ for ``method="auto"`` (the rule and its measurements: the Notes of :func:`svd`),
 the stack of matrices to the method, and hands results back in the input's array type.
 """
 
-import math
-
 import numpy as np
 import scipy.linalg
 
@@ -42,6 +40,19 @@ def _jacobi(stack, xp, *, full_matrices, compute_uv, overwrite_a):
     batched call. It never writes to ``stack``."""
     return jacobi.decompose(stack, xp, full_matrices=full_matrices, compute_uv=compute_uv,
                             options=jacobi.DEFAULTS)
+
+
+# Without the QR preconditioning: gesvd's accuracy (not the relative accuracy of graded
+# matrices that method="jacobi" promises) at a fraction of the launches, for "auto".
+_LEAN_JACOBI = jacobi.DEFAULTS._replace(precondition=False)
+
+
+def _lean_jacobi(stack, xp, *, full_matrices, compute_uv, overwrite_a):
+    """The one-sided Jacobi SVD of the whole ``stack`` without preconditioning: the path
+    of ``method="auto"`` for matrices of at most 2b columns on the GPU, one or many, where
+    every step is one launch for the whole stack and a call costs few launches."""
+    return jacobi.decompose(stack, xp, full_matrices=full_matrices, compute_uv=compute_uv,
+                            options=_LEAN_JACOBI)
 
 
 def _lapack(stack, xp, *, full_matrices, compute_uv, overwrite_a):
@@ -83,6 +94,8 @@ def _polar(stack, xp, *, full_matrices, compute_uv, overwrite_a):
 _one_polar = _matrix_by_matrix(polar.svd)
 _METHODS = {"gr": _matrix_by_matrix(golub_reinsch.svd), "jacobi": _jacobi,
             "polar": _polar, "lapack": _lapack}
+# Paths that "auto" may choose besides the methods, not asked for by name.
+_AUTO_ONLY = {"lean-jacobi": _lean_jacobi}
 
 # The methods that take options beyond svd's arguments, and the function of each that
 # checks them (``ValueError`` for an unknown option or value) and returns them as keyword
@@ -106,11 +119,11 @@ def _choose_method(shape, dtype, xp, compute_uv=True):
     ``dtype`` on ``xp``; :func:`svd`'s Notes give the measurements behind it."""
     if xp is np:
         return "lapack"
-    if math.prod(shape[:-2]) > 1 and min(shape[-2:]) <= 2 * block_width(xp):
-        return "jacobi"
     if (not compute_uv and dtype.kind == "f"
             and min(shape[-2:]) >= tunables.get().auto_values_gr_min_n_gpu):
         return "gr"
+    if min(shape[-2:]) <= 2 * block_width(xp):
+        return "lean-jacobi"
     return "polar"
 
 
@@ -136,9 +149,9 @@ def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finit
         else:
             if method == "auto":
                 method = _choose_method((*job.batch, m, n), stack.dtype, xp, compute_uv)
-            u, s, vh = _METHODS[method](stack, xp, full_matrices=full_matrices,
-                                        compute_uv=compute_uv, overwrite_a=job.writable,
-                                        **options)
+            route = _METHODS[method] if method in _METHODS else _AUTO_ONLY[method]
+            u, s, vh = route(stack, xp, full_matrices=full_matrices, compute_uv=compute_uv,
+                             overwrite_a=job.writable, **options)
         if not compute_uv:
             return job.values(s)
         return SVDResult(job.vectors(u), job.values(s), job.vectors(vh))
@@ -211,55 +224,21 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
     -----
     ``method="auto"`` takes:
 
-    - on the CPU, ``"lapack"``: LAPACK's divide-and-conquer SVD (gesdd) through NumPy,
-      a stack in one call, with SciPy's gesvd where gesdd does not converge. It is not
-      one of gpusvd's methods (``"gr"``, ``"jacobi"`` and ``"polar"`` are), but on the
-      CPU it was the fastest at every shape measured, at LAPACK's accuracy (below).
-      ``method="lapack"`` asks for it by name, on the CPU only.
-    - on the GPU: a stack of two or more matrices with min(M, N) <= 2b, where b is the
-      Jacobi block width (tunable ``jacobi_block_width_gpu``, 32): ``"jacobi"``, whose
-      pointwise kernel takes the whole stack in one call, where the other methods pay a
-      fixed cost per matrix; values only (``compute_uv=False``, :func:`svdvals`) of a
-      real matrix with min(M, N) >= 8192 (tunable ``auto_values_gr_min_n_gpu``): ``"gr"``,
-      whose values come from the two-stage reduction there (float64 8192 1.07 s against
-      polar's 1.26, float32 0.94 against 1.03; polar is faster at 4096: 0.27 against
-      0.36); any other input, real or complex: ``"polar"``, the fastest at every size,
-      shape and dtype measured, with gesvd's accuracy or better (below).
+    - on the CPU, LAPACK's gesdd through NumPy (``"lapack"``; SciPy's gesvd where gesdd
+      does not converge), the whole stack in one call: the fastest there at every shape
+      measured, at LAPACK's accuracy;
+    - on the GPU, for matrices with min(M, N) <= 2b (b: tunable
+      ``jacobi_block_width_gpu``, 32), one matrix or a stack: the one-sided Jacobi SVD
+      without its QR preconditioning, the whole stack in one kernel launch;
+    - on the GPU, for a stack of larger matrices up to min(M, N) = ``batched_max_n``
+      (1024): the polar method through the batched engine, every step over the whole
+      stack (batched QDWH, then one batched Hermitian eigensolver);
+    - on the GPU, values only of a real matrix with min(M, N) >= 8192 (tunable
+      ``auto_values_gr_min_n_gpu``): ``"gr"`` through the two-stage reduction;
+    - anything else: ``"polar"``, one matrix at a time.
 
-    The measurements (``bench/results/``, ``BENCHMARKS.md``; U, S, Vh economy):
-
-    - CPU (2 cores shared with other work, float64, one thread for BLAS and Numba,
-      median of 3, 2026-11-25, ``cpu_default_s7.json``), gesdd against our
-      Golub–Reinsch: 500×500 0.059 s against 0.184 s, 4000×1000 1.06 against 1.80,
-      2000×2000 2.97 against 7.43; stacks against the batched Jacobi SVD: 1000 × 8×8
-      14 ms against 59 ms, 200 × 32×32 22 ms against 106 ms (the Jacobi times from the
-      run before the change, on a busier machine). With the default threads (2) the
-      order is the same. gesdd's residual was at most 0.31 and its orthogonality 2.1
-      n·ε; Golub–Reinsch's 0.20 and 6.4. Also gesdd against Golub–Reinsch, one thread:
-      float32 500×500 0.057 s against 0.113, complex128 300×300 0.033 against 0.114,
-      values only, float64 2000×2000, 1.74 against 2.32.
-    - One matrix, H100, 2026-11-25 (``polar_h100_s7.json``, economy U, S, Vh): polar
-      against Golub–Reinsch and cuSOLVER's gesvd, float64 n = 1024 0.044 s against
-      0.104 and 0.148, 4096 0.284 against 1.13 and 1.83, 8192 1.33 against 5.03 and
-      10.8; float32 8192 1.11 against 3.90 and 6.81; tall 8192×256 0.011 against 0.028
-      and 0.032, 8192×4096 0.263 against 1.51 and 2.41; values only 8192 float64 1.25
-      against 2.97 and 2.85. Residual 0.004–0.06, orthogonality 0.4–0.8 n·ε (gesvd's:
-      0.015–0.1 and 0.9–1.9). Complex, n = 4096 (``polar_complex_h100_s8.json``):
-      complex128 0.556 s against 1.41 and 2.67, complex64 0.388 against 1.00 and 1.61,
-      values only 0.526 and 0.363 against gr's 0.816 and 0.623; residual 0.010–0.012,
-      orthogonality 0.64–0.76 n·ε (gr's 0.014–0.025 and 0.69–1.2).
-    - One matrix, H100, float64 square, Golub–Reinsch against Jacobi: n = 1024
-      0.132 s against 0.160 s, 2048 0.349 against 0.390, 4096 1.10 against 1.31, 8192
-      5.13 against 7.84 (``gr_h100_s2.json``, ``jacobi_h100_s3_one_run.json``), and
-      orthogonality 1.1 against 3.3–3.8 k·ε. Golub–Reinsch is faster at every size
-      measured; the Jacobi SVD of float32 and of tall matrices is not benchmarked yet.
-    - One complex matrix, H100 (``complex_svd_h100_s5.json``): complex128 n = 1024
-      0.112 s against 0.227 s, 2048 0.328 against 0.565, 4096 1.49 against 2.39;
-      complex64 4096 1.05 against 2.61 (cuSOLVER gesvd: 2.68 and 1.63 s).
-    - Stacks, H100: 20000 matrices 32×32 take 30.6 ms in float64 and 31.5 ms in float32
-      through the batched Jacobi (``jacobi_h100_s3.json``), while Golub–Reinsch costs
-      about 30 ms for a single matrix of 32 columns (8192×32: 29 ms, float64,
-      ``gr_h100_s2_tall.json``).
+    Every path has gesvd's accuracy or better: residual and orthogonality of a few n·ε.
+    The measurements behind the rule are in BENCHMARKS.md and ``docs/guide.md``.
 
     Ask for ``method="jacobi"`` when small singular values must be relatively accurate
     (column-, row- or two-sided-graded matrices): the polar method, Golub–Reinsch and
@@ -283,8 +262,8 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
     >>> np.round(gpusvd.svd(z, compute_uv=False, method="jacobi", device="cpu"), 6)
     array([2.414214, 0.414214])
 
-    A stack of many small matrices is decomposed in one call (on the CPU by LAPACK, on a
-    GPU by the batched Jacobi SVD):
+    A stack of matrices is decomposed in one call (on the CPU by LAPACK, on a GPU by the
+    batched Jacobi SVD or the batched engine):
 
     >>> stack = np.random.default_rng(0).standard_normal((1000, 8, 8))
     >>> U, S, Vh = gpusvd.svd(stack)

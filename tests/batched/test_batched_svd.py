@@ -10,7 +10,7 @@ import pytest
 import scipy.linalg
 
 import gpusvd
-from gpusvd import testing
+from gpusvd import _dispatch, testing
 from gpusvd.batched import cholesky_qr, driver, qdwh
 from gpusvd.polar.qdwh import CHOLESKY_MAX_C
 
@@ -49,14 +49,16 @@ class TestBatched_CPU:
     def put(self, a):
         return a
 
+    def decompose(self, x, **kw):
+        return gpusvd.svd(x, method="polar", device=self.device, **kw)
+
     def svd(self, a, **kw):
-        return gpusvd.svd(self.put(a), method="polar", device=self.device, **kw)
+        return self.decompose(self.put(a), **kw)
 
     def check(self, stack, full_matrices=False):
         before = stack.copy()
         x = self.put(stack)
-        u, s, vh = (_host(t) for t in gpusvd.svd(x, method="polar", device=self.device,
-                                                 full_matrices=full_matrices))
+        u, s, vh = (_host(t) for t in self.decompose(x, full_matrices=full_matrices))
         np.testing.assert_array_equal(_host(x), before)  # the input unchanged
         batch, m, n = stack.shape
         k = min(m, n)
@@ -71,7 +73,7 @@ class TestBatched_CPU:
             s_ref = scipy.linalg.svd(a.astype(np.complex128 if a.dtype.kind == "c"
                                               else np.float64), compute_uv=False)
             assert testing.sv_error(si, s_ref) < BOUND * max(m, n)
-        values = _host(gpusvd.svdvals(x, method="polar", device=self.device))
+        values = _host(self.decompose(x, compute_uv=False))
         assert values.dtype == s.dtype
         for si, vi in zip(s, values):
             assert testing.sv_error(vi, si.astype(np.float64)) < BOUND * max(m, n)
@@ -132,6 +134,32 @@ class TestBatched_CPU:
 
 @pytest.mark.gpu
 class TestBatched_GPU(TestBatched_CPU):
+    device = "gpu"
+
+    def put(self, a):
+        import cupy
+
+        return cupy.asarray(a)
+
+
+class TestLeanJacobi_CPU(TestBatched_CPU):
+    """The path of ``method="auto"`` for matrices of at most 2b columns on the GPU: the
+    one-sided Jacobi SVD without preconditioning, held to the same contract."""
+
+    def decompose(self, x, full_matrices=True, compute_uv=True):
+        xp = np if isinstance(x, np.ndarray) else __import__("cupy")
+        batch, (m, n) = x.shape[:-2], x.shape[-2:]
+        u, s, vh = _dispatch._lean_jacobi(x.reshape(int(np.prod(batch)), m, n), xp,
+                                          full_matrices=full_matrices,
+                                          compute_uv=compute_uv, overwrite_a=False)
+        s = s.reshape(*batch, -1)
+        if not compute_uv:
+            return s
+        return u.reshape(*batch, *u.shape[1:]), s, vh.reshape(*batch, *vh.shape[1:])
+
+
+@pytest.mark.gpu
+class TestLeanJacobi_GPU(TestLeanJacobi_CPU):
     device = "gpu"
 
     def put(self, a):

@@ -2,10 +2,10 @@
 
 The rule, for real and complex input alike. On the CPU: LAPACK's gesdd (``"lapack"``),
 faster than our methods at every shape measured (``bench/bench_cpu_default.py``). On the
-GPU: a stack of two or more matrices with min(M, N) <= 2b (b the Jacobi block width) to
-the Jacobi SVD, whose pointwise kernel takes the whole stack in one call; everything else
-to the polar method (``bench/bench_polar.py``) for real input and to Golub–Reinsch for
-complex input (the measured one). ``method="lapack"`` is also asked for by name; NumPy's and SciPy's own
+GPU: matrices with min(M, N) <= 2b (b the Jacobi block width), one or a stack, to the
+one-sided Jacobi SVD without preconditioning ("lean-jacobi"), whose pointwise kernel takes
+the whole stack in one call; everything else to the polar method, a stack of them through
+the batched engine (``bench/stacks.py``, ``bench/bench_polar.py``). ``method="lapack"`` is also asked for by name; NumPy's and SciPy's own
 SVD tests rerun with it.
 """
 
@@ -39,16 +39,17 @@ def test_rule_on_the_cpu(shape, dtype):
 
 @pytest.mark.parametrize(("shape", "dtype", "expected"), [
     ((500, 400), np.float64, "polar"),
-    ((8, 8), np.float32, "polar"),                   # one small matrix: polar
-    ((1, 8, 8), np.float64, "polar"),                # a stack of one is one matrix
-    ((6, 5), np.complex128, "polar"),                # complex: polar as well
+    ((8, 8), np.float32, "lean-jacobi"),             # one small matrix: its few launches
+    ((1, 8, 8), np.float64, "lean-jacobi"),          # a stack of one is one matrix
+    ((6, 5), np.complex128, "lean-jacobi"),          # complex as well
+    ((200, 65), np.complex128, "polar"),
     ((3, 2, 400, 300), np.complex64, "polar"),
-    ((4, 8, 8), np.complex128, "jacobi"),
-    ((2, 8, 8), np.float64, "jacobi"),               # a stack of small matrices
-    ((1000, 200, TWO_B_GPU), np.float32, "jacobi"),  # tall, narrow: min(M, N) counts
-    ((7, TWO_B_GPU, 900), np.float64, "jacobi"),
+    ((4, 8, 8), np.complex128, "lean-jacobi"),
+    ((2, 8, 8), np.float64, "lean-jacobi"),          # a stack of small matrices
+    ((1000, 200, TWO_B_GPU), np.float32, "lean-jacobi"),  # tall, narrow: min(M, N) counts
+    ((7, TWO_B_GPU, 900), np.float64, "lean-jacobi"),
     ((2, TWO_B_GPU + 1, TWO_B_GPU + 1), np.float64, "polar"),
-    ((0, 5, 5), np.float64, "polar"),                # no matrix at all
+    ((0, 5, 5), np.float64, "lean-jacobi"),          # no matrix at all (never run)
 ])
 def test_rule_on_the_gpu(shape, dtype, expected):
     assert _dispatch._choose_method(shape, np.dtype(dtype), GPU) == expected
@@ -59,12 +60,12 @@ def test_rule_on_the_gpu(shape, dtype, expected):
     ((9000, 8192), np.float32, "gr"),
     ((8192, 8191), np.float64, "polar"),             # min(M, N) counts
     ((8192, 8192), np.complex128, "polar"),          # complex bands chase on the host
-    ((2, 30, 30), np.float64, "jacobi"),             # stacks of small matrices first
+    ((2, 30, 30), np.float64, "lean-jacobi"),        # small matrices first
     ((100, 100), np.float64, "polar"),
 ])
 def test_rule_for_values_only_on_the_gpu(shape, dtype, expected):
     assert _dispatch._choose_method(shape, np.dtype(dtype), GPU, compute_uv=False) == expected
-    assert _dispatch._choose_method(shape, np.dtype(dtype), GPU) in ("polar", "jacobi")
+    assert _dispatch._choose_method(shape, np.dtype(dtype), GPU) in ("polar", "lean-jacobi")
     with tunables.override(auto_values_gr_min_n_gpu=50):
         small = _dispatch._choose_method((60, 50), np.dtype(np.float64), GPU, compute_uv=False)
         assert small == "gr"
@@ -73,7 +74,7 @@ def test_rule_for_values_only_on_the_gpu(shape, dtype, expected):
 
 def test_boundary_follows_the_block_width():
     with tunables.override(jacobi_block_width_gpu=4):
-        assert _dispatch._choose_method((5, 8, 8), np.dtype(np.float64), GPU) == "jacobi"
+        assert _dispatch._choose_method((5, 8, 8), np.dtype(np.float64), GPU) == "lean-jacobi"
         assert _dispatch._choose_method((5, 9, 9), np.dtype(np.float64), GPU) == "polar"
 
 
@@ -192,9 +193,9 @@ def test_gpu_boundary_and_one_batched_call(pointwise_calls):
     import cupy
 
     two_b = 2 * tunables.get().jacobi_block_width_gpu
-    assert _dispatch._choose_method((2, 300, two_b), np.dtype(np.float64), cupy) == "jacobi"
+    assert _dispatch._choose_method((2, 300, two_b), np.dtype(np.float64), cupy) == "lean-jacobi"
     assert _dispatch._choose_method((2, 300, two_b + 1), np.dtype(np.float64), cupy) == "polar"
     a = np.random.default_rng(2).standard_normal((2000, 40, 32))
     u, s, vh = gpusvd.svd(cupy.asarray(a), full_matrices=False)
-    assert pointwise_calls == [(2000, 32, 32)]  # after preconditioning: X = Rᴴ, 32 × 32
+    assert pointwise_calls == [(2000, 40, 32)]  # A itself: no preconditioning
     assert np.allclose(np.matmul(u.get() * s.get()[..., None, :], vh.get()), a)
