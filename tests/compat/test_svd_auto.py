@@ -82,11 +82,12 @@ def test_boundary_follows_the_block_width():
 def spy(monkeypatch):
     """Record which method's stack entry ``svd`` calls, and the stack it is given."""
     calls = []
-    for name, method in list(_dispatch._METHODS.items()):
-        def recorded(stack, xp, *, _name=name, _method=method, **kw):
-            calls.append((_name, stack.shape))
-            return _method(stack, xp, **kw)
-        monkeypatch.setitem(_dispatch._METHODS, name, recorded)
+    for table in (_dispatch._METHODS, _dispatch._AUTO_ONLY):
+        for name, method in list(table.items()):
+            def recorded(stack, xp, *, _name=name, _method=method, **kw):
+                calls.append((_name, stack.shape))
+                return _method(stack, xp, **kw)
+            monkeypatch.setitem(table, name, recorded)
     return calls
 
 
@@ -176,12 +177,12 @@ class TestSciPySVD_LAPACK(test_scipy_svd.TestSciPySVD_GR):
 
 
 @pytest.mark.gpu
-def test_auto_takes_polar_for_complex_on_the_gpu(spy):
+def test_auto_takes_complex_on_the_gpu(spy):
     import cupy
 
     z = cupy.asarray(np.array([[1.0, 2.0j], [0.0, 1.0]], np.complex64))
     u, s, vh = gpusvd.svd(z)
-    assert spy == [("polar", (1, 2, 2))]
+    assert spy == [("lean-jacobi", (1, 2, 2))]
     assert isinstance(u, cupy.ndarray) and u.dtype == vh.dtype == cupy.complex64
     assert np.allclose(s.get(), [1 + np.sqrt(2), np.sqrt(2) - 1])
     assert np.allclose((u * s @ vh).get(), z.get(), atol=1e-6)
