@@ -111,6 +111,34 @@ def run_case(name, n, batch, dtype, args):
     return record
 
 
+def plot(path, png):
+    """Time against n, one line per library, one panel per batch size (float64 solid,
+    float32 dashed); a skipped or failed case is left out."""
+    import json
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    records = [r for r in json.load(open(path))["records"] if "seconds" in r]
+    batches = sorted({r["batch"] for r in records})
+    fig, axes = plt.subplots(1, len(batches), figsize=(4 * len(batches), 4), sharey=True)
+    for ax, batch in zip(np.atleast_1d(axes), batches):
+        for i, name in enumerate(sorted({r["library"] for r in records})):
+            for dtype, style in (("float64", "-"), ("float32", "--")):
+                pts = sorted((r["n"], r["seconds"]) for r in records if r["batch"] == batch
+                             and r["library"] == name and r["dtype"] == dtype)
+                if pts:
+                    ax.plot(*zip(*pts), style, marker="o", color=f"C{i}",
+                            label=f"{name} {dtype}")
+        ax.set(xscale="log", yscale="log", xlabel="n", title=f"batch {batch}")
+        ax.grid(True, which="both", alpha=0.3)
+    np.atleast_1d(axes)[0].set_ylabel("seconds (economy U, S, Vh)")
+    np.atleast_1d(axes)[-1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8, 16, 32, 64, 128, 256,
@@ -126,7 +154,11 @@ def main():
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--budget", type=float, default=10.0, help="seconds of repeats a case")
     p.add_argument("--out", default="stacks.json")
+    p.add_argument("--plot", metavar="PNG", help="plot the JSON of --out and stop")
     args = p.parse_args()
+    if args.plot:
+        plot(args.out, args.plot)
+        return
     records = []
     started = time.time()
     for dtype in args.dtypes:
