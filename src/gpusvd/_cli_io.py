@@ -1,6 +1,7 @@
 """Reading a matrix from ``.npy``, ``.npz`` or HDF5 and writing results as ``.npz``, for
 the ``gpusvd`` command (:mod:`gpusvd.cli`)."""
 
+import argparse
 import contextlib
 import os
 import zipfile
@@ -8,6 +9,16 @@ import zipfile
 import numpy as np
 
 from ._core.backend import to_host
+
+
+def device_argument(text):
+    """The ``--device`` option of the ``gpusvd`` commands: ``auto``, ``cpu``, ``gpu`` or a
+    GPU index, as :func:`gpusvd.svd`'s ``device`` takes it."""
+    if text in ("auto", "cpu", "gpu"):
+        return text
+    if text.isdigit():
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected auto, cpu, gpu or a GPU index, got {text!r}")
 
 
 def _split_dataset(spec, dataset):

@@ -94,6 +94,8 @@ def _polar(stack, xp, *, full_matrices, compute_uv, overwrite_a):
 _one_polar = _matrix_by_matrix(polar.svd)
 _METHODS = {"gr": _matrix_by_matrix(golub_reinsch.svd), "jacobi": _jacobi,
             "polar": _polar, "lapack": _lapack}
+# The names svd's ``method`` takes (the command line's choices too).
+METHODS = ("auto", *_METHODS)
 # Paths that "auto" may choose besides the methods, not asked for by name.
 _AUTO_ONLY = {"lean-jacobi": _lean_jacobi}
 
@@ -138,7 +140,7 @@ def _empty_stack(xp, batch, m, n, dtype, full_matrices, compute_uv):
 
 def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finite, device,
                options, what):
-    validation.check_choice("method", method, ("auto", *_METHODS))
+    validation.check_choice("method", method, METHODS)
     options = _method_options(method, options, compute_uv=compute_uv, what=what)
     with receive(a, what=what, device=device, check_finite=check_finite,
                  overwrite_a=overwrite_a) as job:

@@ -52,11 +52,10 @@ from gpusvd._core.backend import cupy_or_none, to_host
 from gpusvd.jacobi.driver import DEFAULTS, MAX_SWEEPS, SHORTENINGS, VARIANTS, VECTORS
 from gpusvd.jacobi.strategies import NAMES as STRATEGIES
 from gpusvd.takagi.driver import MAX_SWEEPS as TAKAGI_MAX_SWEEPS
-from gpusvd._cli_io import check_out, message, read_matrix, write
-from gpusvd._dispatch import _METHODS
+from gpusvd._cli_io import check_out, device_argument, message, read_matrix, write
+from gpusvd._dispatch import METHODS
 
 DTYPES = ("float32", "float64", "complex64", "complex128")
-METHODS = ("auto", *_METHODS)  # of gpusvd.svd
 # Rows of an out-of-core matrix read at once by the lowrank --check (about 32 MB of float64).
 CHECK_BLOCK_ENTRIES = 1 << 22
 PREVIEW = 6  # singular values shown in the summary line
@@ -94,14 +93,6 @@ class _LineTracker:
 
     def __getattr__(self, name):  # flush, isatty, fileno ... of the stream
         return getattr(self.stream, name)
-
-
-def _device(text):
-    if text in ("auto", "cpu", "gpu"):
-        return text
-    if text.isdigit():
-        return int(text)
-    raise argparse.ArgumentTypeError(f"expected auto, cpu, gpu or a GPU index, got {text!r}")
 
 
 # ---------------------------------------------------------------------------- input, output
@@ -376,7 +367,7 @@ def _parser():
     files.add_argument("--dataset", help="dataset path in an .h5 file, e.g. /group/data")
     files.add_argument("-o", "--out", help="write the result to this .npz file")
     files.add_argument("--dtype", choices=DTYPES, help="convert the input first")
-    files.add_argument("--device", type=_device, default="auto",
+    files.add_argument("--device", type=device_argument, default="auto",
                        help="auto (default), cpu, gpu or a GPU index")
     files.add_argument("--check", action="store_true",
                        help="print residual and orthogonality in units of n*eps")
@@ -432,7 +423,7 @@ def _parser():
     p.add_argument("--m", type=int, default=2000, help="rows (default 2000)")
     p.add_argument("--n", type=int, default=None, help="columns (default: m)")
     p.add_argument("--dtype", choices=("float32", "float64"), default="float64")
-    p.add_argument("--device", type=_device, default="auto", help="auto, cpu, gpu or index")
+    p.add_argument("--device", type=device_argument, default="auto", help="auto, cpu, gpu or index")
     p.add_argument("--method", choices=METHODS, default="auto")
     p.add_argument("--values-only", action="store_true", help="singular values only")
     p.add_argument("--cond", type=float, default=1e6, help="condition number of the matrix")

@@ -10,6 +10,7 @@ import pytest
 
 from gpusvd import testing
 from gpusvd.condensed import band as stage1
+from gpusvd.condensed import compact_wy
 
 import host_wy
 import host_kernel  # tests/jacobi, on sys.path once the host module is imported
@@ -118,12 +119,12 @@ def test_host_unit_lower_is_the_numpy_twin(host, shape, dtype):
 @pytest.mark.parametrize("shape, zero", [((1, 1), ()), ((9, 4), ()), ((50, 16), (3, 15)),
                                          ((40, 32), (0,)), ((12, 5), (0, 1, 2, 3, 4))])
 def test_host_larft_gram_is_the_numpy_twin(host, shape, zero, dtype):
-    """The dlarft recurrence against band._wy_factor's triangular inverse: the same T to
+    """The dlarft recurrence against compact_wy.wy_factor's triangular inverse: the same T to
     rounding (in units of k·ε·‖T‖), zero rows and columns where τ = 0, and H_0·…·H_{k−1} =
     I − V·T·Vᴴ."""
     v, tau, _ = _reflectors(*shape, dtype, seed=3, zero_taus=zero)
     t = host.wy_factor(v, tau)
-    ref = stage1._wy_factor(v, tau)
+    ref = compact_wy.wy_factor(v, tau)
     k = shape[1]
     eps = np.finfo(dtype).eps
     assert np.abs(t - ref).max() <= BOUND * k * eps * max(np.abs(ref).max(), 1)
@@ -150,7 +151,7 @@ def test_gpu_wy_kernels_match_the_numpy_twins(shape, zero, dtype):
     k = shape[1]
     out = cupy.full((k + 2, k + 2), np.nan, dtype)
     band_cuda.wy_factor_into(cupy.asarray(v), cupy.asarray(tau), out[:k, :k])
-    ref = stage1._wy_factor(v, tau)
+    ref = compact_wy.wy_factor(v, tau)
     eps = np.finfo(dtype).eps
     assert np.abs(out[:k, :k].get() - ref).max() <= BOUND * k * eps * max(np.abs(ref).max(), 1)
     assert np.isnan(out[k:].get()).all() and np.isnan(out[:, k:].get()).all()

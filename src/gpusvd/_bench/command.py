@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 
+from .._cli_io import device_argument
 from .machine import machine_info
 from .peers import ALGORITHMS, COMPLEX, matrix, methods, run_case
 from .records import write_json
@@ -18,8 +19,6 @@ from .report import plot, table
 
 def add_arguments(p):
     """The options of ``gpusvd bench`` on the argparse parser ``p``."""
-    from gpusvd.cli import _device
-
     p.add_argument("algorithm", choices=ALGORITHMS)
     p.add_argument("--sizes", type=int, nargs="+", default=[256, 512, 1024],
                    help="n of the n x n matrices (default 256 512 1024)")
@@ -27,7 +26,7 @@ def add_arguments(p):
                    default="float64")
     p.add_argument("--repeat", type=int, default=5, help="timed calls (default 5)")
     p.add_argument("--warmup", type=int, default=1, help="untimed calls first (default 1)")
-    p.add_argument("--device", type=_device, default="auto",
+    p.add_argument("--device", type=device_argument, default="auto",
                    help="where gpusvd computes: auto (default), cpu, gpu or a GPU index")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("-o", "--out", default=None,

@@ -35,7 +35,7 @@ Joffrain, Low, Quintana-Ortí, van de Geijn & Van Zee, ACM TOMS 32 (2006) 169–
 whose 1/τ = vᴴv/2 holds for real reflectors; LAPACK's dlarft recurrence
 T(:j, j) = −τ_j·T(:j, :j)·VᴴV(:j, j) is the same triangular inverse taken column by
 column), then one triangular solve.  That solve is the one call with no ``xp.linalg`` form;
-``_SOLVE_TRIANGULAR`` maps the namespace to SciPy's or CuPy's (cupyx) solver.
+``compact_wy.wy_factor`` forms T (SciPy's or CuPy's triangular solver).
 
 Complex A: geqrf's R has a real diagonal, so B's diagonal is real, but the rest of the band
 is complex: two diagonal unitaries cannot make a band of more than two diagonals real.
@@ -47,28 +47,18 @@ of P_k) lie right of the b-th superdiagonal of the row panel (unit entries impli
 it), and B is the band itself.  T_k of every step is kept in a (panels, b, b) array.
 """
 
-import importlib
 from typing import Any, NamedTuple
 
 
 from .._core import tunables
 from .._core.backend import array_namespace
 from . import band_cuda
+from . import compact_wy
 
 # The namespace's triangular solver: the only step here without an xp.linalg form.
-_SOLVE_TRIANGULAR = {"numpy": "scipy.linalg", "cupy": "cupyx.scipy.linalg"}
-
-
 def _ct(x):
     """The conjugate transpose xᴴ, a view (xᵀ) when real."""
     return x.conj().T if x.dtype.kind == "c" else x.T
-
-
-def _solve_upper(t_inverse):
-    xp = array_namespace(t_inverse)
-    solver = importlib.import_module(_SOLVE_TRIANGULAR[xp.__name__]).solve_triangular
-    eye = xp.eye(t_inverse.shape[0], dtype=t_inverse.dtype)
-    return solver(t_inverse, eye, lower=False)
 
 
 def _panel_qr(panel):
@@ -110,8 +100,9 @@ def _unit_lower(h):
 
 
 def _wy_factor_host(v, tau, out):
-    """band_cuda.wy_factor_into's NumPy twin: T of :func:`_wy_factor` into ``out``."""
-    out[...] = _wy_factor(v, tau)
+    """band_cuda.wy_factor_into's NumPy twin: T of :func:`.compact_wy.wy_factor` into
+    ``out``."""
+    out[...] = compact_wy.wy_factor(v, tau)
     return out
 
 
@@ -139,18 +130,6 @@ def _panel_kernel(xp, dtype, b):
     """Whether stage 1 takes its panels' QRs from :data:`_PANEL_QR`, in place."""
     return (tunables.get().stage1_panel_kernel and dtype.kind == "f"
             and b <= band_cuda.PANEL_MAX_COLUMNS and xp.__name__ in _PANEL_QR)
-
-
-def _wy_factor(v, tau):
-    """T with H_0·H_1·…·H_{k−1} = I − V·T·Vᴴ, H_j = I − τ_j·v_j·v_jᴴ (module docstring).
-
-    A reflector with τ = 0 (H = I: geqrf's x was already zero) gets a zero row and
-    column of T; its column of V is masked out of VᴴV so that 1/τ is never needed."""
-    xp = array_namespace(v)
-    active = tau != 0
-    v = v * active
-    t_inverse = xp.triu(_ct(v) @ v, 1) + xp.diag(xp.where(active, 1 / xp.where(active, tau, 1), 1))
-    return _solve_upper(t_inverse) * active
 
 
 class BandReduction(NamedTuple):

@@ -18,6 +18,7 @@ kernels/panel_qr.cu instead of geqrf (:func:`panel_qr_into`).
 import numpy as np
 
 from .._core import kernels
+from . import compact_wy
 
 _KERNEL_FILE = "condensed/kernels/wy.cu"
 # Threads per block of unit_lower, and its most blocks (a grid-stride loop past them).
@@ -176,7 +177,7 @@ def unit_lower(h):
 
 
 def wy_factor_into(v, tau, out):
-    """T of the compact WY form of V and τ (band.py's ``_wy_factor``) into the row-major
+    """T of the compact WY form of V and τ (:func:`.compact_wy.wy_factor`) into the row-major
     view ``out`` (r × r), from VᴴV by one launch of the dlarft recurrence."""
     import cupy
 
@@ -184,8 +185,7 @@ def wy_factor_into(v, tau, out):
     if r == 0:
         return out
     if r > _MAX_REFLECTORS or out.strides[1] != out.itemsize:
-        from .band import _wy_factor
-        out[...] = _wy_factor(v, tau)
+        out[...] = compact_wy.wy_factor(v, tau)
         return out
     gram = cupy.empty((r, r), v.dtype, order="F")
     gemm_into(gram, v, v, op_a="C")
