@@ -105,14 +105,20 @@ _AUTO_ONLY = {"lean-jacobi": _lean_jacobi}
 _OPTIONS = {"gr": golub_reinsch.check_options}
 
 
-def _method_options(method, options, *, compute_uv, what):
-    """The checked ``options`` of ``method``; ``ValueError`` for an option it does not take."""
-    if method in _OPTIONS:
-        return _OPTIONS[method](options, compute_uv=compute_uv, what=what)
+def _method_options(method, reduction, options, *, compute_uv, what):
+    """The checked options of ``method`` as its keyword arguments: ``reduction`` is
+    ``method="gr"``'s alone; ``options`` are the unknown keywords. ``ValueError`` for an
+    unknown keyword, or a ``reduction`` other than "auto" with another method."""
     if options:
-        raise ValueError(f"{what}: unknown option(s) {', '.join(sorted(options))} for "
-                         f"method={method!r}; the options of method='gr' are "
-                         f"{', '.join(golub_reinsch.OPTIONS)}")
+        raise ValueError(f"{what}: unknown keyword argument(s) {', '.join(sorted(options))}; "
+                         f"{what} takes full_matrices, compute_uv, method, overwrite_a, "
+                         f"check_finite, device and (with method='gr') reduction")
+    if method in _OPTIONS:
+        return _OPTIONS[method]({"reduction": reduction}, compute_uv=compute_uv, what=what)
+    if not (isinstance(reduction, str) and reduction == "auto"):
+        raise ValueError(f"{what}: reduction={reduction!r} is an option of method='gr' only, "
+                         f"not of method={method!r}; pass method='gr' to choose how A is "
+                         f"brought to bidiagonal form")
     return {}
 
 
@@ -139,9 +145,9 @@ def _empty_stack(xp, batch, m, n, dtype, full_matrices, compute_uv):
 
 
 def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finite, device,
-               options, what):
+               reduction, options, what):
     validation.check_choice("method", method, METHODS)
-    options = _method_options(method, options, compute_uv=compute_uv, what=what)
+    options = _method_options(method, reduction, options, compute_uv=compute_uv, what=what)
     with receive(a, what=what, device=device, check_finite=check_finite,
                  overwrite_a=overwrite_a) as job:
         stack, xp = job.stack, job.xp
@@ -161,7 +167,7 @@ def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finit
 
 @hint_on_exhaustion(DENSE_HINT)
 def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=False,
-        check_finite=True, device="auto", **options):
+        check_finite=True, device="auto", reduction="auto", **options):
     """Singular value decomposition ``a = U @ diag(S) @ Vh``.
 
     Parameters
@@ -196,7 +202,7 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
         Where to compute. ``"auto"``: on the GPU that holds the input, or for NumPy input
         on a GPU when one is present and the problem is large enough to gain.
     reduction : {"auto", "one-stage", "two-stage"}, optional
-        Of ``method="gr"`` only: how A is brought to bidiagonal form. ``"one-stage"``:
+        Of ``method="gr"`` only (``ValueError`` with another method): how A is brought to bidiagonal form. ``"one-stage"``:
         the paper's blocked Householder bidiagonalization. ``"two-stage"``: dense →
         band by matrix products, then band → bidiagonal by bulge chasing, then the
         bidiagonal's values by dqds on the CPU or by bisection on the GPU (each value to
@@ -274,12 +280,12 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
     """
     return _decompose(a, full_matrices=full_matrices, compute_uv=compute_uv, method=method,
                       overwrite_a=overwrite_a, check_finite=check_finite, device=device,
-                      options=options, what="svd")
+                      reduction=reduction, options=options, what="svd")
 
 
 @hint_on_exhaustion(DENSE_HINT)
 def svdvals(a, *, method="auto", overwrite_a=False, check_finite=True, device="auto",
-            **options):
+            reduction="auto", **options):
     """Singular values of ``a`` (or of each matrix of a stack), descending.
 
     Takes the same arguments as :func:`svd`, chooses the method by the same rule, and
@@ -340,4 +346,4 @@ def svdvals(a, *, method="auto", overwrite_a=False, check_finite=True, device="a
     """
     return _decompose(a, full_matrices=False, compute_uv=False, method=method,
                       overwrite_a=overwrite_a, check_finite=check_finite, device=device,
-                      options=options, what="svdvals")
+                      reduction=reduction, options=options, what="svdvals")

@@ -200,3 +200,17 @@ def test_gpu_boundary_and_one_batched_call(pointwise_calls):
     u, s, vh = gpusvd.svd(cupy.asarray(a), full_matrices=False)
     assert pointwise_calls == [(2000, 40, 32)]  # A itself: no preconditioning
     assert np.allclose(np.matmul(u.get() * s.get()[..., None, :], vh.get()), a)
+
+
+@pytest.mark.parametrize("fn", [gpusvd.svd, gpusvd.svdvals])
+def test_reduction_is_named_in_the_signature(fn):
+    """``reduction`` is visible to help() and IDEs, and its error says which method takes it
+    (issue 29, item 8: it was hidden in ``**options`` and its message named 'auto')."""
+    import inspect
+
+    assert inspect.signature(fn).parameters["reduction"].default == "auto"
+    with pytest.raises(ValueError, match="option of method='gr' only, not of "
+                                         "method='auto'; pass method='gr'"):
+        fn(np.eye(3), reduction="two-stage", device="cpu")
+    s = gpusvd.svdvals(np.eye(3), method="gr", reduction="two-stage", device="cpu")
+    assert np.allclose(s, 1)
