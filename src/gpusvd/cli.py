@@ -129,8 +129,15 @@ def _check_svd(a, u, s, vh):
 # Each runner returns (arrays to write, a function that prints the --check lines, a note
 # for the summary line).
 
+# The summary's note where ``svd`` or ``jacobi`` ran without -o or --check: vectors
+# nobody would see are not computed.
+NO_VECTORS_NOTE = "; values only: pass -o FILE.npz to write U, S and Vh (or --check)"
+
+
 def _svd(args, a):
-    compute_uv = args.command != "svdvals" and not getattr(args, "values_only", False)
+    asked = args.command != "svdvals" and not getattr(args, "values_only", False)
+    compute_uv = asked and bool(args.out or args.check)
+    note = NO_VECTORS_NOTE if asked and not compute_uv else ""
     if args.command == "jacobi":
         out = gpusvd.jacobi_svd(a, full_matrices=args.full_matrices, compute_uv=compute_uv,
                                 strategy=args.strategy, variant=args.variant,
@@ -147,7 +154,7 @@ def _svd(args, a):
         u, s, vh = map(to_host, out)
         return {"U": u, "S": s, "Vh": vh}, lambda: _check_svd(np.asarray(a), u, s, vh), ""
     s = to_host(out)
-    return {"S": s}, lambda: _check_svd(np.asarray(a), None, s, None), ""
+    return {"S": s}, lambda: _check_svd(np.asarray(a), None, s, None), note
 
 
 def _hsvd_signs(text, n):

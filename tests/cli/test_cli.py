@@ -293,7 +293,8 @@ def test_nan_error_names_the_flag_that_skips_the_check(files, tmp_path, capsys, 
     assert rc == 1 and "NaN" in err
     assert "--no-check-finite" in err and "check_finite=False" not in err
     # The flag reaches the library call: it is given check_finite=False.
-    name = {"jacobi": "jacobi_svd"}.get(command, command)
+    # Without -o or --check, svd computes values only (the note of the summary line says so).
+    name = {"jacobi": "jacobi_svd", "svd": "svdvals"}.get(command, command)
     seen = []
     real = getattr(gpusvd, name)
     monkeypatch.setattr(gpusvd, name, lambda *a, **kw: seen.append(kw) or real(*a, **kw))
@@ -370,3 +371,13 @@ def test_python_dash_m(files, tmp_path):
     with np.load(out) as z:
         np.testing.assert_allclose(z["S"], np.linalg.svd(files["a"], compute_uv=False),
                                    rtol=1e-12)
+
+
+def test_svd_without_out_computes_values_only_and_says_so(files, capsys, monkeypatch):
+    """``gpusvd svd A.npy`` without -o: no vectors computed to be dropped, and the summary
+    says how to get them (issue 29, item 9)."""
+    calls = []
+    real = gpusvd.svd
+    monkeypatch.setattr(gpusvd, "svd", lambda *a, **kw: calls.append(kw) or real(*a, **kw))
+    rc, out, _ = run(capsys, "svd", files["a.npy"], "--device", "cpu")
+    assert rc == 0 and calls == [] and "pass -o FILE.npz to write U, S and Vh" in out

@@ -21,7 +21,7 @@ def test_bench_writes_json(tmp_path, capsys, algorithm):
     assert result["algorithm"] == algorithm and result["sizes"] == [8, 12]
     assert "versions" in result["machine"]
     methods = {r["method"] for r in result["records"]}
-    assert "gpusvd" in methods and len(methods) >= 2
+    assert any(m.startswith("gpusvd") for m in methods) and len(methods) >= 2
     for r in result["records"]:
         assert "failed" not in r, r
         assert r["seconds"] > 0 and len(r["times"]) == 2
@@ -73,3 +73,31 @@ def test_plot_draws_the_values_of_the_table(tmp_path, monkeypatch):
               "machine": {"gpus": []}, "records": records}
     assert _bench.plot(result, tmp_path / "lowrank.png")
     assert [list(y) for y in drawn] == [[3e-30, 2e-31]]
+
+
+@pytest.mark.parametrize("algorithm", ["svd", "svdvals"])
+def test_cpu_legend_says_auto_is_gesdd(algorithm):
+    """On the CPU gpusvd's svd is LAPACK's gesdd (the auto rule): its line lies under
+    gesdd's, and the legend says why (issue 29, item 9)."""
+    from gpusvd._bench import peers
+
+    names = [name for name, _, _ in peers.methods(algorithm, 16, "cpu")]
+    assert "gpusvd (= gesdd on the CPU)" in names
+
+
+def test_accuracy_axis_has_several_labels():
+    """A residual that stays inside one decade still gets labelled ticks (it had one)."""
+    from gpusvd._bench import report
+
+    records = [{"method": "gpusvd", "where": "cpu", "n": n, "seconds": t, "times": [t],
+                "residual": r, "orthogonality": 1.0, "sv_error": 1.0}
+               for n, t, r in ((8, 0.011, 0.21), (16, 0.012, 0.34), (32, 0.013, 0.46))]
+    result = {"algorithm": "svd", "dtype": "float64", "sizes": [8, 16, 32],
+              "machine": {"gpus": []}, "records": records}
+    fig = report.figure(result)
+    fig.canvas.draw()
+    for axes in fig.axes:
+        low, high = axes.get_ylim()
+        shown = [t for t in axes.yaxis.get_major_ticks()
+                 if t.label1.get_text() and low <= t.get_loc() <= high]
+        assert len(shown) >= 2, [t.label1.get_text() for t in shown]

@@ -70,15 +70,18 @@ def methods(algorithm, n, device):
 
     gpu = cupy_or_none() is not None and device != "cpu"
     mine = "gpu" if gpu else "cpu"
+    # On the CPU svd's and svdvals' auto rule is LAPACK's gesdd itself: the legend says so,
+    # or gpusvd's line would lie under gesdd's unexplained.
+    auto = "gpusvd" if gpu else "gpusvd (= gesdd on the CPU)"
     rank = max(1, n // RANK_FRACTION)
     peers = {
-        "svd": [("gpusvd", mine, lambda a, xp: gpusvd.svd(a, full_matrices=False,
+        "svd": [(auto, mine, lambda a, xp: gpusvd.svd(a, full_matrices=False,
                                                           device=device)),
                 ("numpy_gesdd", "cpu", lambda a, xp: np.linalg.svd(a, full_matrices=False)),
                 ("scipy_gesvd", "cpu", lambda a, xp: scipy.linalg.svd(
                     a, full_matrices=False, lapack_driver="gesvd")),
                 ("cupy_gesvd", "gpu", lambda a, xp: xp.linalg.svd(a, full_matrices=False))],
-        "svdvals": [("gpusvd", mine, lambda a, xp: gpusvd.svdvals(a, device=device)),
+        "svdvals": [(auto, mine, lambda a, xp: gpusvd.svdvals(a, device=device)),
                     ("numpy_gesdd", "cpu", lambda a, xp: np.linalg.svd(a, compute_uv=False)),
                     ("scipy_gesvd", "cpu", lambda a, xp: scipy.linalg.svd(
                         a, compute_uv=False, lapack_driver="gesvd")),

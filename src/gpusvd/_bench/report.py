@@ -11,14 +11,15 @@ UNITS = {"residual": "residual (units of n eps)", "orthogonality": "orthogonalit
          "rank": "rank"}
 
 
-def plot(result, path):
-    """Time and accuracy against n, one line per method; False without matplotlib."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
+def figure(result):
+    """The figure of :func:`plot`: time and accuracy against n, one line per method. Each
+    y axis is labelled at 1, 2 and 5 times the powers of ten, so a range narrower than a
+    decade still reads."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import LogFormatter, LogLocator
+
     key = METRICS[result["algorithm"]][0]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     for name in dict.fromkeys(r["method"] for r in result["records"]):
@@ -33,10 +34,22 @@ def plot(result, path):
         axes.set(xscale="log", yscale="log", xlabel="n", ylabel=label)
         axes.set_xticks(result["sizes"], [str(n) for n in result["sizes"]])
         axes.minorticks_off()
+        axes.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        axes.yaxis.set_major_formatter(LogFormatter(labelOnlyBase=False))
     left.legend()
     gpu = ", ".join(g["name"] for g in result["machine"]["gpus"]) or "CPU only"
     fig.suptitle(f"gpusvd bench {result['algorithm']} {result['dtype']} ({gpu})")
     fig.tight_layout()
+    return fig
+
+
+def plot(result, path):
+    """Save :func:`figure` to ``path``; False without matplotlib."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig = figure(result)
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return True
