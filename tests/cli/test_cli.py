@@ -381,3 +381,23 @@ def test_svd_without_out_computes_values_only_and_says_so(files, capsys, monkeyp
     monkeypatch.setattr(gpusvd, "svd", lambda *a, **kw: calls.append(kw) or real(*a, **kw))
     rc, out, _ = run(capsys, "svd", files["a.npy"], "--device", "cpu")
     assert rc == 0 and calls == [] and "pass -o FILE.npz to write U, S and Vh" in out
+
+
+def test_what_the_commands_say_agrees_with_the_docs(capsys):
+    """Issue 29, item 2: the README, ``gpusvd info``, ``gpusvd demo`` and ``--check``'s
+    help no longer contradict each other or the numbers they print."""
+    import pathlib
+
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert "gpusvd --m" not in readme and "gpusvd demo --m 2000" in readme
+    assert cli.main(["info"]) == 0
+    info = capsys.readouterr().out
+    assert "compiled at first use on each GPU" not in info and "shipped compiled" in info
+    assert cli.main(["demo", "--m", "40", "--device", "cpu", "--repeat", "3"]) == 0
+    demo = capsys.readouterr().out
+    assert "compilation included" not in demo and "median of the calls after the first" in demo
+    assert "max(m,n) eps" in demo and "(k eps)" in demo
+    with pytest.raises(SystemExit):
+        cli.main(["svd", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "units of n*eps" not in text and "max(m,n)*eps" in text and "k*eps" in text

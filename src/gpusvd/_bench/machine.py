@@ -14,7 +14,7 @@ from typing import Any
 
 import gpusvd
 from gpusvd._core.backend import cupy_or_none
-from gpusvd._core.kernels import REGISTRY
+from gpusvd._core.kernels import REGISTRY, shipped
 
 
 def _version(name, *, load=False):
@@ -196,6 +196,7 @@ def machine_info():
         "gpus": _gpus(),
         "host_memory": _host_memory(),
         "kernels": {"cuda_files": len(REGISTRY),
+                    "cuda_shipped": sum(shipped(path) is not None for path in REGISTRY),
                     "cupy_cache": {"path": cupy_cache, "files": cupy_files,
                                    "bytes": cupy_bytes},
                     "numba_cache": {"path": numba_cache, "files": numba_files,
@@ -229,6 +230,7 @@ def format_machine_info(facts):
                          ("Numba cache", k["numba_cache"])):
         lines.append(f"{label}: {cache['path']}, {cache['files']} files, "
                      f"{cache['bytes'] / 2 ** 20:.1f} MiB")
-    lines.append(f"CUDA kernel files in the package: {k['cuda_files']} "
-                 "(compiled at first use on each GPU)")
+    lines.append(f"CUDA kernel files in the package: {k['cuda_files']}, "
+                 f"{k['cuda_shipped']} shipped compiled for sm_90 (H100, H200); the others, "
+                 "and all of them on other GPUs, compile at first use")
     return "\n".join(lines)
