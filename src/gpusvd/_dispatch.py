@@ -182,16 +182,11 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
         If false, only the singular values are computed and returned.
     method : {"auto", "polar", "gr", "jacobi", "lapack"}, optional
         ``"polar"``: the QDWH polar decomposition A = U_p·H, then the Hermitian
-        eigendecomposition of H (Nakatsukasa & Higham 2013), nearly all in matrix
-        products and QR/Cholesky factorizations; real or complex. ``"gr"``:
-        Golub–Reinsch (Householder bidiagonalization, implicitly shifted QR on the
-        bidiagonal, dqds for values only; Lahabar & Narayanan 2009), real or complex
-        (complex reflectors, real bidiagonal); values only may take the two-stage
-        reduction (``reduction``). ``"jacobi"``: the blocked one-sided
-        Jacobi SVD of :func:`gpusvd.jacobi_svd` with its defaults (Novaković 2015): real
-        or complex, singular values to high relative accuracy (graded matrices), and a stack of
-        small matrices in one batched call. ``"lapack"``: LAPACK's gesdd, on the CPU
-        only. ``"auto"`` (default): the rule in the Notes.
+        eigendecomposition of H (a stack through the batched engine). ``"gr"``:
+        Golub–Reinsch (Householder bidiagonalization, then the bidiagonal's SVD).
+        ``"jacobi"``: the blocked one-sided Jacobi SVD of :func:`gpusvd.jacobi_svd`, with
+        high relative accuracy. ``"lapack"``: LAPACK's gesdd, CPU only. ``"auto"``
+        (default): the rule in the Notes. Every method takes real and complex input.
     overwrite_a : bool, optional
         Allow the input's memory to be used as workspace. Otherwise ``a`` is never changed.
         Ignored for immutable input (JAX arrays).
@@ -202,29 +197,26 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
         Where to compute. ``"auto"``: on the GPU that holds the input, or for NumPy input
         on a GPU when one is present and the problem is large enough to gain.
     reduction : {"auto", "one-stage", "two-stage"}, optional
-        Of ``method="gr"`` only (``ValueError`` with another method): how A is brought to bidiagonal form. ``"one-stage"``:
-        the paper's blocked Householder bidiagonalization. ``"two-stage"``: dense →
-        band by matrix products, then band → bidiagonal by bulge chasing, then the
-        bidiagonal's values by dqds on the CPU or by bisection on the GPU (each value to
-        high relative accuracy), and with ``compute_uv`` its vectors by divide and
-        conquer (LAPACK's dbdsdc on the host; ours, its GEMMs on the device, on the GPU)
-        and blocked back-transformations.
-        ``"auto"`` (default): for values only two-stage from min(M, N) >= 10 on the
-        CPU and >= 4096 on the GPU (tunables ``two_stage_values_min_n_cpu``, ``_gpu``);
-        with vectors two-stage for 16 <= min(M, N) < 700 on the CPU
-        (``two_stage_vectors_min_n_cpu``, ``_max_n_cpu``) and from 4096 on the GPU
-        (``two_stage_vectors_min_n_gpu``), one-stage otherwise.
+        Of ``method="gr"`` only (``ValueError`` with another method): how A is brought to
+        bidiagonal form. ``"one-stage"``: the paper's blocked Householder
+        bidiagonalization. ``"two-stage"``: dense → band by matrix products, band →
+        bidiagonal by bulge chasing, then the bidiagonal's values by dqds (CPU) or
+        bisection (GPU) and its vectors by divide and conquer. ``"auto"`` (default): the
+        crossovers in the tunables ``two_stage_values_min_n_cpu`` / ``_gpu``,
+        ``two_stage_vectors_min_n_cpu`` / ``_max_n_cpu`` / ``_min_n_gpu``
+        (``docs/guide.md`` gives them).
 
     Returns
     -------
     SVDResult(U, S, Vh), or S alone when ``compute_uv`` is false. ``S`` is descending and
-    real. Results have the input's array type and device (they do not require grad).
+    real. Results have the input's array type and device (PyTorch tensors come back
+    without gradient history).
 
     Raises
     ------
     ValueError
-        Input that is not (a stack of) 2-D, non-finite entries, unknown method or option
-        (or option value), ``reduction="two-stage"`` with ``compute_uv``.
+        Input that is not (a stack of) 2-D, non-finite entries, an unknown method,
+        keyword or value.
     gpusvd.LinAlgError
         The iteration did not converge (it practically always does).
 

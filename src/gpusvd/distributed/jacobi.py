@@ -177,7 +177,7 @@ def jacobi_svd(a, full_matrices=True, compute_uv=True, *, comm=None, root=0, dev
         paper: 1). Lowered to keep block-columns at least one inner block wide. Default:
         1 on CPU ranks; on GPUs the largest c that keeps pairs at least
         ``distributed_pair_width`` (4096) columns wide, so 2 at n = 16384 on 2 GPUs
-        (25.8 s against 31.1 s with c = 1 on two H200s, 2026-11-22).
+        (the measurement: the tunable's comment and BENCHMARKS.md).
 
     Returns
     -------
