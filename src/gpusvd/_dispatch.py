@@ -6,6 +6,8 @@ for ``method="auto"`` (the rule and its measurements: the Notes of :func:`svd`),
 the stack of matrices to the method, and hands results back in the input's array type.
 """
 
+import contextlib
+
 import numpy as np
 import scipy.linalg
 
@@ -13,6 +15,7 @@ from ._core import tunables, validation
 from ._core.front_end import receive
 from ._core.memory import DENSE_HINT, hint_on_exhaustion
 from ._core.results import SVDResult
+from ._core.threads import single_threaded_blas
 from .batched import driver as batched
 from .golub_reinsch import driver as golub_reinsch
 from .jacobi import driver as jacobi
@@ -135,6 +138,17 @@ def _choose_method(shape, dtype, xp, compute_uv=True):
     return "polar"
 
 
+def _cpu_threads(xp, method):
+    """The thread pools for ``method`` on ``xp``: on the CPU, BLAS at one thread for
+    gpusvd's own methods, whose steps alternate BLAS calls with Numba's parallel loops or
+    are BLAS calls on blocks too small for a second thread (on 2 cores, default threads
+    against one BLAS thread: ``gr`` 500² 0.41 s against 0.105, ``svdvals(method="gr")``
+    2000² 2.47 against 1.11; BENCHMARKS.md, "the CPU"); LAPACK's gesdd keeps its pool."""
+    if xp is np and method != "lapack":
+        return single_threaded_blas()
+    return contextlib.nullcontext()
+
+
 def _empty_stack(xp, batch, m, n, dtype, full_matrices, compute_uv):
     """Results for a stack of no matrices (some batch dimension is 0)."""
     s = xp.zeros((*batch, min(m, n)), np.finfo(dtype).dtype)
@@ -158,8 +172,9 @@ def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finit
             if method == "auto":
                 method = _choose_method((*job.batch, m, n), stack.dtype, xp, compute_uv)
             route = _METHODS[method] if method in _METHODS else _AUTO_ONLY[method]
-            u, s, vh = route(stack, xp, full_matrices=full_matrices, compute_uv=compute_uv,
-                             overwrite_a=job.writable, **options)
+            with _cpu_threads(xp, method):
+                u, s, vh = route(stack, xp, full_matrices=full_matrices,
+                                 compute_uv=compute_uv, overwrite_a=job.writable, **options)
         if not compute_uv:
             return job.values(s)
         return SVDResult(job.vectors(u), job.values(s), job.vectors(vh))

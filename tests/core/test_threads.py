@@ -110,3 +110,31 @@ def test_call_sites_run_single_threaded_blas(two_blas_threads, monkeypatch, modu
         call(a, c)
     assert seen and all(s == {1} for s in seen)
     assert set(blas_threads()) == {2}
+
+
+def _blas_threads():
+    return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+
+@pytest.mark.parametrize("method", ["gr", "polar", "jacobi"])
+def test_our_methods_run_blas_at_one_thread_on_the_cpu(monkeypatch, method):
+    """Issue 29, item 6: with the default pools on 2 cores, gr, polar and svdvals(gr) ran
+    2–11× slower than with one BLAS thread; gpusvd's own methods now size BLAS at one
+    thread for their whole run on the CPU (Numba keeps the cores), LAPACK's gesdd keeps
+    its pool."""
+    from gpusvd import _dispatch
+
+    seen = []
+    for name in (method, "lapack"):
+        real = _dispatch._METHODS[name]
+
+        def spy(*args, _real=real, **kwargs):
+            seen.append(_blas_threads())
+            return _real(*args, **kwargs)
+        monkeypatch.setitem(_dispatch._METHODS, name, spy)
+    before = _blas_threads()
+    a = np.random.default_rng(0).standard_normal((40, 30))
+    gpusvd.svd(a, method=method, device="cpu")
+    gpusvd.svdvals(a, method=method, device="cpu")
+    gpusvd.svd(a, method="lapack", device="cpu")
+    assert seen[:2] == [{1}, {1}] and seen[2] == before and _blas_threads() == before
