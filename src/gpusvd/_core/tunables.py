@@ -65,7 +65,7 @@ class Tunables:
     # the working precision), "device" (xp.linalg.svd: cuSOLVER gesvd) or "gram" (float64
     # eigh of RᵀR on the device; float64 input falls back to "host64"). "gram" is a
     # prediction (syevd of order 505 should take a few ms; gesvd is slow at small n), to
-    # be measured with bench/profile_quic.py --extract-svd.
+    # be measured (the probe bench/profile_quic.py --extract-svd, in git at 4941fdc).
     quic_extract_svd: str = "gram"
     # Threads copying a partition into pinned memory (one memcpy thread reaches about a
     # fifth of the 54 GB/s pinned PCIe bandwidth, DESIGN.md) and the chunk each copies.
@@ -113,7 +113,7 @@ class Tunables:
     takagi_inner_sweeps: int = 1
     # Threads per thread block of the CUDA inner solve (takagi_solve_block_pairs): one
     # warp forms each step's rotations while the others update G; the tile's 2×2 updates
-    # (b² of them, 1024 at b = 32) share all warps. Measured on the H100 (S4, 2026-11-22, bench/profile_takagi.py --threads,
+    # (b² of them, 1024 at b = 32) share all warps. Measured on the H100 (S4, 2026-11-22, bench/profile_takagi.py --threads, in git at 4941fdc,
     # n = 2048): complex128 0.482 s with 256, 0.498 s with 512 (1024 does not launch:
     # registers); complex64 0.252 / 0.251 / 0.274 s with 256 / 512 / 1024. So 256.
     takagi_solve_threads: int = 256
@@ -134,7 +134,7 @@ class Tunables:
     # with the step's block permutation in their output pointers (takagi/block_update.py,
     # ~6 passes over the n×n matrices per step), or "gather", batched GEMMs plus gathers
     # (~12 passes, one transposed). A prediction from pass counts (C3, 2026-11-22), to be
-    # measured with bench/profile_takagi.py --update on the H100.
+    # measured with bench/profile_takagi.py --update (git, 4941fdc) on the H100.
     takagi_update: str = "strided"
     # With takagi_update="strided" on the GPU: U's GEMM on a second stream, overlapping
     # the next inner solve (which occupies only n/(2b) SMs). Same source as above.
@@ -159,8 +159,8 @@ class Tunables:
     two_stage_values_min_n_gpu: int = 4096
     # CPU: measured 2026-11-25 on the shared 2-core AMD EPYC (load 0.2–1.3), 1 thread
     # (NUMBA/OPENBLAS_NUM_THREADS=1), square Gaussian, svdvals two-stage time over
-    # one-stage time, median of 3 rounds run side by side (bench/bench_two_stage_values.py;
-    # 40 rounds for n <= 32): float64 n = 4 1.61, 8 1.01, 10 0.86, 16 0.61, 50 0.26, 100
+    # one-stage time, median of 3 rounds run side by side (bench/bench_two_stage_values.py,
+    # in git at 4941fdc; 40 rounds for n <= 32): float64 n = 4 1.61, 8 1.01, 10 0.86, 16 0.61, 50 0.26, 100
     # 0.31, 200 0.47, 500 0.76, 1000 0.96 (first run 1.03), 1500 0.93, 2000 0.83–0.89 with
     # b = 32 (b = 16: 0.49–1.12, b = 64: 0.25–1.27); float32 and complex128 cross at n = 8
     # too (complex128 300 0.56, 800 0.67), but float32 from n = 1000 takes 1.15–1.24× the
@@ -217,7 +217,7 @@ class Tunables:
     # running one sweep at a time; the grid is also capped by the sweeps that can run at
     # once, 2(n−2)/(3b) + 1. A prediction: 8 blocks of 32–128 threads per SM (1056 on the
     # H100) hold every sweep that can be in flight up to n = 16384 with b ≥ 16 (683 there,
-    # 171 at n = 8192, b = 32); to be measured with bench/bench_two_stage.py.
+    # 171 at n = 8192, b = 32); to be measured (bench/bench_two_stage.py, in git at 4941fdc).
     chase_blocks_per_sm: int = 8
     # Stage 2 on the GPU (condensed/kernels/bulge.cu); off, a CuPy band is chased by the
     # Numba loop on a host copy (8192, b = 32: 10.2 s against 0.35 s on the H100). It was

@@ -51,7 +51,8 @@ from .._core.errors import LinAlgError
 # The Cholesky-based step is used once c_k ≤ 1000 (κ(I + c·XᴴX) ≤ 1001); NH §4.1 take
 # 100. Whenever l₀ lies in [10⁻¹⁴, 7·10⁻⁶] (κ(A) ≈ 10⁵…10¹⁴, Gaussian matrices from
 # n ≈ 10⁴) the second step's c is 100–400, so NH's bound makes it a second QR step, the
-# dearest kind. Measured on the H100 (bench/polar_cholesky_threshold.py, NOTES.md "polar"):
+# dearest kind. Measured on the H100 (the probe bench/polar_cholesky_threshold.py, in git
+# at 4941fdc; NOTES.md "polar"):
 # 16384 Gaussian 8.30 → 7.54 s, 8192 with κ = 10⁶ 1.53 → 1.35 s; residual, orthogonality,
 # singular values and the asymmetry of H = U_pᴴ·A (where an unstable step would show)
 # unchanged to within 0.02 n·ε.
