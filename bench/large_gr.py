@@ -10,7 +10,6 @@ cold 4096 float64 run took 30 s on a fresh H100, 2026-11-22; earlier sessions: 2
 import argparse
 import time
 
-import cupy
 import numpy as np
 
 import gpusvd
@@ -19,12 +18,14 @@ from gpusvd._core import profile
 
 
 def main():
-    p = argparse.ArgumentParser()
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, required=True)
     p.add_argument("--dtype", default="float64")
     p.add_argument("--values-only", action="store_true")
     p.add_argument("--warm", action="store_true", help="a 512×512 call first")
     args = p.parse_args()
+    import cupy  # after the options: --help works without a GPU
+
     n, dtype = args.n, np.dtype(args.dtype)
     if args.warm:
         small = cupy.random.default_rng(1).standard_normal((512, 512)).astype(dtype)
