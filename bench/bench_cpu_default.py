@@ -60,11 +60,15 @@ def _scipy(driver):
 METHODS = {
     "gpusvd_auto": lambda a: gpusvd.svd(a, full_matrices=False, device="cpu"),
     "gpusvd_gr": lambda a: gpusvd.svd(a, full_matrices=False, method="gr", device="cpu"),
+    "gpusvd_polar": lambda a: gpusvd.svd(a, full_matrices=False, method="polar", device="cpu"),
+    "gpusvd_svdvals_gr": lambda a: gpusvd.svdvals(a, method="gr", device="cpu"),
     "numpy_gesdd": lambda a: np.linalg.svd(a, full_matrices=False),
     "scipy_gesdd": _scipy("gesdd"),
     "scipy_gesvd": _scipy("gesvd"),
 }
-SINGLE_ONLY = {"gpusvd_gr"}  # gr of a stack goes matrix by matrix: seconds, and not asked
+# gr and polar of a stack go matrix by matrix here: seconds, and not asked.
+SINGLE_ONLY = {"gpusvd_gr", "gpusvd_polar", "gpusvd_svdvals_gr"}
+VALUES_ONLY = {"gpusvd_svdvals_gr"}
 
 
 def _matrices(batch, m, n, seed):
@@ -76,7 +80,11 @@ def _matrices(batch, m, n, seed):
 
 
 def _accuracy(a, out, s):
-    """Largest residual, orthogonality and sv_error over the matrices of ``a``."""
+    """Largest residual, orthogonality and sv_error over the matrices of ``a`` (values
+    only: sv_error, the others None)."""
+    if not isinstance(out, tuple):
+        return {"residual": None, "orthogonality": None,
+                "sv_error": testing.sv_error(np.asarray(out), s)}
     u, values, vh = (np.asarray(x) for x in out)
     flat = [x.reshape(-1, *x.shape[-2:]) if x.ndim > 1 else x for x in (a, u, vh)]
     values = values.reshape(-1, values.shape[-1])
@@ -114,7 +122,7 @@ def run(args):
         for setting in args.threads:
             with _threads(setting):
                 for name, fn in METHODS.items():
-                    if batch > 1 and name in SINGLE_ONLY:
+                    if (batch > 1 and name in SINGLE_ONLY) or name not in args.methods:
                         continue
                     timing = common.time_gpu(lambda: fn(a), warmup=0, repeat=args.repeat,
                                              max_seconds=args.max_seconds)
@@ -122,9 +130,11 @@ def run(args):
                               "seconds": timing.median, "times": timing.times}
                     record.update(_accuracy(a, timing.result, s))
                     records.append(record)
-                    print(f"{case:>10} {setting:>7} {name:<12} {timing.median:9.4f} s  "
-                          f"res {record['residual']:6.2f} orth {record['orthogonality']:6.2f} "
-                          f"sv {record['sv_error']:6.2f}", flush=True)
+                    shown = " ".join(f"{k[:4]} {record[k]:6.2f}" for k in
+                                     ("residual", "orthogonality", "sv_error")
+                                     if record[k] is not None)
+                    print(f"{case:>10} {setting:>7} {name:<17} {timing.median:9.4f} s  "
+                          f"{shown}", flush=True)
     return records
 
 
@@ -134,6 +144,7 @@ def main(argv=None):
     p.add_argument("--cases", nargs="+", choices=CASES, default=list(CASES))
     p.add_argument("--threads", nargs="+", choices=("one", "default"),
                    default=["one", "default"])
+    p.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     p.add_argument("--repeat", type=int, default=3, help="timed calls (median; default 3)")
     p.add_argument("--max-seconds", type=float, default=120.0,
                    help="stop repeating a method past this (default 120)")

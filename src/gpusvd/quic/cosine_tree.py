@@ -144,7 +144,9 @@ def split_nodes(a, nodes, norms2, rng, xp, center):
 
     by_row = np.argsort(rows, kind="stable")
     dots = _pivot_dots(a, rows, seg, pivots, by_row, xp)
-    cos = np.abs(dots) / np.sqrt(norms2[rows] * norms2[pivots][seg])
+    # Two roots, not the root of the product: the product of two squared norms overflows
+    # for rows near the float range (1e300-scaled input), each root does not.
+    cos = np.abs(dots) / (np.sqrt(norms2[rows]) * np.sqrt(norms2[pivots][seg]))
     is_pivot = np.zeros(len(rows), dtype=bool)
     is_pivot[at] = True
     cmin = np.minimum.reduceat(cos, starts)

@@ -114,8 +114,12 @@ def upper_bounds(draw, res2, z):
     n = np.bincount(draw.seg, minlength=nsets).astype(float)
     total = np.bincount(draw.seg, weights=y, minlength=nsets)
     mean = total / np.maximum(n, 1.0)
-    dev2 = np.bincount(draw.seg, weights=(y - mean[draw.seg]) ** 2, minlength=nsets)
-    sd = np.sqrt(dev2 / np.maximum(n - 1.0, 1.0))
+    # The deviations are squared in units of a power of two c ≥ max|y| (exact), so that
+    # samples near the float range (1e300-scaled input) do not overflow; sd = c·√(…).
+    _, top = np.frexp(np.max(np.abs(y), initial=0.0))
+    c = np.ldexp(1.0, int(top))
+    dev2 = np.bincount(draw.seg, weights=((y - mean[draw.seg]) / c) ** 2, minlength=nsets)
+    sd = np.sqrt(dev2 / np.maximum(n - 1.0, 1.0)) * c
     bound = mean + z * sd / np.sqrt(np.maximum(n, 1.0))
     bound = np.where(draw.exact, total, bound)
     return np.minimum(bound, draw.mass)
