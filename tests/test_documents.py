@@ -56,3 +56,16 @@ def test_docstrings_say_what_not_how_fast(name, fn):
     doc = inspect.getdoc(fn)
     assert len(doc.splitlines()) <= DOCSTRING_LINES, name
     assert not MEASUREMENT.search(doc), f"{name}: {MEASUREMENT.search(doc).group(0)}"
+
+
+def test_benchmarks_is_a_reference_not_a_diary():
+    """Issue 29, item 4: BENCHMARKS.md is organized by the questions users ask, each with
+    its latest table; no section is a session or a date."""
+    text = (ROOT / "BENCHMARKS.md").read_text()
+    headings = [line for line in text.splitlines() if line.startswith("#")]
+    for heading in headings:
+        assert not re.search(r"[Ss]ession|\d{4}-\d{2}-\d{2}", heading), heading
+    for question in ("Exact SVD", "Values only", "Small matrices and stacks", "Tall and wide",
+                     "Complex", "Low-rank", "Takagi", "Relative accuracy", "Several GPUs",
+                     "The CPU", "The first call"):
+        assert any(question in h for h in headings), question
