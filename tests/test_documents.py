@@ -69,3 +69,12 @@ def test_benchmarks_is_a_reference_not_a_diary():
                      "Complex", "Low-rank", "Takagi", "Relative accuracy", "Several GPUs",
                      "The CPU", "The first call"):
         assert any(question in h for h in headings), question
+
+
+def test_notes_hold_decisions_not_sessions():
+    """NOTES.md: the decisions in force and the open questions; the sessions' diaries are in
+    docs/notes-history.md and git."""
+    text = (ROOT / "NOTES.md").read_text()
+    headings = [line for line in text.splitlines() if line.startswith("#")]
+    assert not [h for h in headings if re.search(r"[Ss]ession \d", h)]
+    assert "## Open questions" in headings
