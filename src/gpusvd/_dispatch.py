@@ -64,7 +64,7 @@ def _lapack(stack, xp, *, full_matrices, compute_uv, overwrite_a):
 
     Through NumPy's ``linalg.svd``, whose LAPACK takes 64-bit indices (matrices past 2³¹
     entries) and which loops over a stack in C (1000 × 8×8: 9.4 ms against 25 ms through
-    SciPy's batched call, one thread, ``bench/bench_cpu_default.py``). Where gesdd does not
+    SciPy's batched call, one thread, ``bench/cpu.py``). Where gesdd does not
     converge, gesvd through SciPy, as LAPACK's users do; ``check_finite=False``, since the
     front end has checked. Both copy the C-ordered stack into LAPACK's column order, so
     ``overwrite_a`` has nothing to spare.

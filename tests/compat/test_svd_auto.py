@@ -1,11 +1,12 @@
 """``svd(method="auto")`` picks what the Notes of ``gpusvd.svd`` say it picks.
 
 The rule, for real and complex input alike. On the CPU: LAPACK's gesdd (``"lapack"``),
-faster than our methods at every shape measured (``bench/bench_cpu_default.py``). On the
+faster than our methods at every shape measured (``bench/cpu.py``). On the
 GPU: matrices with min(M, N) <= 2b (b the Jacobi block width), one or a stack, to the
 one-sided Jacobi SVD without preconditioning ("lean-jacobi"), whose pointwise kernel takes
 the whole stack in one call; everything else to the polar method, a stack of them through
-the batched engine (``bench/stacks.py``, ``bench/bench_polar.py``). ``method="lapack"`` is also asked for by name; NumPy's and SciPy's own
+the batched engine (``bench/stacks.py``, ``bench/exact.py``). ``method="lapack"`` is also
+asked for by name; NumPy's and SciPy's own
 SVD tests rerun with it.
 """
 

@@ -90,7 +90,7 @@ class Tunables:
     # Lanes per pivot pair of the CUDA inner Jacobi kernel (jacobi/kernels/inner_jacobi.cu):
     # 4, 8, 16 or 32, or 0 for about 4 rows of g per lane. Fewer lanes mean fewer warps
     # computing the same rotation (less issue pressure) but longer loops per p-step; the
-    # default is a prediction, bench/bench_jacobi.py --lanes measures the alternatives.
+    # default is a prediction, bench/relative_accuracy.py --lanes measures the alternatives.
     jacobi_inner_lanes: int = 0
     # Distributed Jacobi on GPUs, pairs_per_rank=None: the most pivot block-pairs per rank
     # that keep each pair at least this many columns wide (distributed/outer.py). n =
@@ -128,7 +128,7 @@ class Tunables:
     # b = 32, inner order 64, halves the p-steps per block sweep (and their launches) of
     # b = 16 at the same GEMM flops per sweep; g and v of order 64 fit the inner kernel's
     # shared memory up to complex128 (133 kB of 227). A prediction from launch counts
-    # (B2, 2026-11-22), to be measured with bench/bench_jacobi.py on the H100.
+    # (B2, 2026-11-22), to be measured with bench/relative_accuracy.py on the H100.
     jacobi_block_width_gpu: int = 32
     # Takagi blocked step update (takagi/driver.py _Blocked): "strided", three batched GEMMs
     # with the step's block permutation in their output pointers (takagi/block_update.py,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Merge several ``bench_distributed.py`` JSON files of one machine kind into one, and plot it.
+"""Merge several ``several_gpus.py`` JSON files of one machine kind into one, and plot it.
 
-    python bench/merge_distributed.py --out bench/results/distributed_h200x4_s5.json \\
+    python bench/several_gpus_merge.py --out bench/results/distributed_h200x4_s5.json \\
         --plot bench/results/distributed_h200x4_s5.png bench/results/dist_x4_*.json
 
 A device call is limited to 10 minutes, so the grid of sizes, modes, GPU counts and
@@ -22,7 +22,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-import bench_distributed  # noqa: E402
+import several_gpus  # noqa: E402
 import common  # noqa: E402
 
 
@@ -45,7 +45,7 @@ def merge(paths):
         for run in case["runs"].values():
             if best and "seconds" in run:
                 run["speedup"] = best / run["seconds"]
-    return {"schema": bench_distributed.SCHEMA, "gpus": sorted(gpus), "device": device,
+    return {"schema": several_gpus.SCHEMA, "gpus": sorted(gpus), "device": device,
             "sources": [os.path.basename(p) for p in paths],
             "cases": [cases[k] for k in sorted(cases)]}
 
@@ -59,7 +59,7 @@ def main(argv=None):
     payload = merge(args.files)
     common.write_json(args.out, payload)
     if args.plot:
-        bench_distributed._plot(payload, args.plot)
+        several_gpus._plot(payload, args.plot)
     for c in payload["cases"]:
         for name, run in c["runs"].items():
             if "seconds" in run:

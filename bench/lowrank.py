@@ -3,10 +3,10 @@
 
 Run on the GPU machine from the repository root::
 
-    PYTHONPATH=src python3 bench/bench_quic.py --sizes 1000 4000 8000 16384 22000 \
+    PYTHONPATH=src python3 bench/lowrank.py --sizes 1000 4000 8000 16384 22000 \
         --ranks 100 500 1000 --dtypes float32 float64 --budget 480 --out "$OUT/quic.json"
-    PYTHONPATH=src python3 bench/bench_quic.py --ooc-host 120000x20000 --ooc-rank 500
-    PYTHONPATH=src python3 bench/bench_quic.py --ooc-disk /scratch/a.npy --ooc-gb 32
+    PYTHONPATH=src python3 bench/lowrank.py --ooc-host 120000x20000 --ooc-rank 500
+    PYTHONPATH=src python3 bench/lowrank.py --ooc-disk /scratch/a.npy --ooc-gb 32
 
 In-core cases (the paper's Fig. 2 and 3): the paper's generator, A = G·H with G (n × r)
 and H (r × n) uniform in [−1, 1], drawn on the GPU. Methods, each timed by

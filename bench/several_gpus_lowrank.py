@@ -3,7 +3,7 @@
 
 Run on a device kind of several GPUs from the repository root, one rank per GPU::
 
-    mpiexec -n 4 env PYTHONPATH=src python bench/bench_distributed_lowrank.py \\
+    mpiexec -n 4 env PYTHONPATH=src python bench/several_gpus_lowrank.py \\
         --gpus 1 2 4 --shapes 65536x4096 131072x4096 --rank 200 --out "$OUT/dlr.json"
 
 For each shape m×n (float32 by default: a rank-``--rank`` product of Gaussian factors,
@@ -28,7 +28,7 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 import common  # noqa: E402
-from bench_distributed import _timed  # noqa: E402  (barrier, synchronize, median)
+from several_gpus import _timed  # noqa: E402  (barrier, synchronize, median)
 
 SCHEMA = "gpusvd-bench-distributed-lowrank/1"
 

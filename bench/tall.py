@@ -3,7 +3,7 @@
 
 Run on the device from the repository root::
 
-    PYTHONPATH=src python bench/bench_tall.py --rows 1000000 2200000 --n 1000 \\
+    PYTHONPATH=src python bench/tall.py --rows 1000000 2200000 --n 1000 \\
         --out "$OUT/tall_h100.json"
 
 For each m×n float32 Gaussian matrix (made on the GPU): the economy SVD by gpusvd's default

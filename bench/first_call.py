@@ -17,8 +17,8 @@ Cache states, each with its own temporary NUMBA_CACHE_DIR and CUPY_CACHE_DIR:
 Targets (DESIGN.md, "First call"): first call <= 2 s on the GPU; <= 1 s of compilation
 on the CPU (first call minus second).
 
-    python bench/cold_start.py --device cpu --out bench/results/cold_start_cpu.json
-    python bench/cold_start.py --device gpu --out bench/results/cold_start_h100.json
+    python bench/first_call.py --device cpu --out bench/results/cold_start_cpu.json
+    python bench/first_call.py --device gpu --out bench/results/cold_start_h100.json
 """
 
 import argparse

@@ -4,7 +4,7 @@
 Run from the repository root on a machine without a GPU (or with ``device="cpu"`` forced
 here anyway)::
 
-    PYTHONPATH=src python bench/bench_cpu_default.py --label after
+    PYTHONPATH=src python bench/cpu.py --label after
 
 Issue 20 asks that the CPU default be no slower than ``numpy.linalg.svd`` at every size
 and shape, with LAPACK's accuracy. For each case, float64, economy U, S, Vh:

@@ -3,7 +3,7 @@
 
 Run on the GPU machine from the repository root::
 
-    PYTHONPATH=src python3 bench/bench_jacobi.py --out "$OUT/jacobi_h100.json" --budget 540
+    PYTHONPATH=src python3 bench/relative_accuracy.py --out "$OUT/jacobi_h100.json" --budget 540
 
 Parts (``--parts``; all by default), every case a full economy SVD (U, S, Vh):
 
@@ -24,7 +24,7 @@ inner       the bare inner kernel on the blocked driver's shapes, n/(2b) Gaussia
             cost of a p-step's orthogonalize, to choose ``jacobi_inner_lanes``
 ==========  ===============================================================================
 
-Inputs are Gaussian, drawn on the GPU in float32 and upcast exactly (``bench_gr.make_matrix``).
+Inputs are Gaussian, drawn on the GPU in float32 and upcast exactly (``gr_paper.make_matrix``).
 Accuracy is measured in float64 on the GPU (``bench/common.py``): residual and
 orthogonality in units of k·ε, sv_error against cuSOLVER gesvd values in units of σ₁·ε
 (square: up to ``--reference-max``). Times are medians after a warm-up call. A case is
@@ -47,7 +47,7 @@ if _HERE not in sys.path:
 
 import numpy as np  # noqa: E402
 
-import bench_gr  # noqa: E402  (JAX's environment, make_matrix, peers' runners)
+import gr_paper  # noqa: E402  (JAX's environment, make_matrix, peers' runners)
 import common  # noqa: E402
 
 PARTS = ("square", "strategies", "variants", "batched", "inner")
@@ -67,7 +67,7 @@ def _result_info(result) -> dict:
 
 
 def jacobi_runner(a, **options):
-    gpusvd = bench_gr._import_gpusvd()
+    gpusvd = gr_paper._import_gpusvd()
     return lambda: gpusvd.jacobi_svd(a, **options)
 
 
@@ -244,7 +244,7 @@ def run_square(run, a, n, s_ref):
             if method == "host_gejsv":
                 fn, rec["note"] = host_runner(a)
                 return fn
-            fn, extract = bench_gr.build_runner(method, "full", a)
+            fn, extract = gr_paper.build_runner(method, "full", a)
             return lambda: extract(fn())
 
         run.case(rec, ("square", method), n, build,
@@ -379,7 +379,7 @@ def main(argv=None) -> int:
                                       else set()) | ({*args.variant_sizes} if "variants"
                                                      in args.parts else set()))
     for n in sizes:
-        a = bench_gr.make_matrix(n, n, args.seed, "gaussian")
+        a = gr_paper.make_matrix(n, n, args.seed, "gaussian")
         s_ref = cp.linalg.svd(a, compute_uv=False) if n <= args.reference_max else None
         if "square" in args.parts and n in args.sizes:
             run_square(run, a, n, s_ref)

@@ -3,14 +3,14 @@
 
 Run on a device kind of several GPUs from the repository root, one rank per GPU::
 
-    mpiexec -n 2 env PYTHONPATH=src python bench/bench_distributed.py \\
+    mpiexec -n 2 env PYTHONPATH=src python bench/several_gpus.py \\
         --out "$OUT/distributed_h200x2.json" --sizes 4096 8192 16384 --modes full values
-    mpiexec -n 4 env PYTHONPATH=src python bench/bench_distributed.py --gpus 1 2 4 \\
+    mpiexec -n 4 env PYTHONPATH=src python bench/several_gpus.py --gpus 1 2 4 \\
         --variants block-oriented full-block --sizes 8192 16384 24576 --out "$OUT/x4.json"
-    mpiexec -n 2 env PYTHONPATH=src python bench/bench_distributed.py --gpus 2 \\
+    mpiexec -n 2 env PYTHONPATH=src python bench/several_gpus.py --gpus 2 \\
         --settings paper default pairs2 --sizes 8192 --out "$OUT/settings.json"
 
-For each size n (float64, Gaussian n×n, entries exact in float32: ``bench_gr.make_matrix``),
+For each size n (float64, Gaussian n×n, entries exact in float32: ``gr_paper.make_matrix``),
 mode (``full``: economy U, S, Vh; ``values``: S only), variant and setting of the outer
 level's options (:data:`SETTINGS`: ``default``, the defaults; ``paper``, every outer step
 in full as paper 003 does, the default before 2026-11-23; ``pairs2``/``pairs4``, 2 or 4
@@ -120,13 +120,13 @@ def _case(world, comms, n, mode, args, previous):
     a run's name to (n, seconds) of its last size, to skip runs predicted too long."""
     import cupy as cp
 
-    import bench_gr
+    import gr_paper
     import gpusvd
     from gpusvd import distributed
 
     root = world.rank == 0
     full = mode == "full"
-    a = bench_gr.make_matrix(n, n, args.seed, "gaussian") if root else None
+    a = gr_paper.make_matrix(n, n, args.seed, "gaussian") if root else None
     kw = dict(compute_uv=full, full_matrices=False)
     rec = {"n": n, "mode": mode, "dtype": "float64", "runs": {}}
     ref = None      # (singular values, what they are), once per case

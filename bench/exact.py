@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Issue 18's benchmark (acceptance 3): gpusvd's two-stage paths against the GPU's peers,
-phase by phase, each phase against its floor.
+"""The exact SVD (and values only, and eigh) of one square matrix on the GPU: gpusvd's
+paths against the GPU's peers, phase by phase, each phase against its floor.
 
 Run on the device from the repository root (each n and dtype is one process-level loop;
 ``--max-seconds`` skips a variant at the next n once one call of it took longer)::
 
-    PYTHONPATH=src python bench/bench_two_stage_paths.py --sizes 2048 4096 8192 16384 \\
+    PYTHONPATH=src python bench/exact.py --sizes 2048 4096 8192 16384 \\
         --dtypes float64 float32 --out bench/results/two_stage_paths_h100.json
 
 Per n, dtype and mode, on one Gaussian n×n matrix, median seconds of plain calls and the
@@ -34,6 +34,7 @@ float64 cuSOLVER values of the same matrix.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -45,7 +46,6 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 import common  # noqa: E402
-from bench_polar import _jax_svd  # noqa: E402
 
 SCHEMA = "gpusvd-bench-two-stage-paths/1"
 GEMM_CEILING = {"float64": 60e12, "float32": 51e12}  # DESIGN.md, "Ceilings", flop/s
@@ -182,6 +182,60 @@ def run(args):
     return records
 
 
+def _jax_svd(compute_uv):
+    """JAX's POLAR SVD (cuSOLVER gesvdp) of a CuPy array, float64 enabled."""
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    from jax.lax import linalg as lax_linalg
+
+    def run(a):
+        x = jax.dlpack.from_dlpack(a)
+        return lax_linalg.svd(x, full_matrices=False, compute_uv=compute_uv,
+                              algorithm=lax_linalg.SvdAlgorithm.POLAR)
+    return run
+
+
+def load(paths):
+    """{(dtype, mode, variant): {n: seconds}} of the files' records."""
+    series = {}
+    for path in paths:
+        with open(path) as f:
+            for rec in json.load(f)["records"]:
+                key = (rec["dtype"], rec["mode"], rec["variant"])
+                series.setdefault(key, {})[rec["n"]] = rec["median_s"]
+    return series
+
+
+def plot(series, out):
+    """One column per mode, one row per dtype: median seconds against n, log-log, one line
+    per variant; gpusvd's two-stage path drawn thick. Several files are merged."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    dtypes = sorted({k[0] for k in series}, reverse=True)
+    modes = [m for m in ("values", "full", "eigh") if any(k[1] == m for k in series)]
+    fig, axes = plt.subplots(len(dtypes), len(modes), figsize=(5 * len(modes),
+                                                               4 * len(dtypes)),
+                             squeeze=False)
+    for row, dtype in enumerate(dtypes):
+        for col, mode in enumerate(modes):
+            ax = axes[row][col]
+            for (dt, md, variant), points in sorted(series.items()):
+                if (dt, md) != (dtype, mode):
+                    continue
+                ns = sorted(points)
+                ax.loglog(ns, [points[n] for n in ns], marker="o", label=variant,
+                          linewidth=3 if variant == "two_stage" else 1.2)
+            ax.set_title(f"{mode}, {dtype}")
+            ax.set_xlabel("n (n×n Gaussian)")
+            ax.set_ylabel("median seconds")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[2048, 4096, 8192, 16384])
@@ -196,7 +250,13 @@ def main(argv=None):
                    help="record no phases where the plain calls' median took longer")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out")
+    p.add_argument("--plot", metavar="PNG",
+                   help="plot the JSON files of --inputs into PNG and stop (no GPU needed)")
+    p.add_argument("--inputs", nargs="+", default=[], help="JSON files for --plot")
     args = p.parse_args(argv)
+    if args.plot:
+        plot(load(args.inputs or [args.out]), args.plot)
+        return
     records = run(args)
     if args.out:
         _write(args.out, records)

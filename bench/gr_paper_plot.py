@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Plot benchmark JSON files written by ``bench/bench_gr.py`` (runs on the CPU machine).
+"""Plot benchmark JSON files written by ``bench/gr_paper.py`` (runs on the CPU machine).
 
-    python bench/plot.py bench/results/gr_h100.json -o bench/results/gr_h100.png
+    python bench/gr_paper_plot.py bench/results/gr_h100.json -o bench/results/gr_h100.png
 
 One column per (dtype, mode). Rows: median time against n (log-log), accuracy
 (residual for full SVDs, singular value error for values only, both in units of ε), and
@@ -70,7 +70,7 @@ def series_key(rec, gpu, tag_gpu):
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="Plot gpusvd benchmark JSON.")
-    p.add_argument("json", nargs="+", help="one or more JSON files from bench_gr.py")
+    p.add_argument("json", nargs="+", help="one or more JSON files from gr_paper.py")
     p.add_argument("-o", "--out", help="PNG path (default: first JSON with .png)")
     p.add_argument("--dpi", type=int, default=130)
     args = p.parse_args(argv)

@@ -3,7 +3,7 @@
 
 Run on the GPU machine from the repository root::
 
-    PYTHONPATH=src python3 bench/bench_takagi.py --out "$OUT/takagi_h100.json" --budget 480
+    PYTHONPATH=src python3 bench/takagi.py --out "$OUT/takagi_h100.json" --budget 480
 
 Methods (each returns Takagi values S, descending, and vectors U with A = U diag(S) Uᵀ):
 

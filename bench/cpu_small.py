@@ -7,7 +7,7 @@ per factorization, and the CPU Jacobi should be within 3× of LAPACK's relativel
 accurate dgejsv. Run from the repository root with one thread for everything::
 
     NUMBA_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=src \\
-        python bench/bench_cpu_small.py gr --label after
+        python bench/cpu_small.py gr --label after
 
 Before/after side by side: run the same command with ``PYTHONPATH`` pointing at a copy
 of the earlier ``src`` (``git archive <commit> src``), alternating the two, and compare
@@ -19,7 +19,7 @@ the medians. Suites (float64 unless said):
   n = 64, 160, 500.
 - ``jacobi``: ``gpusvd.jacobi_svd(a, device="cpu")`` against SciPy's
   ``scipy.linalg.lapack.dgejsv`` (U and V), n×n with singular values geometric from 1
-  to 1e-6 (as ``bench_cpu_default.py``), n = 200, 500, 1000.
+  to 1e-6 (as ``cpu.py``), n = 200, 500, 1000.
 
 Each time is the median of ``--repeat`` calls after one untimed call. Results are
 printed and appended to ``--out`` (JSON) under ``--label``.

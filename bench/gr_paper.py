@@ -3,7 +3,7 @@
 
 Run on the GPU machine from the repository root::
 
-    PYTHONPATH=src python3 bench/bench_gr.py --sizes 1024 2048 4096 8192 \
+    PYTHONPATH=src python3 bench/gr_paper.py --sizes 1024 2048 4096 8192 \
         --dtypes float64 float32 --out "$OUT/gr_h100.json" --budget 480
 
 Methods (each as a full economy SVD ``U, S, Vh`` and as singular values only):

@@ -3,7 +3,7 @@
 
 Run on the device from the repository root::
 
-    PYTHONPATH=src python bench/bench_complex_svd.py --sizes 1024 2048 4096 \\
+    PYTHONPATH=src python bench/complex.py --sizes 1024 2048 4096 \\
         --dtypes complex128 complex64 --out "$OUT/complex_svd_h100.json"
 
 For each n and dtype: an n×n matrix of Gaussian real and imaginary parts (entries exact in
