@@ -20,7 +20,7 @@ from .batched import driver as batched
 from .golub_reinsch import driver as golub_reinsch
 from .jacobi import driver as jacobi
 from .jacobi.blocked import block_width
-from .polar import driver as polar
+from .polar_svd import driver as polar
 
 
 def _matrix_by_matrix(decompose_one):

@@ -12,7 +12,7 @@ import scipy.linalg
 import gpusvd
 from gpusvd import _dispatch, testing
 from gpusvd.batched import cholesky_qr, driver, qdwh
-from gpusvd.polar.qdwh import CHOLESKY_MAX_C
+from gpusvd.polar_svd.qdwh import CHOLESKY_MAX_C
 
 BOUND = 30  # units of n·ε (issue 27, acceptance 1)
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)

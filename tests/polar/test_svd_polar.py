@@ -18,7 +18,7 @@ import scipy.linalg
 
 import gpusvd
 from gpusvd import testing
-from gpusvd.polar import qdwh
+from gpusvd.polar_svd import qdwh
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent.parent))  # tests/: gr's classes
 from golub_reinsch import test_svd_gr as gr_cases  # noqa: E402
@@ -120,7 +120,7 @@ def test_qr_first_path_equals_square_path():
 
 
 def qdwh_ratio():
-    from gpusvd.polar import driver
+    from gpusvd.polar_svd import driver
     return driver.QR_FIRST_RATIO
 
 

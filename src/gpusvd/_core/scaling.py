@@ -184,7 +184,8 @@ def times_power_of_two(a, k, xp):
 
 
 def scale_values(s, k, xp):
-    """Values ``s`` (of a real dtype) times 2^k, rounded once; ``k`` an int or a host
+    """Values ``s`` times 2^k, rounded once (complex ones by parts, as
+    :func:`times_power_of_two`); ``k`` an int or a host
     integer array that broadcasts against ``s``. float32 as in :func:`times_power_of_two`.
 
     Examples
@@ -194,6 +195,6 @@ def scale_values(s, k, xp):
     True
     """
     k = np.asarray(k, np.int32)
-    if s.dtype == np.float32:
+    if s.dtype == np.float32 or s.dtype.kind == "c":
         return times_power_of_two(s, k, xp)
     return xp.ldexp(s, xp.asarray(k) if k.ndim else int(k))

@@ -2,7 +2,7 @@
 
 Higham & Papadimitriou, *A parallel algorithm for computing the polar decomposition*,
 Parallel Comput. 20, 1994, §4, and Nakatsukasa & Higham, SIAM J. Sci. Comput. 35(3),
-2013, Algorithm 5.1, as :mod:`gpusvd.polar.driver` does for one matrix, here for every
+2013, Algorithm 5.1, as :mod:`gpusvd.polar_svd.driver` does for one matrix, here for every
 matrix of a stack (batch, m, n) at once:
 
 1. A = U_p·H for each matrix by the batched QDWH (:mod:`.qdwh`);
@@ -22,7 +22,7 @@ Each matrix is scaled by a power of two to max|A| in [1/2, 1) (exact), and the
 iteration runs in float64 (complex128) for every input (:mod:`.qdwh` says why); H, its
 eigendecomposition and U are in the input's dtype. Where U's columns are not
 orthonormal (numerically rank-deficient input, :mod:`.qdwh`), U is replaced by the Q
-factor of its QR factorization with R's signs, as :mod:`gpusvd.polar.driver` does, for
+factor of its QR factorization with R's signs, as :mod:`gpusvd.polar_svd.driver` does, for
 those matrices only; ``full_matrices`` completes U that way for all.
 
 A stack too large for the GPU's free memory is decomposed in chunks of matrices
@@ -38,7 +38,7 @@ from . import qdwh
 from .eigh import eigh
 
 # Columns of U with max |‖u_i‖ − 1| above this many √n·ε mark U_p a partial isometry,
-# as in gpusvd.polar.driver (ORTHONORMAL_TOL there).
+# as in gpusvd.polar_svd.driver (ORTHONORMAL_TOL there).
 COLUMN_NORM_TOL = 10.0
 # Bytes of device memory per matrix entry of A that one matrix's decomposition uses at
 # its peak: the float64 iterate and the QR step's stacked copy, its Q, the Gram
@@ -63,7 +63,7 @@ def chunk_size(batch, m, n, xp):
 
 def _orthonormalized(u, xp, qcols):
     """Q of the Householder QR of each matrix of ``u`` (batch, m, k), ``qcols`` columns,
-    each of the first k with the sign of R's diagonal (:func:`gpusvd.polar.driver`)."""
+    each of the first k with the sign of R's diagonal (:func:`gpusvd.polar_svd.driver`)."""
     k = u.shape[2]
     q, r = stack_qr(u, xp, qcols)
     signs = xp.sign(xp.diagonal(r, axis1=1, axis2=2).real)

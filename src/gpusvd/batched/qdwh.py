@@ -1,6 +1,6 @@
 """QDWH on a whole stack at once: the polar factor of every matrix, weights per matrix.
 
-The iteration is the one of :mod:`gpusvd.polar.qdwh` (Nakatsukasa, Bai & Gygi, SIAM J.
+The iteration is the one of :mod:`gpusvd.polar_svd.qdwh` (Nakatsukasa, Bai & Gygi, SIAM J.
 Matrix Anal. Appl. 31(5), 2010, eq. (3.3)–(3.5); Nakatsukasa & Higham, SIAM J. Sci.
 Comput. 35(3), 2013, eq. (3.5) and (4.2)), with X₀ = A/α per matrix. What a stack
 changes:
@@ -24,7 +24,7 @@ changes:
   matrix's iterate must satisfy ‖XᴴX − I‖_F ≤ ORTHONORMAL_TOL·n·ε. A matrix that fails
   with an estimated l₀ (the estimate was too large) runs the worst-case schedule again
   from its current iterate, whose singular values lie in [0, 1] (as
-  :func:`gpusvd.polar.qdwh.qdwh` restarts); one that fails with l₀ = ε is numerically
+  :func:`gpusvd.polar_svd.qdwh.qdwh` restarts); one that fails with l₀ = ε is numerically
   rank deficient, and its polar factor is a partial isometry that the SVD driver
   completes (NH §5.5).
 
@@ -37,7 +37,7 @@ GEMM is as fast as a float32 one (DESIGN.md's ceilings).
 
 import numpy as np
 
-from ..polar.qdwh import (CHOLESKY_MAX_C, INVERSE_STEPS, NORM_SAFETY, NORM_STEPS,
+from ..polar_svd.qdwh import (CHOLESKY_MAX_C, INVERSE_STEPS, NORM_SAFETY, NORM_STEPS,
                           SIGMA_MIN_SAFETY, coefficients, next_lower_bound)
 from .cholesky_qr import add_to_diagonal, gram, shifted_cholesky_qr, solve_lower
 

@@ -1,0 +1,130 @@
+"""``gpusvd.polar`` (issue 30, item 4) against ``scipy.linalg.polar``: on LAPACK's test
+types, random, graded, rank-deficient, tall, wide, complex and stacked input, both sides,
+``u`` orthonormal and ``a = u·p`` (or ``p·u``) to BOUND in units of n·ε, ``p`` Hermitian
+positive semidefinite; ``u`` equal to SciPy's where it is unique (full rank). The GPU class
+reruns every test with CuPy input.
+"""
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+import gpusvd
+from gpusvd import testing
+
+BOUND = 30  # units of n·ε (issue 30, acceptance 1)
+DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+SHAPES = [(1, 1), (2, 2), (9, 9), (40, 40), (67, 30), (30, 67)]
+KINDS = ("zero", "identity", "evenly_spaced", "near_underflow", "near_overflow")
+
+
+def _host(x):
+    return x.get() if hasattr(x, "get") else np.asarray(x)
+
+
+class TestPolar_CPU:
+    device = "cpu"
+
+    def put(self, a):
+        return a
+
+    def polar(self, a, side="right", **kw):
+        u, p = gpusvd.polar(self.put(a), side, device=self.device, **kw)
+        return _host(u), _host(p)
+
+    def check(self, a, side="right", **kw):
+        before = a.copy()
+        u, p = self.polar(a, side, **kw)
+        np.testing.assert_array_equal(a, before)
+        m, n = a.shape[-2:]
+        k = n if side == "right" else m
+        assert u.shape == a.shape and p.shape == (*a.shape[:-2], k, k)
+        assert u.dtype == a.dtype and p.dtype == a.dtype
+        eps = np.finfo(a.dtype).eps
+        for ai, ui, pi in zip(a.reshape(-1, m, n), u.reshape(-1, m, n), p.reshape(-1, k, k)):
+            wide = np.complex128 if ai.dtype.kind == "c" else np.float64
+            ai, ui, pi = (x.astype(wide) for x in (ai, ui, pi))
+            # Measured in units of max|a| (exactly, a power of two): the near-overflow and
+            # near-underflow types would otherwise overflow the norms themselves.
+            unit = np.ldexp(1.0, -np.frexp(np.abs(ai).max(initial=0.0))[1])
+            ai, pi = ai * unit, pi * unit
+            norm = max(np.linalg.norm(ai, 2), np.finfo(a.dtype).tiny)
+            q = ui if m >= n else ui.conj().T
+            assert np.linalg.norm(q.conj().T @ q - np.eye(min(m, n))) < BOUND * max(m, n) * eps
+            back = ui @ pi if side == "right" else pi @ ui
+            assert np.linalg.norm(back - ai) <= BOUND * max(m, n) * eps * norm
+            assert np.linalg.norm(pi - pi.conj().T) <= BOUND * k * eps * norm
+            assert np.linalg.eigvalsh(pi).min() >= -BOUND * k * eps * norm
+        return u, p
+
+    @pytest.mark.parametrize("side", ["right", "left"])
+    @pytest.mark.parametrize("dtype", DTYPES)
+    @pytest.mark.parametrize("shape", SHAPES)
+    def test_random_against_scipy(self, shape, dtype, side):
+        a = testing.random_matrix(*shape, dtype=dtype, seed=1)
+        u, p = self.check(a, side)
+        u_ref, p_ref = scipy.linalg.polar(a.astype(np.complex128 if a.dtype.kind == "c"
+                                                   else np.float64), side)
+        s = np.linalg.svd(a.astype(u_ref.dtype), compute_uv=False)
+        eps = np.finfo(dtype).eps
+        # u is unique for full-rank a; its error grows as ε·κ (Higham's perturbation bound).
+        assert np.abs(u - u_ref).max() <= BOUND * max(shape) * eps * s[0] / s[-1]
+        assert np.abs(p - p_ref).max() <= BOUND * max(shape) * eps * s[0]
+
+    @pytest.mark.parametrize("dtype", DTYPES)
+    @pytest.mark.parametrize("shape", [(40, 40), (67, 30), (30, 67)])
+    @pytest.mark.parametrize("kind", KINDS)
+    def test_lapack_types(self, kind, shape, dtype):
+        self.check(testing.lapack_type(kind, *shape, dtype=dtype, seed=2))
+        self.check(testing.lapack_type(kind, *shape, dtype=dtype, seed=2), "left")
+
+    @pytest.mark.parametrize("dtype", (np.float32, np.float64))
+    def test_rank_deficient_keeps_u_orthonormal(self, dtype):
+        """QDWH's iterate is a partial isometry there; u is still orthonormal."""
+        for a in (testing.low_rank(50, 40, 5, dtype=dtype, seed=3), np.ones((6, 6), dtype),
+                  testing.graded(40, 40, grading=1e-30 if dtype == np.float64 else 1e-12,
+                                 dtype=dtype, seed=4)):
+            self.check(a)
+
+    def test_stack_in_one_call(self):
+        rng = np.random.default_rng(5)
+        a = rng.standard_normal((2, 3, 12, 8))
+        a[0, 1] = np.ones((12, 8))   # a rank-one matrix among full-rank ones
+        u, p = self.check(a)
+        u_one, p_one = self.polar(a[1, 2])
+        np.testing.assert_allclose(u[1, 2], u_one, atol=1e-13)
+
+    def test_methods_agree(self):
+        a = testing.with_condition(30, 20, 1e6, seed=6)
+        u_q, p_q = self.check(a, method="qdwh")
+        u_s, p_s = self.check(a, method="svd")
+        assert np.abs(u_q - u_s).max() < 1e-8 and np.abs(p_q - p_s).max() < 1e-12
+
+    def test_bad_arguments(self):
+        with pytest.raises(ValueError, match="side"):
+            self.polar(np.eye(2), "up")
+        with pytest.raises(ValueError, match="method"):
+            self.polar(np.eye(2), method="newton")
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            self.polar(np.array([[1.0, np.nan], [0.0, 1.0]]))
+
+    def test_nan_without_check(self):
+        a = np.stack([np.eye(3), np.full((3, 3), np.nan)])
+        u, p = self.polar(a, check_finite=False)
+        assert np.isnan(u[1]).all() and np.isnan(p[1]).all()
+        np.testing.assert_allclose(u[0], np.eye(3), atol=1e-15)
+
+    @pytest.mark.parametrize("shape", [(0, 3), (3, 0), (0, 0)])
+    def test_empty(self, shape):
+        u, p = self.polar(np.zeros(shape))
+        assert u.shape == shape and p.shape == (shape[1], shape[1])
+
+
+@pytest.mark.gpu
+class TestPolar_GPU(TestPolar_CPU):
+    device = "gpu"
+
+    def put(self, a):
+        import cupy
+
+        return cupy.asarray(a)
