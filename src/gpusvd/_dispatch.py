@@ -16,6 +16,7 @@ from ._core.front_end import receive
 from ._core.memory import DENSE_HINT, hint_on_exhaustion
 from ._core.results import SVDResult
 from ._core.threads import single_threaded_blas
+from .autodiff import jax_autodiff, torch_autograd
 from .batched import driver as batched
 from .golub_reinsch import driver as golub_reinsch
 from .jacobi import driver as jacobi
@@ -180,9 +181,29 @@ def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finit
         return SVDResult(job.vectors(u), job.values(s), job.vectors(vh))
 
 
+def _differentiated(a, *, full_matrices, compute_uv, broadening, kw):
+    """The SVD of a torch tensor that requires grad or of a traced JAX array, with its
+    backward recorded (:mod:`gpusvd.autodiff`); None for any other input."""
+    binding = (torch_autograd if torch_autograd.records_grad(a)
+               else jax_autodiff if jax_autodiff.traced(a) else None)
+    if binding is None:
+        return None
+    validation.check_broadening(broadening)
+
+    def economy(x):
+        return svd(x, full_matrices=False, **kw)
+
+    def full(x):
+        return svd(x, full_matrices=True, **kw)
+
+    out = binding.svd(a, economy, full, full_matrices=full_matrices, compute_uv=compute_uv,
+                      broadening=broadening)
+    return SVDResult(*out) if compute_uv else out
+
+
 @hint_on_exhaustion(DENSE_HINT)
 def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=False,
-        check_finite=True, device="auto", reduction="auto", **options):
+        check_finite=True, device="auto", reduction="auto", broadening=None, **options):
     """Singular value decomposition ``a = U @ diag(S) @ Vh``.
 
     Parameters
@@ -221,11 +242,17 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
         ``two_stage_vectors_min_n_cpu`` / ``_max_n_cpu`` / ``_min_n_gpu``
         (``docs/guide.md`` gives them).
 
+    broadening : float > 0, optional
+        Gradients only: replace each 1/(s_j − s_i) of the derivative by the Lorentzian
+        x/(x² + broadening). Default (None): the exact derivative, finite at repeated
+        singular values for every loss invariant to the basis inside them (``docs/guide.md``,
+        "Gradients").
+
     Returns
     -------
     SVDResult(U, S, Vh), or S alone when ``compute_uv`` is false. ``S`` is descending and
-    real. Results have the input's array type and device (PyTorch tensors come back
-    without gradient history).
+    real. Results have the input's array type and device; for a torch tensor that
+    requires grad, or inside ``jax.grad``, the results carry the derivative.
 
     Raises
     ------
@@ -285,6 +312,13 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
     >>> S.shape, bool(np.allclose((U * S[:, None, :]) @ Vh, stack))
     ((1000, 8), True)
     """
+    kw = dict(method=method, check_finite=check_finite, device=device, reduction=reduction,
+              **options)
+    done = _differentiated(a, full_matrices=full_matrices, compute_uv=compute_uv,
+                           broadening=broadening, kw=kw)
+    if done is not None:
+        return done
+    validation.check_broadening(broadening)
     return _decompose(a, full_matrices=full_matrices, compute_uv=compute_uv, method=method,
                       overwrite_a=overwrite_a, check_finite=check_finite, device=device,
                       reduction=reduction, options=options, what="svd")
@@ -292,7 +326,7 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
 
 @hint_on_exhaustion(DENSE_HINT)
 def svdvals(a, *, method="auto", overwrite_a=False, check_finite=True, device="auto",
-            reduction="auto", **options):
+            reduction="auto", broadening=None, **options):
     """Singular values of ``a`` (or of each matrix of a stack), descending.
 
     Takes the same arguments as :func:`svd`, chooses the method by the same rule, and
@@ -321,6 +355,9 @@ def svdvals(a, *, method="auto", overwrite_a=False, check_finite=True, device="a
         Householder bidiagonalization), ``"two-stage"`` (dense → band → bidiagonal), or
         ``"auto"`` (default): two-stage from min(M, N) >= 10 on the CPU and >= 4096 on
         the GPU.
+
+    broadening : float > 0, optional
+        As in :func:`svd` (gradients only; the gradient of the values needs none).
 
     Returns
     -------
@@ -351,6 +388,13 @@ def svdvals(a, *, method="auto", overwrite_a=False, check_finite=True, device="a
     >>> bool(err < 30 * 300 * np.finfo(float).eps * s[0])
     True
     """
+    kw = dict(method=method, check_finite=check_finite, device=device, reduction=reduction,
+              **options)
+    done = _differentiated(a, full_matrices=False, compute_uv=False, broadening=broadening,
+                           kw=kw)
+    if done is not None:
+        return done
+    validation.check_broadening(broadening)
     return _decompose(a, full_matrices=False, compute_uv=False, method=method,
                       overwrite_a=overwrite_a, check_finite=check_finite, device=device,
                       reduction=reduction, options=options, what="svdvals")

@@ -20,6 +20,8 @@ import numpy as np
 from ._core import validation
 from ._core.front_end import receive
 from ._core.memory import DENSE_HINT, hint_on_exhaustion
+from ._dispatch import svd
+from .autodiff import jax_autodiff, torch_autograd
 from .batched import driver as batched_svd
 from .batched import qdwh
 
@@ -61,7 +63,8 @@ def _unitary_factor(a, xp, method):
 
 
 @hint_on_exhaustion(DENSE_HINT)
-def polar(a, side="right", *, method="auto", check_finite=True, device="auto"):
+def polar(a, side="right", *, method="auto", check_finite=True, device="auto",
+          broadening=None):
     """Polar decomposition ``a = u @ p`` (``side="right"``) or ``a = p @ u`` (``"left"``).
 
     ``u`` has orthonormal columns (rows, for a wide ``a``) and ``p`` is Hermitian positive
@@ -84,6 +87,10 @@ def polar(a, side="right", *, method="auto", check_finite=True, device="auto"):
         false, a matrix that holds one gives NaN.
     device : {"auto", "cpu", "gpu"} or int, optional
         Where to compute, as in :func:`gpusvd.svd`.
+    broadening : float > 0, optional
+        Gradients only, as in :func:`gpusvd.svd`. The derivative of the polar factors is
+        defined wherever σ_i + σ_j > 0; with a torch tensor that requires grad or inside
+        ``jax.grad``, the factors come from gpusvd's SVD so that it is recorded.
 
     Returns
     -------
@@ -111,6 +118,13 @@ def polar(a, side="right", *, method="auto", check_finite=True, device="auto"):
     """
     validation.check_choice("side", side, SIDES)
     validation.check_choice("method", method, METHODS)
+    validation.check_broadening(broadening)
+    binding = (torch_autograd if torch_autograd.records_grad(a)
+               else jax_autodiff if jax_autodiff.traced(a) else None)
+    if binding is not None:
+        def economy(x):
+            return svd(x, full_matrices=False, check_finite=check_finite, device=device)
+        return binding.polar(a, economy, side=side, broadening=broadening)
     with receive(a, what="polar", device=device, check_finite=check_finite) as job:
         stack, xp = job.stack, job.xp
         u = _unitary_factor(stack, xp, "svd" if method == "svd" else "qdwh")

@@ -35,6 +35,19 @@ def _instance_of(a, module, name):
     return mod is not None and isinstance(a, getattr(mod, name))
 
 
+# What a user who calls gpusvd inside jax.jit is told (the front end and the JAX binding).
+JAX_TRACER_MESSAGE = (
+    "gpusvd cannot run inside jax.jit (or another JAX transformation that traces without "
+    "values): its kernels are not XLA operations. Call it outside the jitted function, or "
+    "pass the values in with jax.pure_callback; jax.grad and jax.vjp of eager code work")
+
+
+def _jax_tracer(a):
+    """Whether ``a`` is a JAX tracer that holds no value (jit's abstract arrays)."""
+    core = sys.modules.get("jax.core")
+    return core is not None and isinstance(a, core.Tracer)
+
+
 def _dlpack_device(a):
     try:
         return a.__dlpack_device__()
@@ -107,6 +120,8 @@ def place(a, device="auto"):
     ``Placement.writable``).
     """
     kind, index = parse_device(device)
+    if _jax_tracer(a):
+        raise ValueError(JAX_TRACER_MESSAGE)
     cp = cupy_or_none()
     immutable = _instance_of(a, "jax", "Array")
     if is_cupy_array(a):

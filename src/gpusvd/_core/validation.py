@@ -127,3 +127,12 @@ def check_signs(signs, n, *, what):
     if not np.isin(signs, (-1, 1)).all():
         raise ValueError(f"{what}: signs must hold only +1 and -1")
     return signs
+
+
+def check_broadening(value):
+    """``ValueError`` unless the gradients' Lorentzian ``broadening`` is None or a finite
+    number > 0."""
+    if value is None:
+        return
+    if not _is_real_number(value) or not (0 < float(value) < float("inf")):
+        raise ValueError(f"broadening must be None or a finite number > 0, got {value!r}")

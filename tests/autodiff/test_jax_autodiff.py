@@ -1,0 +1,66 @@
+"""JAX's transformations of ``svd``, ``svdvals`` and ``polar`` (issue 30, acceptance 1):
+``jax.grad`` eagerly against finite differences, at random and at exactly repeated
+singular values where JAX's own SVD gives NaN; ``jax.jit`` says in one line what to do."""
+
+import numpy as np
+import pytest
+
+import gpusvd
+from losses import DEGENERATE, LOSSES, finite_difference, rotated_cluster
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+
+
+@pytest.fixture(autouse=True)
+def _float64():
+    """JAX computes in float64 only when asked (its default is float32)."""
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    yield
+    jax.config.update("jax_enable_x64", before)
+
+
+def _grad(name, a, weights):
+    ours, _ = LOSSES[name]
+
+    def loss(x):
+        u, s, vh = gpusvd.svd(x, full_matrices=False)
+        w = gpusvd.polar(x)[0] if name == "polar_linear" else None
+        return ours(u, s, vh, w, jnp.asarray(weights))
+    return np.asarray(jax.grad(loss)(jnp.asarray(a)))
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+@pytest.mark.parametrize("shape", [(5, 5), (6, 4)], ids=str)
+def test_grad_against_finite_differences(shape, name):
+    a = np.random.default_rng(1).standard_normal(shape)
+    weights = np.arange(a.size, dtype=float).reshape(shape)
+    expected = finite_difference(LOSSES[name][1], a, weights)
+    assert np.abs(_grad(name, a, weights) - expected).max() <= 1e-6 * np.abs(expected).max()
+
+
+@pytest.mark.parametrize("case", sorted(DEGENERATE))
+def test_repeated_values(case):
+    a, names = DEGENERATE[case]
+    a = rotated_cluster() if a is None else a
+    weights = np.arange(a.size, dtype=float).reshape(a.shape)
+    for name in names:
+        grad = _grad(name, a, weights)
+        expected = finite_difference(LOSSES[name][1], a, weights)
+        assert np.isfinite(grad).all()
+        assert np.abs(grad - expected).max() <= 1e-6 * max(np.abs(expected).max(), 1.0)
+
+
+def test_vjp_of_svdvals_and_a_stack():
+    a = jnp.asarray(np.random.default_rng(2).standard_normal((3, 5, 4)))
+    s, pullback = jax.vjp(gpusvd.svdvals, a)
+    (grad,) = pullback(jnp.ones_like(s))
+    u, _, vh = np.linalg.svd(np.asarray(a), full_matrices=False)
+    np.testing.assert_allclose(np.asarray(grad), u @ vh, atol=1e-12)
+
+
+@pytest.mark.parametrize("fn", [gpusvd.svd, gpusvd.svdvals, gpusvd.polar])
+def test_jit_says_what_to_do(fn):
+    with pytest.raises(ValueError, match="cannot run inside jax.jit.*outside the jitted"):
+        jax.jit(fn)(jnp.eye(3))

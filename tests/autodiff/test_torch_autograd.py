@@ -1,0 +1,134 @@
+"""PyTorch autograd of ``svd``, ``svdvals`` and ``polar`` (issue 30, acceptance 1):
+gradcheck on random, tall, wide, stacked, complex and rank-deficient input, and finite,
+right gradients at exactly repeated singular values where torch's own are NaN."""
+
+import sys
+
+import numpy as np
+import pytest
+
+import gpusvd
+from losses import DEGENERATE, LOSSES, finite_difference, rotated_cluster
+
+torch = pytest.importorskip("torch")
+
+SHAPES = [(5, 5), (7, 4), (4, 7), (2, 6, 3)]
+
+
+def _device():
+    return "cpu"
+
+
+def _tensor(a, dtype=torch.float64):
+    return torch.tensor(a, dtype=dtype, device=_device(), requires_grad=True)
+
+
+def _random(shape, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(*shape, generator=g, dtype=dtype)
+    return x.to(_device()).requires_grad_()
+
+
+def _invariant(x):
+    """A loss of every output that is invariant to the SVD's gauge: sum of s, a linear
+    function of U·Vᴴ, of the top-2 projector and of the polar factors."""
+    u, s, vh = gpusvd.svd(x, full_matrices=False)
+    w, p = gpusvd.polar(x)
+    top = u[..., :2] @ u[..., :2].conj().swapaxes(-1, -2)
+    weights = torch.arange(w.numel(), dtype=torch.float64, device=x.device).reshape(w.shape)
+    top_sum = top.real.sum() + (top.imag.sum() if top.is_complex() else 0)
+    return (s.sum() + ((u @ vh).real * weights).sum() + top_sum
+            + (w.real * weights).sum() + p.real.sum() + gpusvd.svdvals(x).sum())
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_gradcheck(shape, dtype):
+    assert torch.autograd.gradcheck(_invariant, (_random(shape, dtype),))
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+@pytest.mark.parametrize("shape", [(5, 5), (6, 3), (3, 6)], ids=str)
+def test_gradcheck_polar_sides(shape, side):
+    x = _random(shape, torch.float64, seed=1)
+    assert torch.autograd.gradcheck(lambda y: sum(t.sum() for t in gpusvd.polar(y, side)),
+                                    (x,))
+
+
+def test_gradcheck_full_matrices_uses_the_first_k_columns():
+    x = _random((6, 4), torch.float64, seed=2)
+    assert torch.autograd.gradcheck(
+        lambda y: (lambda r: (r[0][:, :4] @ r[2]).sum())(gpusvd.svd(y, full_matrices=True)),
+        (x,))
+
+
+def test_gradcheck_rank_deficient():
+    """Rank 2 of 4: the top values and their subspace are smooth there."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((6, 2)) @ rng.standard_normal((2, 4))
+    x = _tensor(a)
+
+    def loss(y):
+        u, s, vh = gpusvd.svd(y, full_matrices=False)
+        return s[:2].sum() + (u[:, :2] @ u[:, :2].T).sum() + (vh[:2].T @ vh[:2]).sum()
+    assert torch.autograd.gradcheck(loss, (x,))
+
+
+@pytest.mark.parametrize("case", sorted(DEGENERATE))
+def test_repeated_values_against_finite_differences(case):
+    a, names = DEGENERATE[case]
+    a = rotated_cluster() if a is None else a
+    weights = np.arange(a.size, dtype=float).reshape(a.shape)
+    for name in names:
+        ours, reference = LOSSES[name]
+        x = _tensor(a)
+        u, s, vh = gpusvd.svd(x, full_matrices=False)
+        w = gpusvd.polar(x)[0] if name == "polar_linear" else None
+        ours(u, s, vh, w, torch.tensor(weights, device=x.device)).backward()
+        grad = x.grad.cpu().numpy()
+        expected = finite_difference(reference, a, weights)
+        assert np.isfinite(grad).all(), (case, name)
+        scale = max(np.abs(expected).max(), 1.0)
+        assert np.abs(grad - expected).max() <= 1e-6 * scale, (case, name)
+
+
+def test_torch_itself_gives_nan_there():
+    """The baseline the previous test improves on (torch.linalg.svd at diag(1, 1, 2, 3))."""
+    x = _tensor(np.diag([1.0, 1.0, 2.0, 3.0]))
+    u, s, vh = torch.linalg.svd(x)
+    (u @ vh).sum().backward()
+    assert not torch.isfinite(x.grad).all()
+
+
+def test_broadening_is_biased_but_finite():
+    x = _tensor(np.diag([1.0, 1.0 + 1e-9, 2.0]))
+    u, s, vh = gpusvd.svd(x, broadening=1e-6)
+    u[:, 0].sum().backward()        # not gauge invariant: only broadening makes it finite
+    assert torch.isfinite(x.grad).all()
+    with pytest.raises(ValueError, match="broadening"):
+        gpusvd.svd(np.eye(2), broadening=-1.0)
+
+
+def test_no_grad_leaves_no_graph():
+    x = _random((4, 3), torch.float64)
+    with torch.no_grad():
+        u, s, vh = gpusvd.svd(x)
+    assert not u.requires_grad and not s.requires_grad
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_gradcheck_on_cuda(shape, dtype, monkeypatch):
+    """The same on CUDA tensors: gpusvd's forward on their GPU, the backward in torch
+    operations there."""
+    monkeypatch.setattr(sys.modules[__name__], "_device", lambda: "cuda")
+    x = _random(shape, dtype)
+    assert x.is_cuda
+    assert torch.autograd.gradcheck(_invariant, (x,))
+
+
+@pytest.mark.gpu
+def test_repeated_values_on_cuda(monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "_device", lambda: "cuda")
+    test_repeated_values_against_finite_differences("diag_1123")
