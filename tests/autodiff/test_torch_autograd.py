@@ -132,3 +132,11 @@ def test_gradcheck_on_cuda(shape, dtype, monkeypatch):
 def test_repeated_values_on_cuda(monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "_device", lambda: "cuda")
     test_repeated_values_against_finite_differences("diag_1123")
+
+
+def test_complex_loss_that_depends_on_the_phases_is_refused():
+    """As torch does: the gradient of a loss of u_i's phase is not defined."""
+    x = _random((4, 3), torch.complex128)
+    u, s, vh = gpusvd.svd(x, full_matrices=False)
+    with pytest.raises(ValueError, match="phases of the complex singular vectors"):
+        u[0, 0].real.backward()

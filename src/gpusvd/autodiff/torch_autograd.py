@@ -32,6 +32,32 @@ def _ct(x):
     return x.conj().swapaxes(-1, -2)
 
 
+# A complex loss whose gradient's phase part Im diag(UᴴgU + VᴴgV) exceeds this share of
+# the cotangents' size depends on the phases of the singular vectors, which the SVD does
+# not fix (torch's own check, with its tolerance).
+GAUGE_TOL = 1e-6
+
+
+def _check_gauge(u, vh, gu, gvh):
+    """``ValueError`` for a complex loss that depends on the singular vectors' phases."""
+    import torch
+
+    if not u.is_complex() or (gu is None and gvh is None):
+        return
+    phase = 0
+    if gu is not None:
+        phase = phase + torch.diagonal(_ct(u) @ gu, dim1=-2, dim2=-1).imag
+    if gvh is not None:
+        phase = phase + torch.diagonal(vh @ _ct(gvh), dim1=-2, dim2=-1).imag
+    size = sum(float(g.abs().max()) for g in (gu, gvh) if g is not None and g.numel())
+    if float(phase.abs().max()) > GAUGE_TOL * max(size, 1.0):
+        raise ValueError(
+            "svd: this loss depends on the phases of the complex singular vectors, which "
+            "the SVD does not determine (each u_i, v_i pair may be multiplied by e^(iφ)): "
+            "its gradient is not defined. Use a loss invariant to them (of U·Vᴴ, of "
+            "projectors, of |u_i|, of S)")
+
+
 @functools.cache
 def _functions():
     """The autograd Functions, defined once torch is imported."""
@@ -52,6 +78,7 @@ def _functions():
             k = s.shape[-1]
             gu = None if gu is None else gu[..., :k]
             gvh = None if gvh is None else gvh[..., :k, :]
+            _check_gauge(u, vh, gu, gvh)
             return (formulas.svd_backward(_ops(), u, s, vh, gu, gs, gvh, ctx.broadening),
                     None, None, None)
 
