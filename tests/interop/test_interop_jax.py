@@ -80,3 +80,12 @@ def test_gpu_results_feed_jit():
     u, s, vh = gpusvd.svd(jax.device_put(a, _on("gpu")), full_matrices=False)
     back = jax.jit(lambda u, s, vh: (u * s) @ vh)(u, s, vh)
     assert np.allclose(_numpy(back), a)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_round_trips_its_dtype(dtype):
+    """Issue 30, item 5: computed in float32, returned in the input's dtype."""
+    x = jax.numpy.asarray(np.random.default_rng(0).standard_normal((12, 7))).astype(dtype)
+    u, s, vh = gpusvd.svd(x, full_matrices=False)
+    assert str(u.dtype) == str(s.dtype) == str(vh.dtype) == dtype
+    assert str(gpusvd.polar(x)[0].dtype) == dtype

@@ -114,3 +114,16 @@ class TestSecondGPU(TestCUDA):
     def _needs_two(self):
         if torch.cuda.device_count() < 2:
             pytest.skip("needs two GPUs")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_round_trips_its_dtype(dtype):
+    """Issue 30, item 5: computed in float32, returned in the input's dtype."""
+    dt = getattr(torch, dtype)
+    x = torch.randn(12, 7, generator=torch.Generator().manual_seed(0)).to(dt)
+    u, s, vh = gpusvd.svd(x, full_matrices=False)
+    assert u.dtype == s.dtype == vh.dtype == dt
+    assert gpusvd.svdvals(x).dtype == dt and gpusvd.polar(x)[1].dtype == dt
+    eps = torch.finfo(dt).eps
+    back = u.float() * s.float() @ vh.float()
+    assert float((back - x.float()).abs().max()) <= 30 * 12 * eps * float(s.float().max())

@@ -48,6 +48,28 @@ def _jax_tracer(a):
     return core is not None and isinstance(a, core.Tracer)
 
 
+# The half-precision dtypes of PyTorch and JAX (bfloat16 has no NumPy dtype, so neither
+# crosses DLPack into NumPy as it is): computed in float32, as NumPy promotes float16.
+_HALF = ("float16", "bfloat16")
+
+
+def _half_precision(a):
+    """The dtype of a PyTorch or JAX array in half precision, else None."""
+    if not (_instance_of(a, "torch", "Tensor") or _instance_of(a, "jax", "Array")):
+        return None
+    return a.dtype if str(a.dtype).rpartition(".")[2] in _HALF else None
+
+
+def _cast_back(restore, dtype):
+    """``restore``, then floating results back to the input's half-precision ``dtype``."""
+    def back(r):
+        out = restore(r)
+        if hasattr(out, "is_floating_point"):  # torch
+            return out.to(dtype) if out.is_floating_point() else out
+        return out.astype(dtype) if str(out.dtype).startswith(("float", "bfloat")) else out
+    return back
+
+
 def _dlpack_device(a):
     try:
         return a.__dlpack_device__()
@@ -131,6 +153,9 @@ def place(a, device="auto"):
         arr, home = a, "cpu"
         restore = to_host
     elif hasattr(a, "__dlpack__"):
+        half = _half_precision(a)
+        if half is not None:  # computed in float32, returned in the input's own dtype
+            a = a.float() if _instance_of(a, "torch", "Tensor") else a.astype("float32")
         dev = _dlpack_device(a)
         back = _from_dlpack_of(a)
         a = _exportable(a)
@@ -145,6 +170,8 @@ def place(a, device="auto"):
             restore = _via(back, home, arr)
         else:  # a library we cannot name: its device, in NumPy or CuPy
             restore = _to_cupy_on(arr.device.id) if home == "gpu" else to_host
+        if half is not None:
+            restore = _cast_back(restore, half)
     else:
         arr, home = np.asarray(a), "cpu"
         restore = to_host
