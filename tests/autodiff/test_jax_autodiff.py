@@ -64,3 +64,24 @@ def test_vjp_of_svdvals_and_a_stack():
 def test_jit_says_what_to_do(fn):
     with pytest.raises(ValueError, match="cannot run inside jax.jit.*outside the jitted"):
         jax.jit(fn)(jnp.eye(3))
+
+
+@pytest.mark.parametrize("case", ["random", "diag_1123"])
+def test_jvp_against_finite_differences(case):
+    """Forward mode: the custom JVP rule, whose transpose the tests above use."""
+    import scipy.linalg
+
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((5, 4)) if case == "random" else DEGENERATE[case][0]
+    t = rng.standard_normal(a.shape)
+    h = 1e-6
+    for fn, ref in ((gpusvd.svdvals, lambda x: np.linalg.svd(x, compute_uv=False)),
+                    (lambda x: gpusvd.polar(x)[0], lambda x: scipy.linalg.polar(x)[0])):
+        _, tangent = jax.jvp(fn, (jnp.asarray(a),), (jnp.asarray(t),))
+        expected = (ref(a + h * t) - ref(a - h * t)) / (2 * h)
+        assert np.abs(np.asarray(tangent) - expected).max() <= 1e-6 * np.abs(expected).max()
+
+
+def test_full_matrices_is_not_differentiable():
+    with pytest.raises(ValueError, match="full_matrices=True is not differentiable"):
+        jax.grad(lambda x: gpusvd.svd(x)[1].sum())(jnp.eye(3))

@@ -96,3 +96,29 @@ def polar_cotangents(u, s, vh, g_unitary, g_hermitian, ops):
         gv = gv + ((g_hermitian + _ct(g_hermitian)) @ v) * s[..., None, :]
     return gu, gs, _ct(gv)
 
+
+
+def svd_jvp(ops, u, s, vh, da, broadening=None):
+    """(dU, ds, dVh) of an economy SVD along ``da``: the forward-mode form of
+    :func:`svd_backward` (the same derivation, the same split and the same 0/0 rule), so
+    that JAX may transpose it into the reverse mode. dU = U·dP + (I − UUᴴ)·dA·V·S⁻¹,
+    dV = V·dQ + (I − VVᴴ)·dAᴴ·U·S⁻¹ with, for dC = Uᴴ·dA·V, F = dC and G = dCᴴ,
+    dP = (F + G)/(2(s_j − s_i)) + (F − G)/(2(s_j + s_i)) and
+    dQ = (F + G)/(2(s_j − s_i)) − (F − G)/(2(s_j + s_i)); ds = Re diag(dC)."""
+    m, n = u.shape[-2], vh.shape[-1]
+    k = s.shape[-1]
+    tol = ops.eps(s.dtype) * max(m, n) * s[..., :1, None]
+    inv_s = _inverse(ops, s, tol[..., 0], broadening)
+    v = _ct(vh)
+    dc = _ct(u) @ da @ v
+    ds = ops.real(ops.diagonal(dc))
+    plus, minus = dc + _ct(dc), dc - _ct(dc)
+    one = plus * _inverse(ops, s[..., None, :] - s[..., :, None], tol, broadening) / 2
+    two = minus * _inverse(ops, s[..., None, :] + s[..., :, None], tol, broadening) / 2
+    du = u @ (one + two)
+    dv = v @ (one - two)
+    if m > k:
+        du = du + (da @ v - u @ dc) * inv_s[..., None, :]
+    if n > k:
+        dv = dv + (_ct(da) @ u - v @ _ct(dc)) * inv_s[..., None, :]
+    return du, ds, _ct(dv)

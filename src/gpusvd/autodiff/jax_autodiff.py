@@ -1,9 +1,10 @@
-"""JAX's transformations of ``svd``, ``svdvals`` and ``polar``: a ``jax.custom_vjp`` per
-decomposition, whose forward is gpusvd's on the concrete array and whose backward is
-:func:`.formulas.svd_backward` in ``jax.numpy``. So ``jax.grad`` and ``jax.vjp`` of a
-function that calls gpusvd work eagerly; forward mode (``jax.jvp``) is not defined (JAX
-says so), and inside ``jax.jit`` gpusvd cannot run: its kernels are not XLA operations,
-and the front end says what to do instead (:func:`gpusvd._core.arrays.place`).
+"""JAX's transformations of ``svd``, ``svdvals`` and ``polar``: a ``jax.custom_jvp`` per
+decomposition, whose primal is gpusvd's on the concrete array and whose tangent map is
+:func:`.formulas.svd_jvp` in ``jax.numpy``, linear in the tangent, so that JAX transposes
+it for the reverse mode: ``jax.jvp``, ``jax.grad`` and ``jax.vjp`` of eager code that
+calls gpusvd work. Inside ``jax.jit`` gpusvd cannot run: its kernels are not XLA
+operations, and the front end says what to do instead. ``full_matrices=True`` is not
+differentiable here (the extra columns are arbitrary; ``jnp.linalg.svd`` refuses too).
 """
 
 import functools
@@ -39,60 +40,52 @@ def _ct(x):
 
 
 def _concrete(x):
-    """``x`` if it holds values; inside jax.jit it does not, and gpusvd cannot run."""
-    if traced(x):
-        raise ValueError(JAX_TRACER_MESSAGE)
+    """``x`` if it holds values; inside jax.jit it does not, and gpusvd cannot run. A
+    differentiation tracer holds its primal, which may hold values in turn."""
+    import jax
+
+    inner = x
+    while isinstance(inner, jax.core.Tracer):
+        if not hasattr(inner, "primal"):
+            raise ValueError(JAX_TRACER_MESSAGE)
+        inner = inner.primal
     return x
 
 
-def svd(a, economy, full, *, full_matrices, compute_uv, broadening):
-    """``svd`` of the traced array ``a`` under a custom VJP (module docstring)."""
+def _svd_rule(economy, broadening):
+    """The custom-JVP economy SVD: (U, s, Vh) of a concrete array, its tangents."""
     import jax
 
-    k = min(a.shape[-2:])
-
-    @jax.custom_vjp
+    @jax.custom_jvp
     def decompose(x):
-        return forward(x)[0]
+        return tuple(economy(_concrete(x)))
 
-    def forward(x):
-        x = _concrete(x)
-        u, s, vh = full(x) if full_matrices and compute_uv else economy(x)
-        out = tuple((u, s, vh)) if compute_uv else s
-        return out, (u[..., :k], s, vh[..., :k, :])
+    @decompose.defjvp
+    def tangents(primals, dots):
+        (x,), (dx,) = primals, dots
+        u, s, vh = decompose(x)
+        du, ds, dvh = formulas.svd_jvp(_ops(), u, s, vh, dx, broadening)
+        return (u, s, vh), (du, ds, dvh)
 
-    def backward(saved, g):
-        u, s, vh = saved
-        gu, gs, gvh = g if compute_uv else (None, g, None)
-        if gu is not None:
-            gu, gvh = gu[..., :k], gvh[..., :k, :]
-        return (formulas.svd_backward(_ops(), u, s, vh, gu, gs, gvh, broadening),)
+    return decompose
 
-    decompose.defvjp(forward, backward)
-    return decompose(a)
+
+def svd(a, economy, full, *, full_matrices, compute_uv, broadening):
+    """``svd`` of the traced array ``a`` under a custom JVP (module docstring)."""
+    _concrete(a)
+    if full_matrices and compute_uv:
+        raise ValueError("svd: full_matrices=True is not differentiable (its extra columns "
+                         "are arbitrary); pass full_matrices=False under jax.grad or jax.jvp")
+    u, s, vh = _svd_rule(economy, broadening)(a)
+    return (u, s, vh) if compute_uv else s
 
 
 def polar(a, economy, *, side, broadening):
-    """``polar`` of the traced array ``a`` under a custom VJP."""
-    import jax
-
-    @jax.custom_vjp
-    def right_polar(x):
-        return forward(x)[0]
-
-    def forward(x):
-        u, s, vh = economy(_concrete(x))
-        unitary = u @ vh
-        hermitian = (_ct(vh) * s[..., None, :].astype(vh.dtype)) @ vh
-        return (unitary, hermitian), (u, s, vh)
-
-    def backward(saved, g):
-        u, s, vh = saved
-        gu, gs, gvh = formulas.polar_cotangents(u, s, vh, g[0], g[1], _ops())
-        return (formulas.svd_backward(_ops(), u, s, vh, gu, gs, gvh, broadening),)
-
-    right_polar.defvjp(forward, backward)
+    """``polar`` of the traced array ``a``: its factors from the differentiable SVD."""
+    x = _concrete(a) if side == "right" else _ct(_concrete(a))
+    u, s, vh = _svd_rule(economy, broadening)(x)
+    unitary = u @ vh
+    hermitian = (_ct(vh) * s[..., None, :].astype(vh.dtype)) @ vh
     if side == "right":
-        return right_polar(a)
-    w, p = right_polar(_ct(a))
-    return _ct(w), p
+        return unitary, hermitian
+    return _ct(unitary), hermitian
