@@ -81,7 +81,7 @@ class TestCUDA:
         a = rng.standard_normal((40, 24))
         x = self.put(a.T.copy()).T.requires_grad_()
         u, s, vh = gpusvd.svd(x, full_matrices=False)
-        assert u.device == x.device and not u.requires_grad
+        assert u.device == x.device and u.requires_grad  # the backward recorded (issue 30)
         assert np.allclose(_numpy(u) * _numpy(s) @ _numpy(vh), a)
         z = a + 1j * rng.standard_normal(a.shape)
         u, s, vh = gpusvd.svd(self.put(z).conj(), full_matrices=False)
