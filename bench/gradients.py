@@ -1,0 +1,178 @@
+"""Gradients and the polar decomposition: gpusvd against torch, JAX and Newton–Schulz.
+
+The questions a PyTorch or JAX user asks (issue 30): "how much does the SVD's forward and
+backward cost against torch's, and is its gradient finite where values repeat?" and "how
+fast and how orthogonal is gpusvd.polar against JAX's QDWH polar, an SVD-based polar in
+torch and 5 quintic Newton–Schulz steps (the Muon family's)?". Input on the GPU, median
+time after a warm-up (``gpusvd._bench``), accuracy beside it.
+
+    python bench/gradients.py --parts svd polar degenerate --out gradients.json
+
+- ``svd``: forward + backward of the loss sum(s) + sum(U·Vh) through ``gpusvd.svd`` and
+  ``torch.linalg.svd``, and of sum(s) through the values only, at ``--sizes`` and a stack
+  of ``--stack`` matrices, float32 and float64.
+- ``polar``: the unitary factor at ``--polar-sizes`` and a stack of 64 × 1024² float32;
+  orthogonality ‖UᴴU − I‖_F/(n·ε) beside each time.
+- ``degenerate``: the gradient of sum(U·Vh) at diag(1, 1, 2, 3) by each library: finite
+  or not.
+"""
+
+import argparse
+import time
+
+import numpy as np
+
+import common
+
+NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)  # the quintic Newton–Schulz of Muon (Jordan 2024)
+NS_STEPS = 5
+
+
+def _torch_matrix(shape, dtype, seed=0):
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return torch.randn(*shape, generator=g, device="cuda", dtype=getattr(torch, dtype))
+
+
+def _svd_cases():
+    """name: (forward + backward of a loss) for a tensor x that requires grad."""
+    import torch
+
+    import gpusvd
+
+    def ours(x):
+        u, s, vh = gpusvd.svd(x, full_matrices=False)
+        (s.sum() + (u @ vh).sum()).backward()
+
+    def theirs(x):
+        u, s, vh = torch.linalg.svd(x, full_matrices=False)
+        (s.sum() + (u @ vh).sum()).backward()
+
+    return {"gpusvd_svd": ours, "torch_svd": theirs,
+            "gpusvd_svdvals": lambda x: gpusvd.svdvals(x).sum().backward(),
+            "torch_svdvals": lambda x: torch.linalg.svdvals(x).sum().backward()}
+
+
+def _newton_schulz(x):
+    a, b, c = NS_COEFFICIENTS
+    y = x / (x.norm(dim=(-2, -1), keepdim=True) + 1e-7)
+    for _ in range(NS_STEPS):
+        g = y.mT @ y
+        y = a * y + y @ (b * g + c * g @ g)
+    return y
+
+
+def _polar_cases():
+    import jax
+    import jax.scipy.linalg as jsl
+    import torch
+
+    import gpusvd
+
+    jax_polar = jax.jit(lambda z: jsl.polar(z, method="qdwh")[0])
+
+    def torch_svd_polar(x):
+        u, _, vh = torch.linalg.svd(x, full_matrices=False)
+        return u @ vh
+
+    return {"gpusvd_polar": lambda x: gpusvd.polar(x)[0],
+            "jax_qdwh": lambda x: jax.block_until_ready(jax_polar(jax.dlpack.from_dlpack(x))),
+            "torch_svd_polar": torch_svd_polar, "newton_schulz_5": _newton_schulz}
+
+
+def _orthogonality(u):
+    import torch
+
+    u = torch.from_dlpack(u) if not isinstance(u, torch.Tensor) else u
+    u = u.double().reshape(-1, *u.shape[-2:])
+    k = u.shape[-1]
+    eye = torch.eye(k, dtype=u.dtype, device=u.device)
+    defect = torch.linalg.matrix_norm(u.mT @ u - eye).max().item()
+    return defect / (k * float(np.finfo(np.float32 if u.dtype == torch.float32
+                                        else np.float64).eps))
+
+
+def run_svd(args, records):
+    for dtype in args.dtypes:
+        shapes = [(n, n) for n in args.sizes] + [(args.stack, 64, 64)]
+        for shape in shapes:
+            for name, fn in _svd_cases().items():
+                x = _torch_matrix(shape, dtype).requires_grad_()
+                timing = common.time_gpu(lambda: fn(x), warmup=1, repeat=args.repeat)
+                finite = bool(x.grad is not None and x.grad.isfinite().all())
+                records.append({"part": "svd", "case": name, "shape": list(shape),
+                                "dtype": dtype, "seconds": timing.median,
+                                "grad_finite": finite})
+                print(f"svd {name:16s} {str(shape):18s} {dtype:8s} {timing.median:9.4f} s",
+                      flush=True)
+                common.free_gpu_memory()
+
+
+def run_polar(args, records):
+    cases = [((n, n), dtype) for n in args.polar_sizes for dtype in args.dtypes]
+    cases.append(((64, 1024, 1024), "float32"))
+    for shape, dtype in cases:
+        x = _torch_matrix(shape, dtype)
+        for name, fn in _polar_cases().items():
+            try:
+                timing = common.time_gpu(lambda: fn(x), warmup=1, repeat=args.repeat)
+                rec = {"seconds": timing.median,
+                       "orthogonality": _orthogonality(timing.result)}
+            except Exception as exc:  # a peer that fails is recorded, not fatal
+                rec = {"error": common.short_error(exc)}
+            records.append({"part": "polar", "case": name, "shape": list(shape),
+                            "dtype": dtype, **rec})
+            print(f"polar {name:16s} {str(shape):18s} {dtype:8s} "
+                  f"{rec.get('seconds', float('nan')):9.4f} s "
+                  f"orth {rec.get('orthogonality', float('nan')):.3g}", flush=True)
+            common.free_gpu_memory()
+
+
+def run_degenerate(records):
+    import jax
+    import jax.numpy as jnp
+    import torch
+
+    import gpusvd
+
+    a = np.diag([1.0, 1.0, 2.0, 3.0])
+    for name, svd in (("gpusvd", gpusvd.svd), ("torch", torch.linalg.svd)):
+        x = torch.tensor(a, device="cuda", requires_grad=True)
+        u, s, vh = svd(x, full_matrices=False)
+        (u @ vh).sum().backward()
+        records.append({"part": "degenerate", "case": name,
+                        "grad_finite": bool(x.grad.isfinite().all())})
+    jax.config.update("jax_enable_x64", True)
+    grad = jax.grad(lambda z: (lambda r: (r[0] @ r[2]).sum())(
+        jnp.linalg.svd(z, full_matrices=False)))(jnp.asarray(a))
+    records.append({"part": "degenerate", "case": "jax",
+                    "grad_finite": bool(np.isfinite(np.asarray(grad)).all())})
+    for r in records[-3:]:
+        print(f"degenerate {r['case']:8s} gradient finite: {r['grad_finite']}", flush=True)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--parts", nargs="+", default=["svd", "polar", "degenerate"],
+                   choices=["svd", "polar", "degenerate"])
+    p.add_argument("--sizes", type=int, nargs="+", default=[256, 1024, 4096])
+    p.add_argument("--stack", type=int, default=1000, help="matrices of 64² in the stack")
+    p.add_argument("--polar-sizes", type=int, nargs="+", default=[1024, 4096, 8192])
+    p.add_argument("--dtypes", nargs="+", default=["float32", "float64"])
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--out", default="gradients.json")
+    args = p.parse_args(argv)
+    records, started = [], time.time()
+    if "svd" in args.parts:
+        run_svd(args, records)
+    if "polar" in args.parts:
+        run_polar(args, records)
+    if "degenerate" in args.parts:
+        run_degenerate(records)
+    common.write_json(args.out, {"device": common.device_info(), "records": records,
+                                 "elapsed": time.time() - started})
+
+
+if __name__ == "__main__":
+    main()
