@@ -16,7 +16,7 @@ from ._core.front_end import receive
 from ._core.memory import DENSE_HINT, hint_on_exhaustion
 from ._core.results import SVDResult
 from ._core.threads import single_threaded_blas
-from .autodiff import jax_autodiff, torch_autograd
+from . import autodiff
 from .batched import driver as batched
 from .golub_reinsch import driver as golub_reinsch
 from .jacobi import driver as jacobi
@@ -185,8 +185,7 @@ def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finit
 def _differentiated(a, *, full_matrices, compute_uv, broadening, kw):
     """The SVD of a torch tensor that requires grad or of a traced JAX array, with its
     backward recorded (:mod:`gpusvd.autodiff`); None for any other input."""
-    binding = (torch_autograd if torch_autograd.records_grad(a)
-               else jax_autodiff if jax_autodiff.traced(a) else None)
+    binding = autodiff.binding_for(a)
     if binding is None:
         return None
     validation.check_broadening(broadening)

@@ -21,7 +21,7 @@ from ._core import validation
 from ._core.front_end import receive
 from ._core.memory import DENSE_HINT, hint_on_exhaustion
 from ._dispatch import svd
-from .autodiff import jax_autodiff, torch_autograd
+from . import autodiff
 from .batched import driver as batched_svd
 from .batched import qdwh
 
@@ -35,14 +35,10 @@ def _ct(x):
 
 def _unitary_factor_tall(a, xp, method):
     """U of each matrix of ``a`` (batch, m, n), m >= n >= 1, finite: (batch, m, n)."""
-    batch, m, n = a.shape
     if method == "svd":
         u, _, vh = batched_svd.svd(a, xp, full_matrices=False, compute_uv=True)
         return xp.matmul(u, vh)
-    wide = np.complex128 if a.dtype.kind == "c" else np.float64
-    big = xp.abs(a).max(axis=(1, 2))
-    _, e = xp.frexp(xp.where(big > 0, big, 1).astype(np.float64))
-    y = (_ct(a).astype(wide) * xp.ldexp(xp.ones(batch), -e)[:, None, None]).copy()
+    y = _ct(qdwh.unit_scaled(a, xp)[0]).copy()  # a new array: QDWH overwrites it
     uh, converged = qdwh.polar_factor(xp, y, float(np.finfo(a.dtype).eps))
     u = _ct(uh).astype(a.dtype)
     if not converged.all():
@@ -119,8 +115,7 @@ def polar(a, side="right", *, method="auto", check_finite=True, device="auto",
     validation.check_choice("side", side, SIDES)
     validation.check_choice("method", method, METHODS)
     validation.check_broadening(broadening)
-    binding = (torch_autograd if torch_autograd.records_grad(a)
-               else jax_autodiff if jax_autodiff.traced(a) else None)
+    binding = autodiff.binding_for(a)
     if binding is not None:
         def economy(x):
             return svd(x, full_matrices=False, check_finite=check_finite, device=device)

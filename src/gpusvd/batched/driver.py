@@ -74,14 +74,11 @@ def _orthonormalized(u, xp, qcols):
 
 def _decompose_tall(a, xp, *, full_matrices, compute_uv):
     """(U, S, Vh) of a stack (batch, m, n), m >= n >= 1, finite."""
-    batch, m, n = a.shape
+    _, m, n = a.shape
     dtype = a.dtype
     eps = float(np.finfo(dtype).eps)
-    wide = np.complex128 if dtype.kind == "c" else np.float64
     with profile.phase("batched_scale", xp):
-        big = xp.abs(a).max(axis=(1, 2))
-        _, e = xp.frexp(xp.where(big > 0, big, 1).astype(np.float64))
-        a64 = a.astype(wide) * xp.ldexp(xp.ones(batch), -e)[:, None, None]
+        a64, e = qdwh.unit_scaled(a, xp)
         y = a64.conj().swapaxes(-1, -2).copy()  # a new array: QDWH overwrites it
     uh, converged = qdwh.polar_factor(xp, y, eps)
     with profile.phase("batched_eigh", xp):

@@ -57,6 +57,15 @@ L_TOL_FACTOR = 10.0
 X_NORM2_BOUND = 2.0
 
 
+def unit_scaled(a, xp):
+    """(A', e): each matrix of ``a`` (batch, m, n) in float64 (complex128) times 2^−e_b, so
+    that its largest entry lies in [1/2, 1) (exact; e_b = 0 for a zero matrix)."""
+    wide = np.complex128 if a.dtype.kind == "c" else np.float64
+    big = xp.abs(a).max(axis=(1, 2))
+    _, e = xp.frexp(xp.where(big > 0, big, 1).astype(np.float64))
+    return a.astype(wide) * xp.ldexp(xp.ones(len(a)), -e)[:, None, None], e
+
+
 def _column(xp, values, dtype):
     """Host values (batch,) as an ``xp`` array (batch, 1, 1) of ``dtype``."""
     return xp.asarray(np.asarray(values).reshape(-1, 1, 1)).astype(dtype)
