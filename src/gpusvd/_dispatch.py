@@ -12,6 +12,7 @@ import numpy as np
 import scipy.linalg
 
 from ._core import tunables, validation
+from ._core.errors import LinAlgError
 from ._core.front_end import receive
 from ._core.memory import DENSE_HINT, hint_on_exhaustion
 from ._core.results import SVDResult
@@ -20,6 +21,7 @@ from . import autodiff
 from .batched import driver as batched
 from .golub_reinsch import driver as golub_reinsch
 from .jacobi import driver as jacobi
+from .jacobi import small_svd, small_svd_cuda
 from .jacobi.blocked import block_width
 from .polar_svd import driver as polar
 
@@ -46,18 +48,21 @@ def _jacobi(stack, xp, *, full_matrices, compute_uv, overwrite_a):
                             options=jacobi.DEFAULTS)
 
 
-# Without the QR preconditioning and with one-pass column norms: gesvd's accuracy (not the
-# relative accuracy of graded matrices that method="jacobi" promises) at a fraction of
-# the launches, for "auto".
-_LEAN_JACOBI = jacobi.DEFAULTS._replace(precondition=False, norms="scaled")
-
-
-def _lean_jacobi(stack, xp, *, full_matrices, compute_uv, overwrite_a):
-    """The one-sided Jacobi SVD of the whole ``stack`` without preconditioning: the path
-    of ``method="auto"`` for matrices of at most 2b columns on the GPU, one or many, where
-    every step is one launch for the whole stack and a call costs few launches."""
-    return jacobi.decompose(stack, xp, full_matrices=full_matrices, compute_uv=compute_uv,
-                            options=_LEAN_JACOBI)
+def _small_jacobi(job, *, full_matrices, compute_uv, check_finite, what):
+    """``method="auto"``'s path on the GPU for matrices with min(M, N) <= 2b that fit one
+    thread block (:func:`gpusvd.jacobi.small_svd_cuda.fits`), one or a stack: the whole
+    one-sided Jacobi SVD of each matrix in one kernel launch, the finite check and the
+    scaling inside it (``job`` is not scanned), then one host synchronization for its
+    status. gesvd's accuracy (not the relative accuracy of ``method="jacobi"``)."""
+    u, s, vh, status = small_svd_cuda.small_svd(job.stack, compute_uv=compute_uv,
+                                                full_matrices=full_matrices)
+    flags = int(status.get()[0])
+    if flags & small_svd.NOT_FINITE and check_finite:
+        raise validation.not_finite(what)
+    if flags & small_svd.NOT_CONVERGED:
+        raise LinAlgError(f"{what}: no convergence in {small_svd.MAX_SWEEPS} sweeps of the "
+                          "one-sided Jacobi method")
+    return u, s, vh
 
 
 def _lapack(stack, xp, *, full_matrices, compute_uv, overwrite_a):
@@ -101,8 +106,8 @@ _METHODS = {"gr": _matrix_by_matrix(golub_reinsch.svd), "jacobi": _jacobi,
             "polar": _polar, "lapack": _lapack}
 # The names svd's ``method`` takes (the command line's choices too).
 METHODS = ("auto", *_METHODS)
-# Paths that "auto" may choose besides the methods, not asked for by name.
-_AUTO_ONLY = {"lean-jacobi": _lean_jacobi}
+# The path that "auto" may choose besides the methods, not asked for by name.
+_SMALL = "small-jacobi"
 
 # The methods that take options beyond svd's arguments, and the function of each that
 # checks them (``ValueError`` for an unknown option or value) and returns them as keyword
@@ -136,7 +141,7 @@ def _choose_method(shape, dtype, xp, compute_uv=True):
             and min(shape[-2:]) >= tunables.get().auto_values_gr_min_n_gpu):
         return "gr"
     if min(shape[-2:]) <= 2 * block_width(xp):
-        return "lean-jacobi"
+        return _SMALL
     return "polar"
 
 
@@ -165,18 +170,26 @@ def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finit
     validation.check_choice("method", method, METHODS)
     options = _method_options(method, reduction, options, compute_uv=compute_uv, what=what)
     with receive(a, what=what, device=device, check_finite=check_finite,
-                 overwrite_a=overwrite_a) as job:
-        stack, xp = job.stack, job.xp
-        _, m, n = stack.shape
-        if len(stack) == 0:
-            u, s, vh = _empty_stack(xp, (0,), m, n, stack.dtype, full_matrices, compute_uv)
+                 overwrite_a=overwrite_a, scan=False) as job:
+        xp = job.xp
+        batch, m, n = job.stack.shape
+        if method == "auto":
+            method = _choose_method((*job.batch, m, n), job.stack.dtype, xp, compute_uv)
+            if method == _SMALL and not (m and n and small_svd_cuda.fits(
+                    m, n, job.stack.dtype, full_matrices=full_matrices, compute_uv=compute_uv)):
+                method = "polar"  # many rows: the batched engine takes tall stacks
+        if batch == 0:
+            u, s, vh = _empty_stack(xp, (0,), m, n, job.stack.dtype, full_matrices,
+                                    compute_uv)
+        elif method == _SMALL:
+            u, s, vh = _small_jacobi(job, full_matrices=full_matrices, compute_uv=compute_uv,
+                                     check_finite=check_finite, what=what)
         else:
-            if method == "auto":
-                method = _choose_method((*job.batch, m, n), stack.dtype, xp, compute_uv)
-            route = _METHODS[method] if method in _METHODS else _AUTO_ONLY[method]
+            job.scan(what=what, check_finite=check_finite)
             with _cpu_threads(xp, method):
-                u, s, vh = route(stack, xp, full_matrices=full_matrices,
-                                 compute_uv=compute_uv, overwrite_a=job.writable, **options)
+                u, s, vh = _METHODS[method](job.stack, xp, full_matrices=full_matrices,
+                                            compute_uv=compute_uv, overwrite_a=job.writable,
+                                            **options)
         if not compute_uv:
             return job.values(s)
         return SVDResult(job.vectors(u), job.values(s), job.vectors(vh))
@@ -270,8 +283,10 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
       does not converge), the whole stack in one call: the fastest there at every shape
       measured, at LAPACK's accuracy;
     - on the GPU, for matrices with min(M, N) <= 2b (b: tunable
-      ``jacobi_block_width_gpu``, 32), one matrix or a stack: the one-sided Jacobi SVD
-      without its QR preconditioning, the whole stack in one kernel launch;
+      ``jacobi_block_width_gpu``, 32) that fit one thread block's shared memory (up to
+      a few hundred rows), one matrix or a stack: the one-sided Jacobi SVD without its
+      QR preconditioning, the finite check, scaling, sweeps, sorting and U's completion
+      of the whole stack in one kernel launch (taller ones take the polar method);
     - on the GPU, for a stack of larger matrices up to min(M, N) = ``batched_max_n``
       (1024): the polar method through the batched engine, every step over the whole
       stack (batched QDWH, then one batched Hermitian eigensolver);

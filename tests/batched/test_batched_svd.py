@@ -12,6 +12,7 @@ import scipy.linalg
 import gpusvd
 from gpusvd import _dispatch, testing
 from gpusvd.batched import cholesky_qr, driver, qdwh
+from gpusvd.jacobi import small_svd
 from gpusvd.polar_svd.qdwh import CHOLESKY_MAX_C
 
 BOUND = 30  # units of n·ε (issue 27, acceptance 1)
@@ -24,23 +25,7 @@ def _host(x):
 
 
 def _stack(kinds, m, n, dtype, seed=0):
-    """One matrix of each kind: a LAPACK xDRVBD type, or "random", "rank", "graded",
-    "kappa1e12"."""
-    rng = np.random.default_rng(seed)
-    mats = []
-    for kind in kinds:
-        if kind == "random":
-            a = testing.random_matrix(m, n, dtype=dtype, seed=rng)
-        elif kind == "rank":
-            a = testing.low_rank(m, n, max(1, min(m, n) // 3), dtype=dtype, seed=rng)
-        elif kind == "graded":
-            a = testing.graded(m, n, grading=1e-6, dtype=dtype, seed=rng)
-        elif kind == "kappa1e12":
-            a = testing.with_condition(m, n, 1e12, dtype=dtype, seed=rng)
-        else:
-            a = testing.lapack_type(kind, m, n, dtype=dtype, seed=rng)
-        mats.append(a)
-    return np.stack(mats)
+    return testing.mixed_stack(kinds, m, n, dtype=dtype, seed=seed)
 
 
 class TestBatched_CPU:
@@ -142,16 +127,16 @@ class TestBatched_GPU(TestBatched_CPU):
         return cupy.asarray(a)
 
 
-class TestLeanJacobi_CPU(TestBatched_CPU):
-    """The path of ``method="auto"`` for matrices of at most 2b columns on the GPU: the
-    one-sided Jacobi SVD without preconditioning, held to the same contract."""
+class TestSmallJacobi_CPU(TestBatched_CPU):
+    """The path of ``method="auto"`` for matrices of at most 2b columns on the GPU (one
+    kernel launch, ``jacobi/small_svd.py`` its twin), held to the same contract."""
 
     def decompose(self, x, full_matrices=True, compute_uv=True):
-        xp = np if isinstance(x, np.ndarray) else __import__("cupy")
         batch, (m, n) = x.shape[:-2], x.shape[-2:]
-        u, s, vh = _dispatch._lean_jacobi(x.reshape(int(np.prod(batch)), m, n), xp,
-                                          full_matrices=full_matrices,
-                                          compute_uv=compute_uv, overwrite_a=False)
+        u, s, vh, status = small_svd.small_svd(x.reshape(int(np.prod(batch)), m, n),
+                                               full_matrices=full_matrices,
+                                               compute_uv=compute_uv)
+        assert status == 0
         s = s.reshape(*batch, -1)
         if not compute_uv:
             return s
@@ -159,8 +144,13 @@ class TestLeanJacobi_CPU(TestBatched_CPU):
 
 
 @pytest.mark.gpu
-class TestLeanJacobi_GPU(TestLeanJacobi_CPU):
+class TestSmallJacobi_GPU(TestBatched_CPU):
+    """``method="auto"`` on CuPy stacks: the kernel where a matrix fits one block."""
+
     device = "gpu"
+
+    def decompose(self, x, **kw):
+        return gpusvd.svd(x, **kw)
 
     def put(self, a):
         import cupy

@@ -3,8 +3,8 @@
 The rule, for real and complex input alike. On the CPU: LAPACK's gesdd (``"lapack"``),
 faster than our methods at every shape measured (``bench/cpu.py``). On the
 GPU: matrices with min(M, N) <= 2b (b the Jacobi block width), one or a stack, to the
-one-sided Jacobi SVD without preconditioning ("lean-jacobi"), whose pointwise kernel takes
-the whole stack in one call; everything else to the polar method, a stack of them through
+one-sided Jacobi SVD in one kernel launch ("small-jacobi") where a matrix fits one thread
+block; everything else to the polar method, a stack of them through
 the batched engine (``bench/stacks.py``, ``bench/exact.py``). ``method="lapack"`` is also
 asked for by name; NumPy's and SciPy's own
 SVD tests rerun with it.
@@ -40,17 +40,17 @@ def test_rule_on_the_cpu(shape, dtype):
 
 @pytest.mark.parametrize(("shape", "dtype", "expected"), [
     ((500, 400), np.float64, "polar"),
-    ((8, 8), np.float32, "lean-jacobi"),             # one small matrix: its few launches
-    ((1, 8, 8), np.float64, "lean-jacobi"),          # a stack of one is one matrix
-    ((6, 5), np.complex128, "lean-jacobi"),          # complex as well
+    ((8, 8), np.float32, "small-jacobi"),             # one small matrix: its few launches
+    ((1, 8, 8), np.float64, "small-jacobi"),          # a stack of one is one matrix
+    ((6, 5), np.complex128, "small-jacobi"),          # complex as well
     ((200, 65), np.complex128, "polar"),
     ((3, 2, 400, 300), np.complex64, "polar"),
-    ((4, 8, 8), np.complex128, "lean-jacobi"),
-    ((2, 8, 8), np.float64, "lean-jacobi"),          # a stack of small matrices
-    ((1000, 200, TWO_B_GPU), np.float32, "lean-jacobi"),  # tall, narrow: min(M, N) counts
-    ((7, TWO_B_GPU, 900), np.float64, "lean-jacobi"),
+    ((4, 8, 8), np.complex128, "small-jacobi"),
+    ((2, 8, 8), np.float64, "small-jacobi"),          # a stack of small matrices
+    ((1000, 200, TWO_B_GPU), np.float32, "small-jacobi"),  # tall, narrow: min(M, N) counts
+    ((7, TWO_B_GPU, 900), np.float64, "small-jacobi"),
     ((2, TWO_B_GPU + 1, TWO_B_GPU + 1), np.float64, "polar"),
-    ((0, 5, 5), np.float64, "lean-jacobi"),          # no matrix at all (never run)
+    ((0, 5, 5), np.float64, "small-jacobi"),          # no matrix at all (never run)
 ])
 def test_rule_on_the_gpu(shape, dtype, expected):
     assert _dispatch._choose_method(shape, np.dtype(dtype), GPU) == expected
@@ -61,12 +61,12 @@ def test_rule_on_the_gpu(shape, dtype, expected):
     ((9000, 8192), np.float32, "gr"),
     ((8192, 8191), np.float64, "polar"),             # min(M, N) counts
     ((8192, 8192), np.complex128, "polar"),          # complex bands chase on the host
-    ((2, 30, 30), np.float64, "lean-jacobi"),        # small matrices first
+    ((2, 30, 30), np.float64, "small-jacobi"),        # small matrices first
     ((100, 100), np.float64, "polar"),
 ])
 def test_rule_for_values_only_on_the_gpu(shape, dtype, expected):
     assert _dispatch._choose_method(shape, np.dtype(dtype), GPU, compute_uv=False) == expected
-    assert _dispatch._choose_method(shape, np.dtype(dtype), GPU) in ("polar", "lean-jacobi")
+    assert _dispatch._choose_method(shape, np.dtype(dtype), GPU) in ("polar", "small-jacobi")
     with tunables.override(auto_values_gr_min_n_gpu=50):
         small = _dispatch._choose_method((60, 50), np.dtype(np.float64), GPU, compute_uv=False)
         assert small == "gr"
@@ -75,7 +75,7 @@ def test_rule_for_values_only_on_the_gpu(shape, dtype, expected):
 
 def test_boundary_follows_the_block_width():
     with tunables.override(jacobi_block_width_gpu=4):
-        assert _dispatch._choose_method((5, 8, 8), np.dtype(np.float64), GPU) == "lean-jacobi"
+        assert _dispatch._choose_method((5, 8, 8), np.dtype(np.float64), GPU) == "small-jacobi"
         assert _dispatch._choose_method((5, 9, 9), np.dtype(np.float64), GPU) == "polar"
 
 
@@ -83,12 +83,17 @@ def test_boundary_follows_the_block_width():
 def spy(monkeypatch):
     """Record which method's stack entry ``svd`` calls, and the stack it is given."""
     calls = []
-    for table in (_dispatch._METHODS, _dispatch._AUTO_ONLY):
-        for name, method in list(table.items()):
-            def recorded(stack, xp, *, _name=name, _method=method, **kw):
-                calls.append((_name, stack.shape))
-                return _method(stack, xp, **kw)
-            monkeypatch.setitem(table, name, recorded)
+    for name, method in list(_dispatch._METHODS.items()):
+        def recorded(stack, xp, *, _name=name, _method=method, **kw):
+            calls.append((_name, stack.shape))
+            return _method(stack, xp, **kw)
+        monkeypatch.setitem(_dispatch._METHODS, name, recorded)
+    small = _dispatch._small_jacobi
+
+    def recorded_small(job, **kw):
+        calls.append((_dispatch._SMALL, job.stack.shape))
+        return small(job, **kw)
+    monkeypatch.setattr(_dispatch, "_small_jacobi", recorded_small)
     return calls
 
 
@@ -183,7 +188,7 @@ def test_auto_takes_complex_on_the_gpu(spy):
 
     z = cupy.asarray(np.array([[1.0, 2.0j], [0.0, 1.0]], np.complex64))
     u, s, vh = gpusvd.svd(z)
-    assert spy == [("lean-jacobi", (1, 2, 2))]
+    assert spy == [("small-jacobi", (1, 2, 2))]
     assert isinstance(u, cupy.ndarray) and u.dtype == vh.dtype == cupy.complex64
     assert np.allclose(s.get(), [1 + np.sqrt(2), np.sqrt(2) - 1])
     assert np.allclose((u * s @ vh).get(), z.get(), atol=1e-6)
@@ -191,16 +196,21 @@ def test_auto_takes_complex_on_the_gpu(spy):
 
 
 @pytest.mark.gpu
-def test_gpu_boundary_and_one_batched_call(pointwise_calls):
+def test_gpu_boundary_and_one_launch(spy):
     import cupy
 
     two_b = 2 * tunables.get().jacobi_block_width_gpu
-    assert _dispatch._choose_method((2, 300, two_b), np.dtype(np.float64), cupy) == "lean-jacobi"
+    assert _dispatch._choose_method((2, 300, two_b), np.dtype(np.float64), cupy) == "small-jacobi"
     assert _dispatch._choose_method((2, 300, two_b + 1), np.dtype(np.float64), cupy) == "polar"
     a = np.random.default_rng(2).standard_normal((2000, 40, 32))
     u, s, vh = gpusvd.svd(cupy.asarray(a), full_matrices=False)
-    assert pointwise_calls == [(2000, 40, 32)]  # A itself: no preconditioning
+    assert spy == [("small-jacobi", (2000, 40, 32))]  # the whole stack in one call
     assert np.allclose(np.matmul(u.get() * s.get()[..., None, :], vh.get()), a)
+    spy.clear()
+    tall = np.random.default_rng(3).standard_normal((3, 30000, 8))  # rows past one block
+    u, s, vh = gpusvd.svd(cupy.asarray(tall), full_matrices=False)
+    assert spy == [("polar", (3, 30000, 8))]
+    assert np.allclose(np.matmul(u.get() * s.get()[..., None, :], vh.get()), tall)
 
 
 @pytest.mark.parametrize("fn", [gpusvd.svd, gpusvd.svdvals])

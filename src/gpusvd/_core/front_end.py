@@ -46,11 +46,33 @@ class Received:
         Where the work runs and how results go back.
     """
 
-    def __init__(self, stack, placement, batch, exponents, bad, writable):
+    def __init__(self, stack, placement, batch, writable):
         self.stack, self.placement, self.batch = stack, placement, batch
         self.xp = placement.xp
         self.writable = writable
-        self._exponents, self._bad = exponents, bad
+        self._exponents = self._bad = None
+
+    def scan(self, *, what, check_finite):
+        """Step 5 of the module docstring: check finite and scale into the safe range
+        (``ValueError`` for NaN or infinity with ``check_finite``). :func:`prepare` does
+        it unless told not to, for a method that does both inside its own kernel."""
+        stack, xp = self.stack, self.xp
+        if not stack.size:
+            return
+        largest = largest_entries(stack, xp)
+        finite = np.isfinite(largest)
+        if not finite.all():
+            if check_finite:
+                raise validation.not_finite(what)
+            self._bad = ~finite
+            stack = stack if self.writable else stack.copy()
+            stack[xp.asarray(self._bad)] = 0
+            self.writable = True
+        k = safe_exponent(largest, stack.dtype)
+        if k.any():
+            stack = times_power_of_two(stack, k.reshape(-1, 1, 1), xp)
+            self._exponents, self.writable = k, True
+        self.stack = stack
 
     def values(self, s, power=1):
         """Values of each matrix (batch, ...) scaled back (singular values ``power`` = 1,
@@ -71,40 +93,27 @@ class Received:
 
 
 def prepare(a, *, what, device="auto", check_finite=True, overwrite_a=False,
-            allow_complex=True, working=None):
+            allow_complex=True, working=None, scan=True):
     """Place, check, convert, check finite, scale and stack ``a`` (the module docstring);
     returns a :class:`Received`. :func:`receive` also enters the computing device.
 
     ``working`` maps the validated working dtype to the method's own (Takagi: complex).
+    ``scan=False`` leaves step 5 to the caller (:meth:`Received.scan`).
     """
     arr, placement = place(a, device)
     validation.check_matrix(arr, what=what)
     dtype = validation.working_dtype(arr.dtype, allow_complex=allow_complex, what=what)
     if working is not None:
         dtype = working(dtype)
-    xp = placement.xp
     batch, (m, n) = arr.shape[:-2], arr.shape[-2:]
     with placement.device_context():
         writable = overwrite_a and placement.writable
         if arr.dtype != dtype:
             arr, writable = arr.astype(dtype), True
-        stack = arr.reshape(math.prod(batch), m, n)
-        exponents = bad = None
-        if stack.size:
-            largest = largest_entries(stack, xp)
-            finite = np.isfinite(largest)
-            if not finite.all():
-                if check_finite:
-                    raise validation.not_finite(what)
-                bad = ~finite
-                stack = stack if writable else stack.copy()
-                stack[xp.asarray(bad)] = 0
-                writable = True
-            k = safe_exponent(largest, dtype)
-            if k.any():
-                stack = times_power_of_two(stack, k.reshape(-1, 1, 1), xp)
-                exponents, writable = k, True
-    return Received(stack, placement, batch, exponents, bad, writable)
+        job = Received(arr.reshape(math.prod(batch), m, n), placement, batch, writable)
+        if scan:
+            job.scan(what=what, check_finite=check_finite)
+    return job
 
 
 @contextlib.contextmanager

@@ -26,11 +26,6 @@ class Options(NamedTuple):
     tol: Any
     max_sweeps: int
     precondition: bool
-    # σ = ‖g_i‖ by DRDSSQ (:mod:`.norms`, paper 003 Appendix A: every column accurate
-    # over the whole exponent range, three passes) or "scaled": one pass in float64 over
-    # the columns of an input scaled to max|a| ≈ 1, accurate to ε·σ₁ (gesvd's bound), for
-    # method="auto"'s lean path, where DRDSSQ's launches were a third of a small call.
-    norms: str = "drdssq"
 
 
 class Orthogonalized(NamedTuple):
@@ -61,15 +56,6 @@ def _blocked(g, want_v, signs, xp, options):
     return (xp.stack(gs), xp.stack(vs) if want_v else None, np.stack(ss))
 
 
-def _scaled_norms(g, xp):
-    """‖g_i‖ in one float64 pass: the caller scaled the input to max|a| in [1/2, 1), so no
-    sum overflows, and the squares that underflow are below ε²·σ₁² (options.norms)."""
-    wide = g.astype(np.complex128 if g.dtype.kind == "c" else np.float64)
-    squares = (wide.real * wide.real + wide.imag * wide.imag) if g.dtype.kind == "c" \
-        else wide * wide
-    return xp.sqrt(squares.sum(axis=1)).astype(np.finfo(g.dtype).dtype)
-
-
 def orthogonalize(g, signs, xp, *, want_v, options):
     """Jacobi-orthogonalize the columns of each matrix of ``g`` (batch, m, n), m >= n >= 1.
 
@@ -81,7 +67,7 @@ def orthogonalize(g, signs, xp, *, want_v, options):
         g, v, signs = _small(g, want_v, signs, xp, options)
     else:
         g, v, signs = _blocked(g, want_v, signs, xp, options)
-    s = column_norms(g, xp) if options.norms == "drdssq" else _scaled_norms(g, xp)
+    s = column_norms(g, xp)
     order = xp.argsort(-s, axis=1, kind="stable")
     s = xp.take_along_axis(s, order, axis=1)
     g = xp.take_along_axis(g, order[:, None, :], axis=2)

@@ -447,6 +447,64 @@ def low_rank(m, n, rank, *, noise=0.0, dtype=np.float64, seed=None):
     return a.astype(dtype)
 
 
+STACK_KINDS = ("random", "rank", "graded", "kappa1e12") + _LAPACK_KINDS
+
+
+def mixed_stack(kinds, m, n, *, dtype=np.float64, seed=None):
+    """A stack of m×n matrices, one of each kind in ``kinds``: easy and hard matrices
+    side by side, as a stacked SVD must take them (one hard matrix must not slow or spoil
+    the others).
+
+    Kinds: ``"random"`` (:func:`random_matrix`), ``"rank"`` (:func:`low_rank` of rank
+    max(1, min(m, n) // 3)), ``"graded"`` (:func:`graded` with grading 1e-6),
+    ``"kappa1e12"`` (:func:`with_condition`, κ = 10¹²), or a LAPACK type of
+    :func:`lapack_type`.
+
+    Parameters
+    ----------
+    kinds : sequence of str
+        One kind per matrix, from :data:`STACK_KINDS`.
+    m, n : int
+        Rows and columns of every matrix.
+    dtype : data-type, optional
+        As for the other generators.
+    seed : int, numpy.random.Generator or None, optional
+        As for the other generators.
+
+    Returns
+    -------
+    (len(kinds), m, n) numpy.ndarray of ``dtype``
+
+    Raises
+    ------
+    ValueError
+        For an unknown kind (or what the generator of a kind raises).
+
+    Examples
+    --------
+    >>> from gpusvd.testing import mixed_stack
+    >>> mixed_stack(["random", "zero", "kappa1e12"], 6, 4, seed=0).shape
+    (3, 6, 4)
+    """
+    rng = np.random.default_rng(seed)
+    mats = []
+    for kind in kinds:
+        if kind == "random":
+            a = random_matrix(m, n, dtype=dtype, seed=rng)
+        elif kind == "rank":
+            a = low_rank(m, n, max(1, min(m, n) // 3), dtype=dtype, seed=rng)
+        elif kind == "graded":
+            a = graded(m, n, grading=1e-6, dtype=dtype, seed=rng)
+        elif kind == "kappa1e12":
+            a = with_condition(m, n, 1e12, dtype=dtype, seed=rng)
+        elif kind in _LAPACK_KINDS:
+            a = lapack_type(kind, m, n, dtype=dtype, seed=rng)
+        else:
+            raise ValueError(f"kind must be one of {', '.join(STACK_KINDS)}, got {kind!r}")
+        mats.append(a)
+    return np.stack(mats) if mats else np.zeros((0, m, n), _check_dtype(dtype))
+
+
 def complex_symmetric(n, *, dtype=np.complex128, seed=None):
     """A random complex symmetric matrix, A = Aᵀ (not Hermitian): Takagi's input.
 

@@ -1,0 +1,131 @@
+"""The GPU twin of :func:`gpusvd.jacobi.small_svd.small_svd`: the whole SVD of each small
+matrix of a stack in one launch (``kernels/small_svd.cu``), for ``method="auto"``.
+
+One thread block per matrix keeps X (padded to the pivot order), V and the completion's
+work arrays in shared memory from the load of A to the write of U, S and Vh; the host
+queues one memset and one launch and nothing waits. :func:`fits` says whether a shape
+fits a block's shared memory; :func:`launch_config` and :func:`shared_bytes` are plain
+Python, tested without a GPU.
+"""
+
+import functools
+from typing import NamedTuple
+
+import numpy as np
+
+from .._core import kernels
+from .inner_cuda import _ATTR_MAX_SHARED_OPTIN, _DEFAULT_SHARED, _LANES, _MAX_THREADS, \
+    _ROWS_PER_LANE
+from .rotations import orthogonality_tol
+from .small_svd import MAX_SWEEPS, STRATEGY, Shape
+from .strategies import pivot_strategy
+
+_KERNEL_FILE = "jacobi/kernels/small_svd.cu"
+_STATIC_SHARED = 4112   # bytes of static shared memory (ptxas --resource-usage)
+_ALIGN = 16             # SMALL_ALIGN: the double work arrays start on this boundary
+
+
+class LaunchConfig(NamedTuple):
+    lanes: int          # threads per pivot pair and per column norm
+    threads: int        # lanes × groups, groups <= k/2
+    shared_bytes: int   # dynamic shared memory per block
+
+
+def shared_bytes(shape, dtype, want_uv):
+    """Dynamic shared memory of one block of the kernel for a :class:`Shape`: g with
+    its odd leading dimension and the columns of U past n, V, then the work arrays
+    (the layout of small_svd.cu).
+
+    Examples
+    --------
+    >>> shared_bytes(Shape(16, 16, False), np.dtype(np.float64), True)
+    4928
+    """
+    dtype = np.dtype(dtype)
+    mp = max(shape.m, shape.k)
+    kc = shape.k + (shape.ku - shape.n) if want_uv else shape.k
+    nbytes = ((mp | 1) * kc + ((shape.k | 1) * shape.k if want_uv else 0)) * dtype.itemsize
+    nbytes = -(-nbytes // _ALIGN) * _ALIGN
+    work = 16 if dtype.kind == "c" else 8
+    return nbytes + (mp + kc) * work + shape.k * (np.finfo(dtype).dtype.itemsize + 8)
+
+
+def launch_config(shape, dtype, want_uv):
+    """Lanes, threads and shared memory for a :class:`Shape` (lanes: the fewest that give
+    each lane at most about four rows, as the inner kernel's).
+
+    Examples
+    --------
+    >>> launch_config(Shape(16, 16, False), np.float64, True)
+    LaunchConfig(lanes=4, threads=32, shared_bytes=4928)
+    """
+    mp = max(shape.m, shape.k)
+    lanes = next((n for n in _LANES if n * _ROWS_PER_LANE >= mp), _LANES[-1])
+    groups = max(1, min(shape.k // 2, _MAX_THREADS // lanes))
+    return LaunchConfig(lanes, lanes * groups, shared_bytes(shape, dtype, want_uv))
+
+
+@functools.cache
+def _max_shared(device_id):
+    import cupy
+
+    optin = cupy.cuda.runtime.deviceGetAttribute(_ATTR_MAX_SHARED_OPTIN, device_id)
+    return optin - _STATIC_SHARED
+
+
+def fits(rows, cols, dtype, *, full_matrices, compute_uv):
+    """Whether one block of the kernel holds a (rows × cols) matrix of ``dtype`` on the
+    current device."""
+    import cupy
+
+    shape = Shape(rows, cols, full_matrices)
+    return shared_bytes(shape, dtype, compute_uv) <= _max_shared(cupy.cuda.Device().id)
+
+
+@functools.cache
+def _pairs(k, device_id):
+    import cupy
+
+    with cupy.cuda.Device(device_id):
+        return cupy.asarray(pivot_strategy(STRATEGY, k))
+
+
+def small_svd(a, *, compute_uv, full_matrices, max_sweeps=MAX_SWEEPS):
+    """The SVD of each matrix of the CuPy stack ``a`` (batch, rows, cols) in one launch.
+
+    Same contract as :func:`gpusvd.jacobi.small_svd.small_svd` (results NaN for a matrix
+    that is not finite), except that the status comes back as a (1,) int32 CuPy array,
+    so that the caller decides when to wait for it. ``a`` must fit one block
+    (:func:`fits`); ``ValueError`` otherwise.
+    """
+    import cupy
+
+    batch, rows, cols = a.shape
+    shape = Shape(rows, cols, full_matrices)
+    a = cupy.ascontiguousarray(a)
+    real = np.finfo(a.dtype).dtype
+    status = cupy.zeros(1, np.int32)
+    s = cupy.empty((batch, shape.n), real)
+    u = cupy.empty((batch, *shape.u), a.dtype) if compute_uv else s
+    vh = cupy.empty((batch, *shape.vh), a.dtype) if compute_uv else s
+    if batch == 0:
+        return (u if compute_uv else None), s, (vh if compute_uv else None), status
+    config = launch_config(shape, a.dtype, compute_uv)
+    device = a.device.id
+    if config.shared_bytes > _max_shared(device):
+        raise ValueError(f"a {rows}x{cols} {a.dtype} matrix does not fit one block of the "
+                         f"small-SVD kernel ({config.shared_bytes} bytes of shared memory)")
+    kernel = kernels.get_kernel(_KERNEL_FILE,
+                                f"small_svd<{kernels.CTYPE[a.dtype]}, {config.lanes}>")
+    if config.shared_bytes > _DEFAULT_SHARED:
+        kernel.max_dynamic_shared_size_bytes = config.shared_bytes
+    pairs = _pairs(shape.k, device)
+    kernel((batch,), (config.threads,),
+           (a, np.int32(rows), np.int32(cols), np.int32(shape.wide), pairs,
+            np.int32(pairs.shape[0]), np.int32(shape.k), np.int32(max_sweeps + 1),
+            real.type(orthogonality_tol(a.dtype, shape.m)), np.int32(compute_uv),
+            np.int32(shape.ku), s, u, vh, status),
+           shared_mem=config.shared_bytes)
+    if not compute_uv:
+        return None, s, None, status
+    return u, s, vh, status
