@@ -8,13 +8,20 @@ time after a warm-up (``gpusvd._bench``), accuracy beside it.
 
     python bench/gradients.py --parts svd polar degenerate --out gradients.json
 
+The parts run in the order degenerate, polar, svd, and the JSON is written again after
+every case, so a run stopped by a time limit keeps what it measured. A case's timed calls
+stop once ``--max-seconds`` would be passed (at least one after the warm-up): the default
+run took 202 s on an H100 (2026-11-27), about 70 s of it JAX's start and compilations.
+
+- ``degenerate``: the gradient of sum(U·Vh) at diag(1, 1, 2, 3) by each library: finite
+  or not.
+- ``polar``: the unitary factor at ``--polar-sizes`` and a stack of 64 × 1024² float32;
+  orthogonality ‖UᴴU − I‖_F/(n·ε) beside each time, in units of n·ε of the input's
+  dtype (ε = 2⁻²³ for float32, 2⁻⁵² for float64), and the dtype of each library's result
+  (JAX runs with ``jax_enable_x64``, so a float64 input stays float64).
 - ``svd``: forward + backward of the loss sum(s) + sum(U·Vh) through ``gpusvd.svd`` and
   ``torch.linalg.svd``, and of sum(s) through the values only, at ``--sizes`` and a stack
   of ``--stack`` matrices, float32 and float64.
-- ``polar``: the unitary factor at ``--polar-sizes`` and a stack of 64 × 1024² float32;
-  orthogonality ‖UᴴU − I‖_F/(n·ε) beside each time.
-- ``degenerate``: the gradient of sum(U·Vh) at diag(1, 1, 2, 3) by each library: finite
-  or not.
 """
 
 import argparse
@@ -26,6 +33,19 @@ import common
 
 NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)  # the quintic Newton–Schulz of Muon (Jordan 2024)
 NS_STEPS = 5
+# torch's SVD-based polar took 6–11 s a call at 8192² on the H200 (issue 30's first run,
+# stopped at 280 s inside the polar part): on inputs of more entries than this it is
+# timed once without a warm-up (its handles and workspaces were made at smaller sizes).
+SVD_POLAR_WARM_UP_ENTRIES = 4096 ** 2
+
+
+def _jax():
+    """JAX with float64 enabled: set before any JAX array is made, or float64 input is
+    silently computed in float32."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    return jax
 
 
 def _torch_matrix(shape, dtype, seed=0):
@@ -64,7 +84,7 @@ def _newton_schulz(x):
 
 
 def _polar_cases():
-    import jax
+    jax = _jax()
     import jax.scipy.linalg as jsl
     import torch
 
@@ -81,7 +101,14 @@ def _polar_cases():
             "torch_svd_polar": torch_svd_polar, "newton_schulz_5": _newton_schulz}
 
 
-def _orthogonality(u):
+def _dtype_name(x):
+    """'float32', 'float64'... of a torch tensor or a JAX array."""
+    return str(x.dtype).removeprefix("torch.")
+
+
+def _orthogonality(u, dtype):
+    """max ‖UᴴU − I‖_F/(k·ε) over the stack, computed in float64, ε that of ``dtype``
+    (the input's: a result in a lower precision than asked for scores as such)."""
     import torch
 
     u = torch.from_dlpack(u) if not isinstance(u, torch.Tensor) else u
@@ -89,48 +116,53 @@ def _orthogonality(u):
     k = u.shape[-1]
     eye = torch.eye(k, dtype=u.dtype, device=u.device)
     defect = torch.linalg.matrix_norm(u.mT @ u - eye).max().item()
-    return defect / (k * float(np.finfo(np.float32 if u.dtype == torch.float32
-                                        else np.float64).eps))
+    return defect / (k * common.eps_of(dtype))
 
 
-def run_svd(args, records):
+def run_svd(args, records, save):
     for dtype in args.dtypes:
         shapes = [(n, n) for n in args.sizes] + [(args.stack, 64, 64)]
         for shape in shapes:
             for name, fn in _svd_cases().items():
                 x = _torch_matrix(shape, dtype).requires_grad_()
-                timing = common.time_gpu(lambda: fn(x), warmup=1, repeat=args.repeat)
+                timing = common.time_gpu(lambda: fn(x), warmup=1, repeat=args.repeat,
+                                         max_seconds=args.max_seconds)
                 finite = bool(x.grad is not None and x.grad.isfinite().all())
                 records.append({"part": "svd", "case": name, "shape": list(shape),
                                 "dtype": dtype, "seconds": timing.median,
                                 "grad_finite": finite})
-                print(f"svd {name:16s} {str(shape):18s} {dtype:8s} {timing.median:9.4f} s",
-                      flush=True)
+                print(f"{save():4.0f} s  svd {name:16s} {str(shape):18s} {dtype:8s} "
+                      f"{timing.median:9.4f} s", flush=True)
                 common.free_gpu_memory()
 
 
-def run_polar(args, records):
+def run_polar(args, records, save):
     cases = [((n, n), dtype) for n in args.polar_sizes for dtype in args.dtypes]
     cases.append(((64, 1024, 1024), "float32"))
     for shape, dtype in cases:
         x = _torch_matrix(shape, dtype)
         for name, fn in _polar_cases().items():
+            once = name == "torch_svd_polar" and x.numel() > SVD_POLAR_WARM_UP_ENTRIES
             try:
-                timing = common.time_gpu(lambda: fn(x), warmup=1, repeat=args.repeat)
-                rec = {"seconds": timing.median,
-                       "orthogonality": _orthogonality(timing.result)}
+                timing = common.time_gpu(lambda: fn(x), warmup=0 if once else 1,
+                                         repeat=1 if once else args.repeat,
+                                         max_seconds=args.max_seconds)
+                rec = {"seconds": timing.median, "calls": len(timing.times),
+                       "result_dtype": _dtype_name(timing.result),
+                       "orthogonality": _orthogonality(timing.result, dtype)}
             except Exception as exc:  # a peer that fails is recorded, not fatal
                 rec = {"error": common.short_error(exc)}
             records.append({"part": "polar", "case": name, "shape": list(shape),
                             "dtype": dtype, **rec})
-            print(f"polar {name:16s} {str(shape):18s} {dtype:8s} "
+            print(f"{save():4.0f} s  polar {name:16s} {str(shape):18s} {dtype:8s} "
                   f"{rec.get('seconds', float('nan')):9.4f} s "
-                  f"orth {rec.get('orthogonality', float('nan')):.3g}", flush=True)
+                  f"orth {rec.get('orthogonality', float('nan')):.3g} n·ε "
+                  f"(result {rec.get('result_dtype', rec.get('error'))})", flush=True)
             common.free_gpu_memory()
 
 
-def run_degenerate(records):
-    import jax
+def run_degenerate(records, save):
+    jax = _jax()
     import jax.numpy as jnp
     import torch
 
@@ -143,13 +175,13 @@ def run_degenerate(records):
         (u @ vh).sum().backward()
         records.append({"part": "degenerate", "case": name,
                         "grad_finite": bool(x.grad.isfinite().all())})
-    jax.config.update("jax_enable_x64", True)
     grad = jax.grad(lambda z: (lambda r: (r[0] @ r[2]).sum())(
         jnp.linalg.svd(z, full_matrices=False)))(jnp.asarray(a))
     records.append({"part": "degenerate", "case": "jax",
                     "grad_finite": bool(np.isfinite(np.asarray(grad)).all())})
     for r in records[-3:]:
-        print(f"degenerate {r['case']:8s} gradient finite: {r['grad_finite']}", flush=True)
+        print(f"{save():4.0f} s  degenerate {r['case']:8s} gradient finite: "
+              f"{r['grad_finite']}", flush=True)
 
 
 def main(argv=None):
@@ -161,17 +193,25 @@ def main(argv=None):
     p.add_argument("--polar-sizes", type=int, nargs="+", default=[1024, 4096, 8192])
     p.add_argument("--dtypes", nargs="+", default=["float32", "float64"])
     p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--max-seconds", type=float, default=1.0,
+                   help="a case's timed calls stop before passing this (at least one)")
     p.add_argument("--out", default="gradients.json")
     args = p.parse_args(argv)
-    records, started = [], time.time()
-    if "svd" in args.parts:
-        run_svd(args, records)
-    if "polar" in args.parts:
-        run_polar(args, records)
+    records, started, device = [], time.time(), common.device_info()
+
+    def save():
+        """Write what was measured so far; returns the seconds since the start."""
+        elapsed = time.time() - started
+        common.write_json(args.out, {"device": device, "records": records,
+                                     "elapsed": elapsed})
+        return elapsed
+
     if "degenerate" in args.parts:
-        run_degenerate(records)
-    common.write_json(args.out, {"device": common.device_info(), "records": records,
-                                 "elapsed": time.time() - started})
+        run_degenerate(records, save)
+    if "polar" in args.parts:
+        run_polar(args, records, save)
+    if "svd" in args.parts:
+        run_svd(args, records, save)
 
 
 if __name__ == "__main__":

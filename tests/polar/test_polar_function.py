@@ -1,8 +1,12 @@
 """``gpusvd.polar`` (issue 30, item 4) against ``scipy.linalg.polar``: on LAPACK's test
 types, random, graded, rank-deficient, tall, wide, complex and stacked input, both sides,
-``u`` orthonormal and ``a = u·p`` (or ``p·u``) to BOUND in units of n·ε, ``p`` Hermitian
-positive semidefinite; ``u`` equal to SciPy's where it is unique (full rank). The GPU class
-reruns every test with CuPy input.
+``u`` orthonormal to ORTHOGONALITY and ``a = u·p`` (or ``p·u``) to BOUND in units of n·ε,
+``p`` Hermitian positive semidefinite; ``u`` equal to SciPy's where it is unique (full
+rank). The GPU class reruns every test with CuPy input.
+
+One matrix takes the single-matrix QDWH, a stack the batched engine: the tests that take
+the ``remedies`` fixture make the batched QDWH refuse a single matrix and count the
+matrices whose U came from the SVD (rank deficient), so the route itself is tested.
 """
 
 import numpy as np
@@ -10,9 +14,11 @@ import pytest
 import scipy.linalg
 
 import gpusvd
-from gpusvd import testing
+from gpusvd import polar_decomposition, testing
+from gpusvd.batched import qdwh as batched_qdwh
 
 BOUND = 30  # units of n·ε (issue 30, acceptance 1)
+ORTHOGONALITY = 10  # ‖UᴴU − I‖_F in units of k·ε, k = min(M, N) (issue 30's target)
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 SHAPES = [(1, 1), (2, 2), (9, 9), (40, 40), (67, 30), (30, 67)]
 KINDS = ("zero", "identity", "evenly_spaced", "near_underflow", "near_overflow")
@@ -20,6 +26,35 @@ KINDS = ("zero", "identity", "evenly_spaced", "near_underflow", "near_overflow")
 
 def _host(x):
     return x.get() if hasattr(x, "get") else np.asarray(x)
+
+
+def _wide(dtype):
+    return np.complex128 if np.dtype(dtype).kind == "c" else np.float64
+
+
+@pytest.fixture
+def remedies(monkeypatch):
+    """The batched QDWH refuses, except inside the SVD remedy (the batched SVD runs on it);
+    returns the list of the matrices (stacks) the remedy served."""
+    served, inside = [], []
+    polar_factor, svd_factor = batched_qdwh.polar_factor, polar_decomposition._svd_factor
+
+    def refused(xp, y, eps):
+        if not inside:
+            raise AssertionError("one matrix reached the batched QDWH")
+        return polar_factor(xp, y, eps)
+
+    def counted(a, xp):
+        served.append(a.shape)
+        inside.append(a.shape)
+        try:
+            return svd_factor(a, xp)
+        finally:
+            inside.pop()
+
+    monkeypatch.setattr(batched_qdwh, "polar_factor", refused)
+    monkeypatch.setattr(polar_decomposition, "_svd_factor", counted)
+    return served
 
 
 class TestPolar_CPU:
@@ -42,15 +77,15 @@ class TestPolar_CPU:
         assert u.dtype == a.dtype and p.dtype == a.dtype
         eps = np.finfo(a.dtype).eps
         for ai, ui, pi in zip(a.reshape(-1, m, n), u.reshape(-1, m, n), p.reshape(-1, k, k)):
-            wide = np.complex128 if ai.dtype.kind == "c" else np.float64
-            ai, ui, pi = (x.astype(wide) for x in (ai, ui, pi))
+            ai, ui, pi = (x.astype(_wide(a.dtype)) for x in (ai, ui, pi))
             # Measured in units of max|a| (exactly, a power of two): the near-overflow and
             # near-underflow types would otherwise overflow the norms themselves.
             unit = np.ldexp(1.0, -np.frexp(np.abs(ai).max(initial=0.0))[1])
             ai, pi = ai * unit, pi * unit
             norm = max(np.linalg.norm(ai, 2), np.finfo(a.dtype).tiny)
             q = ui if m >= n else ui.conj().T
-            assert np.linalg.norm(q.conj().T @ q - np.eye(min(m, n))) < BOUND * max(m, n) * eps
+            assert np.linalg.norm(q.conj().T @ q - np.eye(min(m, n))) <= \
+                ORTHOGONALITY * min(m, n) * eps
             back = ui @ pi if side == "right" else pi @ ui
             assert np.linalg.norm(back - ai) <= BOUND * max(m, n) * eps * norm
             assert np.linalg.norm(pi - pi.conj().T) <= BOUND * k * eps * norm
@@ -74,7 +109,7 @@ class TestPolar_CPU:
     @pytest.mark.parametrize("dtype", DTYPES)
     @pytest.mark.parametrize("shape", [(40, 40), (67, 30), (30, 67)])
     @pytest.mark.parametrize("kind", KINDS)
-    def test_lapack_types(self, kind, shape, dtype):
+    def test_lapack_types(self, kind, shape, dtype, remedies):
         self.check(testing.lapack_type(kind, *shape, dtype=dtype, seed=2))
         self.check(testing.lapack_type(kind, *shape, dtype=dtype, seed=2), "left")
 
@@ -85,6 +120,61 @@ class TestPolar_CPU:
                   testing.graded(40, 40, grading=1e-30 if dtype == np.float64 else 1e-12,
                                  dtype=dtype, seed=4)):
             self.check(a)
+
+    @pytest.mark.parametrize("side", ["right", "left"])
+    @pytest.mark.parametrize("dtype", DTYPES)
+    @pytest.mark.parametrize("shape", [(50, 50), (90, 40), (44, 40), (40, 90), (1, 1)])
+    def test_one_matrix_against_scipy(self, shape, dtype, side, remedies):
+        """Square; tall with a QR first (M > 1.15·N); tall without (l₀ = ε); wide; 1×1:
+        κ = 100, so no remedy, and u within BOUND·n·ε·κ of SciPy's (Higham, *Functions
+        of Matrices*, Thm. 8.9: u's perturbation grows as κ·ε)."""
+        a = testing.with_condition(*shape, 100.0, dtype=dtype, seed=1)
+        u, p = self.check(a, side)
+        assert not remedies
+        u_ref, p_ref = scipy.linalg.polar(a.astype(_wide(dtype)), side)
+        eps = np.finfo(dtype).eps
+        norm = np.linalg.norm(a.astype(_wide(dtype)), 2)
+        assert np.abs(u - u_ref).max() <= BOUND * max(shape) * eps * 100.0
+        assert np.abs(p - p_ref).max() <= BOUND * max(shape) * eps * norm
+
+    @pytest.mark.parametrize("dtype", DTYPES)
+    def test_one_rank_deficient_matrix_takes_the_svd(self, dtype, remedies):
+        """U_p is a partial isometry there, also where QDWH itself reports convergence
+        (exact zeros among the singular values): each matrix's U comes from the SVD."""
+        cases = [testing.low_rank(50, 40, 5, dtype=dtype, seed=3),
+                 testing.low_rank(40, 70, 3, dtype=dtype, seed=4),
+                 np.ones((6, 6), dtype), np.diag(np.array([1, 2, 0, 3], dtype)),
+                 np.zeros((5, 3), dtype)]
+        for a in cases:
+            self.check(a)
+        assert len(remedies) == len(cases)
+
+    @pytest.mark.parametrize("grading", ["rows", "spectrum"])
+    def test_one_ill_conditioned_matrix(self, grading, remedies):
+        """κ = 10¹² in float64: inside QDWH's reach (κ ≤ 10¹⁶), so no remedy."""
+        if grading == "rows":
+            a = testing.graded(60, 60, grading=1e-12, seed=5)
+        else:
+            a = testing.with_condition(60, 60, 1e12, seed=5)
+        s = np.linalg.svd(a, compute_uv=False)
+        assert 1e10 < s[0] / s[-1] < 1e14
+        self.check(a)
+        self.check(a, "left")
+        assert not remedies
+
+    def test_stacks_keep_the_batched_engine(self, monkeypatch):
+        calls = []
+        polar_factor = batched_qdwh.polar_factor
+
+        def counted(xp, y, eps):
+            calls.append(y.shape)
+            return polar_factor(xp, y, eps)
+
+        monkeypatch.setattr(batched_qdwh, "polar_factor", counted)
+        a = np.random.default_rng(6).standard_normal((2, 12, 8))
+        self.polar(a)
+        self.polar(a[:1])
+        assert calls == [(2, 8, 12)]
 
     def test_stack_in_one_call(self):
         rng = np.random.default_rng(5)
