@@ -198,3 +198,14 @@ def test_cupy_arrays(dtype):
     a, u, s, vh = map(cupy.asarray, (a, *scipy.linalg.svd(a, full_matrices=False)))
     assert 0 < svd_residual(a, u, s, vh) < 10
     assert orthogonality(u) < 10 and orthogonality(vh, rows=True) < 10
+
+
+def test_norm_of_complex_subnormal_entries():
+    """‖x‖_F of complex entries near the subnormal range: NumPy's complex division by the
+    scale formed 1/scale and overflowed (an SVD residual of near_underflow complex128
+    input on the H100, 2026-11-27)."""
+    from gpusvd.testing.metrics import _norm
+
+    tiny = 2.78134232e-309
+    x = np.array([[1j * tiny, 1j * tiny], [2j * tiny, 0.0]])
+    assert abs(_norm(np, x) - tiny * np.sqrt(6.0)) <= 1e-12 * tiny * np.sqrt(6.0)

@@ -44,11 +44,13 @@ def _norm(xp, x):
     float64 (the norm is a measurement, not part of the algorithm measured)."""
     if x.size == 0:
         return 0.0
-    scale = float(xp.max(xp.abs(x)))
+    # On the magnitudes: a complex array divided by a subnormal scale overflows inside
+    # NumPy's complex division (it forms 1/scale), where the real division does not.
+    magnitudes = xp.abs(x.astype(np.complex128 if x.dtype.kind == "c" else np.float64))
+    scale = float(xp.max(magnitudes))
     if scale == 0.0 or not np.isfinite(scale):
         return scale
-    wide = x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
-    return scale * float(xp.linalg.norm((wide / scale).ravel()))
+    return scale * float(xp.linalg.norm((magnitudes / scale).ravel()))
 
 
 def _ratio(numerator, denominator, info):
