@@ -29,11 +29,15 @@ BOUND = 30  # units of n·ε, as for gr
 
 class TestSVD_Polar_CPU(gr_cases.TestSVD_GR_CPU):
     method = "polar"
+    # QDWH's iterate reaches I to an ulp, not always exactly: with l₀ from the Gram
+    # matrix (polar_svd/driver.py, _estimates) the identity's values come out 1 − ε.
+    identity_error = 1
 
 
 @pytest.mark.gpu
 class TestSVD_Polar_GPU(gr_cases.TestSVD_GR_GPU):
     method = "polar"
+    identity_error = 1
 
 
 def _svd_polar(a, **kw):
