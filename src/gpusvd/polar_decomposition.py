@@ -30,8 +30,6 @@ U_p where the Gram matrix would be another QDWH-sized product.
 A wide matrix (M < N) is decomposed through Aᴴ: U has orthonormal rows.
 """
 
-import warnings
-
 import numpy as np
 
 from ._core import profile, validation
@@ -44,7 +42,6 @@ from . import autodiff
 from .batched import driver as batched_svd
 from .batched import qdwh
 from .polar_svd import driver as polar_svd
-from .polar_svd import qdwh as qdwh_one
 
 SIDES = ("right", "left")
 METHODS = ("auto", "qdwh", "svd")
@@ -79,15 +76,8 @@ def _qdwh_one(a, xp):
     if m > polar_svd.QR_FIRST_RATIO * n:
         with profile.phase("qr", xp):
             q, work = xp.linalg.qr(work, mode="reduced")
-    with profile.phase("qdwh_estimates", xp), warnings.catch_warnings():
-        # CuPy's lu_factor warns of an exactly singular A, a case lower_bound handles
-        # (l₀ = ε); it silences only SciPy's LinAlgWarning.
-        warnings.filterwarnings("ignore", "Diagonal number", RuntimeWarning)
-        alpha = qdwh_one.NORM_SAFETY * qdwh_one.norm2_estimate(work, xp)
-        l0 = (qdwh_one.lower_bound(work, alpha, xp, triangular=q is not None)
-              if work.shape[0] == n else eps)
     try:
-        up, _, converged = qdwh_one.qdwh(work, xp, alpha=alpha, l0=l0)
+        up, converged = polar_svd.polar_factor(work, xp, triangular=q is not None)
     except LinAlgError:  # no settling within MAX_ITERATIONS: the SVD's U serves
         return None
     with profile.phase("polar_u", xp):

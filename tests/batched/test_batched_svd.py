@@ -10,7 +10,7 @@ import pytest
 import scipy.linalg
 
 import gpusvd
-from gpusvd import _dispatch, testing
+from gpusvd import testing
 from gpusvd.batched import cholesky_qr, driver, qdwh
 from gpusvd.jacobi import small_svd
 from gpusvd.polar_svd.qdwh import CHOLESKY_MAX_C

@@ -90,14 +90,22 @@ def _estimates(a, xp, *, triangular):
     return alpha, (qdwh.lower_bound(a, alpha, xp, triangular=triangular) if m == n else eps)
 
 
+def polar_factor(a, xp, *, triangular):
+    """The unitary polar factor U_p of an m×n, m ≥ n (square or nearly), finite matrix
+    scaled as :func:`svd` scales it, by QDWH with its estimates (step 1; ``triangular``:
+    ``a`` is R of a QR). Returns ``(U_p, converged)`` (:func:`.qdwh.qdwh`); also the
+    unitary factor of ``gpusvd.polar`` for one matrix."""
+    with profile.phase("qdwh_estimates", xp):
+        alpha, l0 = _estimates(a, xp, triangular=triangular)
+    up, _, converged = qdwh.qdwh(a, xp, alpha=alpha, l0=l0)
+    return up, converged
+
+
 def _svd_square(a, xp, *, compute_uv, triangular):
     """The economy SVD of an m×n, m ≥ n, finite, scaled matrix by steps 1–3 (U_p only
     when no QR came first, so ``a`` is square or nearly)."""
-    m, n = a.shape
     real = np.finfo(a.dtype).dtype
-    with profile.phase("qdwh_estimates", xp):
-        alpha, l0 = _estimates(a, xp, triangular=triangular)
-    up, _, _ = qdwh.qdwh(a, xp, alpha=alpha, l0=l0)
+    up, _ = polar_factor(a, xp, triangular=triangular)
     with profile.phase("polar_h", xp):
         h = _ct(up) @ a
         h = (h + _ct(h)) * real.type(0.5)

@@ -175,9 +175,11 @@ def lower_bound(a, alpha, xp, *, triangular=False):
             return sla.solve_triangular(a, y, lower=False, trans="C")
     else:
         # An exactly singular A is a case this estimate handles (l₀ = ε below), not news
-        # for the user: SciPy's LinAlgWarning about a zero pivot stays inside.
+        # for the user: SciPy's LinAlgWarning about a zero pivot, and CuPy's
+        # RuntimeWarning ("Diagonal number ... is exactly zero"), stay inside.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+            warnings.filterwarnings("ignore", "Diagonal number", RuntimeWarning)
             lu = sla.lu_factor(a, check_finite=False)
 
         def solve(y):
