@@ -210,7 +210,9 @@ def _cholesky_step(x, a, b, c, xp):
     """X·(b/c) + (a − b/c)·X·Z⁻¹ with Z = I + c·XᴴX = L·Lᴴ (NH eq. (4.2))."""
     n = x.shape[1]
     z = (_ct(x) @ x) * x.dtype.type(c)
-    z[np.diag_indices(n)] += 1
+    # The diagonal as a strided view of the (new, C-contiguous) z: np.diag_indices would
+    # send two index arrays to the device, each copy a wait for the queued work.
+    z.reshape(-1)[::n + 1] += 1
     try:
         low = xp.linalg.cholesky(z)
     except np.linalg.LinAlgError as err:  # only a non-finite iterate breaks κ(Z) ≤ 101
