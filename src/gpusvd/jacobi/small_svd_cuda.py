@@ -39,7 +39,7 @@ def shared_bytes(shape, dtype, want_uv):
     Examples
     --------
     >>> shared_bytes(Shape(16, 16, False), np.dtype(np.float64), True)
-    4928
+    4864
     """
     dtype = np.dtype(dtype)
     mp = max(shape.m, shape.k)
@@ -57,7 +57,7 @@ def launch_config(shape, dtype, want_uv):
     Examples
     --------
     >>> launch_config(Shape(16, 16, False), np.float64, True)
-    LaunchConfig(lanes=4, threads=32, shared_bytes=4928)
+    LaunchConfig(lanes=4, threads=32, shared_bytes=4864)
     """
     mp = max(shape.m, shape.k)
     lanes = next((n for n in _LANES if n * _ROWS_PER_LANE >= mp), _LANES[-1])
