@@ -195,8 +195,12 @@ def test_shifted_cholesky_qr(kappa):
     assert np.abs(qh.swapaxes(-1, -2) @ (qh @ w) - w).max() < 120 * eps * 3
 
 
-def test_estimates_bound_the_spectrum():
-    """α ≥ ‖A‖₂ and l₀ ≤ σ_min/α where the estimate is trusted; ε where it is not."""
+@pytest.mark.parametrize("explicit_inverse", [True, False])
+def test_estimates_bound_the_spectrum(monkeypatch, explicit_inverse):
+    """α ≥ ‖A‖₂ and l₀ ≤ σ_min/α where the estimate is trusted; ε where it is not; the
+    inverse iteration through the explicit L⁻¹ and through two solves a step alike."""
+    if not explicit_inverse:
+        monkeypatch.setattr(qdwh, "EXPLICIT_INVERSE_MAX_WORK", 0)
     eps = np.finfo(np.float64).eps
     stack = _stack(["random", "kappa1e12", "rank", "zero"], 30, 30, np.float64)
     alpha, l0 = qdwh.estimates(np, stack.swapaxes(-1, -2).copy(), eps)
