@@ -30,7 +30,9 @@ def _torch(a):
     import torch
 
     t = torch.from_dlpack(a)
-    return lambda: torch.linalg.svd(t, full_matrices=False)
+    # resolve_conj: torch's complex Vh carries the conjugate bit, which DLPack (the
+    # accuracy measurement's way to CuPy) refuses to export (H100 run, 2026-11-27).
+    return lambda: tuple(x.resolve_conj() for x in torch.linalg.svd(t, full_matrices=False))
 
 
 def _cupy(a):
