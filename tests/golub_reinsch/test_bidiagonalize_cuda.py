@@ -59,30 +59,3 @@ def test_panel_kernel_deterministic(dtype):
     second = bidiagonalize(a.copy(order="F"), block_size=32)
     for p, q in zip(first, second):
         assert cupy.array_equal(p, q)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
-def test_fused_trailing_update(dtype):
-    """The trailing update as one GEMM ([V X]·[Yᴴ; W], tunable bidiag_fused_update_gpu)
-    gives the same B as two GEMMs, to rounding, and a factorization A = Q·B·Pᴴ."""
-    import cupy
-
-    from gpusvd._core import tunables
-
-    a = testing.random_matrix(500, 300, dtype=dtype, seed=8)
-    two = bidiagonalize(cupy.asfortranarray(cupy.asarray(a)), block_size=32)
-    with tunables.override(bidiag_fused_update_gpu=True):
-        one = bidiagonalize(cupy.asfortranarray(cupy.asarray(a)), block_size=32)
-    n = a.shape[1]
-    real = np.finfo(dtype).dtype
-    eps = np.finfo(dtype).eps
-
-    def svals(bd):
-        d, e = bd.d.get().astype(float), bd.e.get().astype(float)
-        return scipy.linalg.svdvals(np.diag(d) + np.diag(e, 1)).astype(real)
-
-    # in units of the working precision's eps, as the panel kernel's test
-    assert testing.sv_error(svals(one), svals(two)) < 30 * n
-    d_one, d_two = one.d.get(), two.d.get()
-    assert np.abs(d_one[:8] - d_two[:8]).max() <= 50 * n * eps * np.abs(d_two).max()

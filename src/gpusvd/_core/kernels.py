@@ -68,8 +68,6 @@ REGISTRY = {
         f"sym_chase_band<{ctype}>" for ctype in _REAL)),
     "condensed/kernels/chase_back_slabs.cu": KernelFile(tuple(
         f"chase_back_slabs<{ctype}>" for ctype in _REAL)),
-    "condensed/kernels/panel_qr.cu": KernelFile(tuple(
-        f"panel_qr<{ctype}>" for ctype in _REAL), cooperative=True),
     "condensed/kernels/wy.cu": KernelFile(tuple(
         f"{kernel}<{ctype}>" for kernel in ("unit_lower", "larft_gram") for ctype in _ALL)),
     "condensed/kernels/bisection.cu": KernelFile(tuple(

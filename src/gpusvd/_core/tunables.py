@@ -14,11 +14,6 @@ class Tunables:
     # LAPACK's dgebrd uses 32; on the GPU a wider panel makes the trailing update a
     # larger GEMM. Chosen by measurement (NOTES.md).
     bidiag_block_size: int = 32
-    # The bidiagonalization's trailing update A −= V·Yᴴ + X·W as one GEMM of inner size 2L
-    # ([V X]·[Yᴴ; W], one temporary) rather than two GEMMs and a sum (three temporaries).
-    # Always on the CPU (the update 0.24 → 0.16 s at n = 1500); on the GPU off until it is
-    # measured there.
-    bidiag_fused_update_gpu: bool = False
     # Reflectors per compact-WY block when applying Q and P (apply_q/apply_p), independent
     # of the panel width: wider blocks are fewer, larger GEMMs and fewer GPU launches, at
     # about nb/m more flops. NumPy, Q·I for n = 2000: 0.41–0.47 s at 32, 0.30–0.37 s at 64,
@@ -226,16 +221,6 @@ class Tunables:
     # 8 bands on the H100 were finite and bitwise identical run to run
     # (bench/results/stress_bulge_h100_s8.json).
     chase_on_gpu: bool = True
-    # Stage 1's panel QRs (condensed/band.py, sym_band.py) on the GPU by our cooperative
-    # kernel (condensed/kernels/panel_qr.cu, one grid barrier per column) instead of
-    # cuSOLVER's geqrf (~9 µs per column, 2n columns: 0.13 s of stage 1's 0.26 s at n =
-    # 8192), and the LQ steps in place on the row panel's transpose instead of a copy and
-    # back. Real data with b ≤ 32. Off: slower on the H100 (2026-11-27, session 11,
-    # panel_qr_timing_s11.json, median of 3): stage 1 at 8192 float64 0.309 s against
-    # geqrf's 0.257, float32 0.258 against 0.200, 16384 float64 1.372 against 1.298; the
-    # same values to 3–5 ε·σ₁. About 12 µs per column: its block barriers and three
-    # dependent trips to L2 per column cost more than geqrf's launches.
-    stage1_panel_kernel: bool = False
     # Stage 2's back-transformation (condensed/chase_back.py) by column slabs of C, one
     # thread block each applying the groups one after the other through a window of rows
     # in shared memory (kernels/chase_back_slabs.cu), instead of the wavefront of batched

@@ -23,11 +23,6 @@ The panel QR is LAPACK's (cuSOLVER's) geqrf, and the trailing updates are GEMMs 
 trailing sub-blocks in place (c ← c − x·y): :data:`_TWINS` maps the array namespace to them,
 NumPy's ``linalg.qr(mode="raw")`` and matmul on the CPU, cuSOLVER and cuBLAS on the views as
 they lie on the GPU (band_cuda.py, which says why: CuPy's matmul copies a strided view).
-With the tunable ``stage1_panel_kernel`` (off: measured slower than geqrf) the panel QRs come
-from :data:`_PANEL_QR` instead, in place on a view of any strides: on the GPU one
-cooperative kernel (kernels/panel_qr.cu, one grid barrier per column where geqrf takes a
-chain of launches), and the LQ step factors the row panel's transpose where it lies
-instead of a copy and back (real data, b ≤ 32).
 
 T is made from V and τ without a column loop (one launch per step on a GPU would be 2n
 launches): T⁻¹ = diag(1/τ) + striu(VᴴV) (Puglisi, 1992;
@@ -49,8 +44,6 @@ it), and B is the band itself.  T_k of every step is kept in a (panels, b, b) ar
 
 from typing import Any, NamedTuple
 
-
-from .._core import tunables
 from .._core.backend import array_namespace
 from . import band_cuda
 from . import compact_wy
@@ -119,19 +112,6 @@ _TWINS = {"numpy": _Twins(_gemm_host, _geqrf_host, _unit_lower, _wy_factor_host)
                          band_cuda.wy_factor_into)}
 
 
-# The panel QR in place on a view of any strides (a column panel, or the transpose of a
-# row panel), with the tunable ``stage1_panel_kernel``: LAPACK's geqrf on the view
-# (``_geqrf_host``, which writes its result back through the view) and its GPU twin, one
-# cooperative kernel (band_cuda.panel_qr_into; real data, b ≤ 32).
-_PANEL_QR = {"numpy": _geqrf_host, "cupy": band_cuda.panel_qr_into}
-
-
-def _panel_kernel(xp, dtype, b):
-    """Whether stage 1 takes its panels' QRs from :data:`_PANEL_QR`, in place."""
-    return (tunables.get().stage1_panel_kernel and dtype.kind == "f"
-            and b <= band_cuda.PANEL_MAX_COLUMNS and xp.__name__ in _PANEL_QR)
-
-
 class BandReduction(NamedTuple):
     """A = Q·B·Pᴴ as :func:`reduce_to_band` returns it (m ≥ n)."""
 
@@ -182,9 +162,6 @@ def reduce_to_band(a, *, bandwidth):
     t_left = xp.zeros((len(panels), b, b), dtype=a.dtype)
     t_right = xp.zeros((len(panels), b, b), dtype=a.dtype)
     gemm, geqrf, unit_lower, wy_factor = _TWINS[xp.__name__]
-    in_place = _panel_kernel(xp, a.dtype, b)
-    if in_place:
-        geqrf = _PANEL_QR[xp.__name__]
     # The updates run on column-major sub-blocks (band_cuda.py): a C-ordered a is reduced
     # in a Fortran-ordered copy and written back.
     work = a if a.flags.f_contiguous else xp.asfortranarray(a)
@@ -207,13 +184,9 @@ def reduce_to_band(a, *, bandwidth):
         gemm(right, v, w[1, :kb, :cols], subtract=True)
         # Step 2: LQ of the row panel (QR of its conjugate transpose), P_k applied to the
         # rows below it: C ← C − ((C·U)·T)·Uᴴ.
-        if in_place:  # real: the panel's transpose, factored where it lies
-            h = work[k:k + kb, k + kb:].T
-            tau = geqrf(h)
-        else:
-            h = xp.array(_ct(work[k:k + kb, k + kb:]), order="F")
-            tau = geqrf(h)
-            work[k:k + kb, k + kb:] = _ct(h)
+        h = xp.array(_ct(work[k:k + kb, k + kb:]), order="F")
+        tau = geqrf(h)
+        work[k:k + kb, k + kb:] = _ct(h)
         r = tau.shape[0]  # min(kb, n − k − kb) reflectors
         u = unit_lower(h[:, :r])
         t = wy_factor(u, tau, t_right[p, :r, :r])

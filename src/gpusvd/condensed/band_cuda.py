@@ -11,8 +11,7 @@ several times the bytes of the GEMMs alone). Here the views go to cuBLAS as they
 panel's own view (cuSOLVER geqrf, lda = m) instead of ``cupy.linalg.qr``'s transposed copy
 and the copy back. V and T of each panel come from one launch each (kernels/wy.cu, which
 says why). The NumPy twins are band.py's ``_gemm_host``, ``_geqrf_host``, ``_unit_lower``
-and ``_wy_factor_host``. With the tunable ``stage1_panel_kernel`` the panel QRs run on
-kernels/panel_qr.cu instead of geqrf (:func:`panel_qr_into`).
+and ``_wy_factor_host``.
 """
 
 import numpy as np
@@ -108,53 +107,6 @@ def geqrf_into(panel):
     info = cupy.empty(1, np.int32)
     getattr(cusolver, prefix + "geqrf")(handle, rows, cols, panel.data.ptr, lda,
                                         tau.data.ptr, work.data.ptr, size, info.data.ptr)
-    return tau
-
-
-# panel_qr.cu: QR_THREADS, QR_MAX_COLS, QR_SLOTS and the most blocks (QR_PER_THREAD ·
-# QR_GROUPS); a block takes at least _PANEL_MIN_ROWS rows, so short panels use few blocks
-# (each grid barrier costs every block).
-_PANEL_FILE = "condensed/kernels/panel_qr.cu"
-_PANEL_THREADS = 256
-PANEL_MAX_COLUMNS = 32
-_PANEL_SLOTS = PANEL_MAX_COLUMNS + 1
-_PANEL_MAX_BLOCKS = 256
-_PANEL_MIN_ROWS = 64
-
-
-def panel_qr_supports(panel):
-    """Whether :func:`panel_qr_into` takes ``panel``: real, at most PANEL_MAX_COLUMNS
-    columns, and either its rows or its columns contiguous."""
-    item = panel.itemsize
-    return (panel.dtype.kind == "f" and panel.ndim == 2
-            and panel.shape[1] <= PANEL_MAX_COLUMNS
-            and item in (panel.strides[0], panel.strides[1]))
-
-
-def panel_qr_into(panel):
-    """geqrf on the CuPy view ``panel`` (m × nb) in place by kernels/panel_qr.cu, one
-    cooperative launch; returns τ (min(m, nb) entries). The view may be a column panel of
-    a column-major matrix or the transpose of a row panel (its rows contiguous): the
-    kernel reads entry (i, j) at i·rs + j·cs. The NumPy twin is band.py's ``_geqrf_host``
-    (LAPACK's geqrf on the view), and ``panel_qr_supports`` says which views it takes."""
-    import cupy
-
-    if not panel_qr_supports(panel):
-        raise ValueError(f"panel_qr_into takes a real view of at most {PANEL_MAX_COLUMNS} "
-                         f"columns with contiguous rows or columns, got {panel.dtype} "
-                         f"{panel.shape} with strides {panel.strides}")
-    rows, cols = panel.shape
-    tau = cupy.empty(min(rows, cols), panel.dtype)
-    if tau.size == 0:
-        return tau
-    item = panel.itemsize
-    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-    blocks = max(1, min(sms, _PANEL_MAX_BLOCKS, -(-rows // _PANEL_MIN_ROWS)))
-    work = cupy.empty((3 * blocks + 2) * _PANEL_SLOTS, np.float64)
-    kernel = kernels.get_kernel(_PANEL_FILE, f"panel_qr<{kernels.CTYPE[panel.dtype]}>")
-    kernel((blocks,), (_PANEL_THREADS,),
-           (panel, np.int64(panel.strides[0] // item), np.int64(panel.strides[1] // item),
-            np.int32(rows), np.int32(cols), tau, work))
     return tau
 
 

@@ -44,7 +44,7 @@ tridiagonal real); stage 2 (sym_bulge.py) works in complex arithmetic.
 from typing import Any, NamedTuple
 
 from .._core.backend import array_namespace
-from .band import _PANEL_QR, _TWINS, _apply_blocks, _ct, _panel_kernel
+from .band import _TWINS, _apply_blocks, _ct
 
 
 class HermitianBandReduction(NamedTuple):
@@ -153,8 +153,6 @@ def reduce_to_hermitian_band(a, *, bandwidth):
         raise ValueError(f"bandwidth must be a positive integer, got {bandwidth}")
     b, n = bandwidth, a.shape[0]
     gemm, geqrf, unit_lower, wy_factor = _TWINS[xp.__name__]
-    if _panel_kernel(xp, a.dtype, b):  # the tunable stage1_panel_kernel (band.py)
-        geqrf = _PANEL_QR[xp.__name__]
     work = a if a.flags.f_contiguous else xp.asfortranarray(a)
     _mirror_lower(work, b)
     panels = _panels(n, b)
