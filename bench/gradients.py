@@ -184,6 +184,34 @@ def run_degenerate(records, save):
               f"{r['grad_finite']}", flush=True)
 
 
+def plot(path, png):
+    """Two panels: forward + backward time against n (gpusvd and torch, svd and svdvals;
+    float64 solid, float32 dashed), and the polar factor's time against n per method."""
+    import json
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    records = [r for r in json.load(open(path))["records"] if "seconds" in r]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, part in zip(axes, ("svd", "polar")):
+        mine = [r for r in records if r["part"] == part and len(r["shape"]) == 2]
+        for i, case in enumerate(sorted({r["case"] for r in mine})):
+            for dtype, style in (("float64", "-"), ("float32", "--")):
+                pts = sorted((r["shape"][0], r["seconds"]) for r in mine
+                             if r["case"] == case and r["dtype"] == dtype)
+                if pts:
+                    ax.plot(*zip(*pts), style, marker="o", color=f"C{i}",
+                            label=f"{case} {dtype}")
+        ax.set(xscale="log", yscale="log", xlabel="n (one n×n matrix)", ylabel="seconds",
+               title="forward + backward" if part == "svd" else "unitary polar factor")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--parts", nargs="+", default=["svd", "polar", "degenerate"],
@@ -196,7 +224,11 @@ def main(argv=None):
     p.add_argument("--max-seconds", type=float, default=1.0,
                    help="a case's timed calls stop before passing this (at least one)")
     p.add_argument("--out", default="gradients.json")
+    p.add_argument("--plot", metavar="PNG", help="plot the JSON of --out and stop")
     args = p.parse_args(argv)
+    if args.plot:
+        plot(args.out, args.plot)
+        return
     records, started, device = [], time.time(), common.device_info()
 
     def save():
