@@ -1,6 +1,7 @@
 """JAX's transformations of ``svd``, ``svdvals`` and ``polar`` (issue 30, acceptance 1):
 ``jax.grad`` eagerly against finite differences, at random and at exactly repeated
-singular values where JAX's own SVD gives NaN; ``jax.jit`` says in one line what to do."""
+singular values where JAX's own SVD gives NaN; ``jax.jit`` says in one line what to do.
+Every test with JAX arrays on the CPU, and again on the GPU (marker ``gpu``)."""
 
 import numpy as np
 import pytest
@@ -10,6 +11,13 @@ from losses import DEGENERATE, LOSSES, finite_difference, rotated_cluster
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
+
+
+@pytest.fixture(autouse=True, params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def platform(request):
+    """Every test with JAX arrays on the CPU, and on the GPU where one is present."""
+    with jax.default_device(jax.devices(request.param)[0]):
+        yield request.param
 
 
 @pytest.fixture(autouse=True)

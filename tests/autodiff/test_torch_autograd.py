@@ -1,6 +1,8 @@
-"""PyTorch autograd of ``svd``, ``svdvals`` and ``polar`` (issue 30, acceptance 1):
+"""PyTorch autograd of ``svd``, ``svdvals`` and ``polar`` (issue 30, acceptances 1 and 2):
 gradcheck on random, tall, wide, stacked, complex and rank-deficient input, and finite,
-right gradients at exactly repeated singular values where torch's own are NaN."""
+right gradients at exactly repeated singular values where torch's own are NaN; every
+test on CPU tensors and again on CUDA tensors (marker ``gpu``: gpusvd's forward on their
+GPU, the backward in torch operations there)."""
 
 import sys
 
@@ -17,6 +19,13 @@ SHAPES = [(5, 5), (7, 4), (4, 7), (2, 6, 3)]
 
 def _device():
     return "cpu"
+
+
+@pytest.fixture(autouse=True, params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def device(request, monkeypatch):
+    """Every test on CPU tensors, and on CUDA tensors where a GPU is present."""
+    monkeypatch.setattr(sys.modules[__name__], "_device", lambda: request.param)
+    return request.param
 
 
 def _tensor(a, dtype=torch.float64):
@@ -114,24 +123,6 @@ def test_no_grad_leaves_no_graph():
     with torch.no_grad():
         u, s, vh = gpusvd.svd(x)
     assert not u.requires_grad and not s.requires_grad
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
-@pytest.mark.parametrize("shape", SHAPES, ids=str)
-def test_gradcheck_on_cuda(shape, dtype, monkeypatch):
-    """The same on CUDA tensors: gpusvd's forward on their GPU, the backward in torch
-    operations there."""
-    monkeypatch.setattr(sys.modules[__name__], "_device", lambda: "cuda")
-    x = _random(shape, dtype)
-    assert x.is_cuda
-    assert torch.autograd.gradcheck(_invariant, (x,))
-
-
-@pytest.mark.gpu
-def test_repeated_values_on_cuda(monkeypatch):
-    monkeypatch.setattr(sys.modules[__name__], "_device", lambda: "cuda")
-    test_repeated_values_against_finite_differences("diag_1123")
 
 
 def test_complex_loss_that_depends_on_the_phases_is_refused():
