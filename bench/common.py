@@ -38,3 +38,17 @@ from gpusvd._bench import (  # noqa: F401  (the names the scripts use)
 )
 from gpusvd._bench import sv_accuracy as sv_error  # noqa: F401
 from gpusvd._bench import time_calls as time_gpu  # noqa: F401
+
+
+def jax_polar_svd(compute_uv):
+    """JAX's POLAR SVD (cuSOLVER gesvdp) of a CuPy array, float64 enabled: the peer of
+    ``bench/exact.py`` and ``bench/tall.py``. Returns ``run(a)``."""
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    from jax.lax import linalg as lax_linalg
+
+    def run(a):
+        x = jax.dlpack.from_dlpack(a)
+        return lax_linalg.svd(x, full_matrices=False, compute_uv=compute_uv,
+                              algorithm=lax_linalg.SvdAlgorithm.POLAR)
+    return run

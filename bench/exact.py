@@ -70,7 +70,7 @@ def _variants(mode):
                 "gr_one_stage": lambda a: gpusvd.svdvals(a, method="gr", reduction="one-stage"),
                 "polar": lambda a: gpusvd.svdvals(a, method="polar"),
                 "cupy_gesvd": lambda a: cupy.linalg.svd(a, compute_uv=False),
-                "jax_gesvdp": _jax_svd(False)}
+                "jax_gesvdp": common.jax_polar_svd(False)}
     if mode == "full":
         def svd(**kw):
             return lambda a: gpusvd.svd(a, full_matrices=False, **kw)
@@ -78,7 +78,7 @@ def _variants(mode):
                 "gr_one_stage": svd(method="gr", reduction="one-stage"),
                 "polar": svd(method="polar"),
                 "cupy_gesvd": lambda a: cupy.linalg.svd(a, full_matrices=False),
-                "jax_gesvdp": _jax_svd(True)}
+                "jax_gesvdp": common.jax_polar_svd(True)}
     out = {"two_stage_values": driver.two_stage_eigenvalues,
            "syevd_values": cupy.linalg.eigvalsh, "syevd": cupy.linalg.eigh}
     if hasattr(driver, "two_stage_eigh"):
@@ -180,19 +180,6 @@ def run(args):
                     del out
             del a
     return records
-
-
-def _jax_svd(compute_uv):
-    """JAX's POLAR SVD (cuSOLVER gesvdp) of a CuPy array, float64 enabled."""
-    import jax
-    jax.config.update("jax_enable_x64", True)
-    from jax.lax import linalg as lax_linalg
-
-    def run(a):
-        x = jax.dlpack.from_dlpack(a)
-        return lax_linalg.svd(x, full_matrices=False, compute_uv=compute_uv,
-                              algorithm=lax_linalg.SvdAlgorithm.POLAR)
-    return run
 
 
 def load(paths):

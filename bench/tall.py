@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
-"""Very tall matrices past 2³¹ entries on the GPU (issue 19, item 3).
+"""Tall matrices on the GPU, up to past 2³¹ entries (issue 19, item 3; issue 27's points).
 
 Run on the device from the repository root::
 
     PYTHONPATH=src python bench/tall.py --rows 1000000 2200000 --n 1000 \\
         --out "$OUT/tall_h100.json"
+    PYTHONPATH=src python bench/tall.py --rows 200000 --n 256 --dtype float32 \\
+        --methods gpusvd_auto jax_gesvdp --out "$OUT/tall_256.json"
 
-For each m×n float32 Gaussian matrix (made on the GPU): the economy SVD by gpusvd's default
-(``method="auto"``: the polar method, QR first), by ``method="gr"`` (QR first as well),
-by torch's QR followed by the SVD of the small factor (U = Q·U_R), and by cuSOLVER gesvd
-through CuPy. Median seconds after a warm-up call, and accuracy computed in float64 in row
-chunks: the singular values against the square roots of the eigenvalues of the float64
-Gram matrix AᵀA (κ(A) ≈ 1.1, so squaring costs nothing here), in units of s_max·ε; the
-residual ‖A − U·S·Vh‖_F/(‖A‖_F·m·ε) (the unit of ``gpusvd.testing``); ‖UᵀU − I‖_F/(n·ε).
+For each m×n Gaussian matrix (made on the GPU, ``--dtype``): the economy SVD by gpusvd's
+default (``method="auto"``: the polar method, QR first), by ``method="gr"`` (QR first as
+well), by torch's QR followed by the SVD of the small factor (U = Q·U_R), by cuSOLVER gesvd
+through CuPy and by gesvdp through JAX (POLAR). Median seconds after a warm-up call, and
+accuracy computed in float64 in row chunks: the singular values against the square roots
+of the eigenvalues of the float64 Gram matrix AᵀA (κ(A) ≈ 1.1, so squaring costs nothing
+here), in units of s_max·ε; the residual ‖A − U·S·Vh‖_F/(‖A‖_F·m·ε) (the unit of
+``gpusvd.testing``); ‖UᵀU − I‖_F/(n·ε), ε of ``--dtype``.
 """
 
 from __future__ import annotations
@@ -49,16 +52,18 @@ def _methods():
         "gpusvd_gr": lambda a: gpusvd.svd(a, method="gr", full_matrices=False),
         "torch_qr_svd": _torch_qr_svd,
         "cupy_gesvd": lambda a: cp.linalg.svd(a, full_matrices=False),
+        "jax_gesvdp": common.jax_polar_svd(True),
     }
 
 
 def _accuracy(a, u, s, vh, s_ref):
-    """Float64 accuracy of a float32 economy SVD of a very tall ``a``, row chunk by chunk."""
+    """Float64 accuracy of an economy SVD of a very tall ``a``, row chunk by chunk, in
+    units of ``a``'s ε."""
     import cupy as cp
 
     u, s, vh = (common.to_cupy(x) for x in (u, s, vh))
     m, n = a.shape
-    eps = float(cp.finfo(cp.float32).eps)
+    eps = float(cp.finfo(a.dtype).eps)
     sv = (s.astype(cp.float64) * vh.astype(cp.float64).T).T      # S·Vh
     res2 = norm2 = 0.0
     gram_u = cp.zeros((n, n), cp.float64)
@@ -89,6 +94,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 2_200_000])
     p.add_argument("--n", type=int, default=1000)
+    p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--methods", nargs="+", default=None)
     p.add_argument("--out", default="bench/results/tall.json")
@@ -98,9 +104,9 @@ def main(argv=None):
 
     payload = {"device": common.device_info(0), "cases": []}
     for m in args.rows:
-        a = cp.random.default_rng(m).standard_normal((m, args.n), dtype=cp.float32)
+        a = cp.random.default_rng(m).standard_normal((m, args.n), dtype=args.dtype)
         s_ref = _gram_values(a)
-        case = {"m": m, "n": args.n, "entries": m * args.n, "runs": {}}
+        case = {"m": m, "n": args.n, "dtype": args.dtype, "entries": m * args.n, "runs": {}}
         for name, fn in _methods().items():
             if args.methods and name not in args.methods:
                 continue
@@ -113,7 +119,7 @@ def main(argv=None):
                 run = {"error": common.short_error(exc)}
             case["runs"][name] = run
             common.free_gpu_memory()
-            print(f"{m}x{args.n} float32 {name}: " + (
+            print(f"{m}x{args.n} {args.dtype} {name}: " + (
                 f"{run['seconds']:.3f} s, res {run['residual']:.3g}, orth "
                 f"{run['orthogonality']:.3g}, sv {run['sv_error']:.3g}"
                 if "seconds" in run else run["error"]), flush=True)
