@@ -36,7 +36,6 @@ from ._core import profile, validation
 from ._core.errors import LinAlgError
 from ._core.front_end import receive
 from ._core.memory import DENSE_HINT, hint_on_exhaustion
-from ._core.scaling import times_power_of_two, unit_exponent
 from ._dispatch import svd
 from . import autodiff
 from .batched import driver as batched_svd
@@ -66,12 +65,10 @@ def _qdwh_one(a, xp):
     orthonormal (a zero or numerically rank-deficient ``a``, module docstring)."""
     m, n = a.shape
     eps = float(np.finfo(a.dtype).eps)
-    anrm = float(xp.abs(a).max())
-    if anrm == 0.0:
+    scaled = polar_svd.normalized(a, xp)
+    if scaled is None:
         return None
-    exponent = unit_exponent(anrm)
-    work = a if abs(exponent) <= polar_svd.NORMALIZE_BEYOND else \
-        times_power_of_two(a, exponent, xp)
+    work = scaled[0]
     q = None
     if m > polar_svd.QR_FIRST_RATIO * n:
         with profile.phase("qr", xp):

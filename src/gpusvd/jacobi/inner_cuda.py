@@ -78,12 +78,7 @@ def launch_config(m, k, itemsize, max_shared, lanes=0):
     >>> launch_config(32, 32, 8, 227 * 1024)
     LaunchConfig(lanes=8, threads=128, shared_bytes=16896)
     """
-    if lanes == 0:
-        lanes = next((n for n in _LANES if n * _ROWS_PER_LANE >= m), _LANES[-1])
-    elif lanes not in _LANES:
-        raise ValueError(f"lanes per pivot pair must be one of {_LANES} (or 0: automatic), "
-                         f"got {lanes}")
-    groups = max(1, min(k // 2, _MAX_THREADS // lanes))
+    lanes, threads = block_shape(m, k, lanes)
     nbytes = shared_bytes(m, k, itemsize)
     if nbytes > max_shared:
         largest = max((n for n in range(2, k + 1, 2) if shared_bytes(n, n, itemsize)
@@ -92,15 +87,39 @@ def launch_config(m, k, itemsize, max_shared, lanes=0):
             f"the CUDA inner Jacobi kernel keeps g ({m}x{k}) and v ({k}x{k}) in shared "
             f"memory: {nbytes} bytes of {itemsize}-byte elements, but a block may use "
             f"{max_shared}; square blocks fit up to k = {largest} for this dtype")
-    return LaunchConfig(lanes, lanes * groups, nbytes)
+    return LaunchConfig(lanes, threads, nbytes)
+
+
+def block_shape(m, k, lanes=0):
+    """(lanes, threads) of a block that runs the pivot pairs of k columns of m rows:
+    ``lanes`` per pair (0: the fewest that give each lane at most about four rows), as
+    many pairs at once as fit :data:`_MAX_THREADS` threads. Also the small-SVD kernel's
+    (small_svd_cuda.py), which runs the same pair steps.
+
+    Examples
+    --------
+    >>> block_shape(64, 64)
+    (16, 512)
+    """
+    if lanes == 0:
+        lanes = next((n for n in _LANES if n * _ROWS_PER_LANE >= m), _LANES[-1])
+    elif lanes not in _LANES:
+        raise ValueError(f"lanes per pivot pair must be one of {_LANES} (or 0: automatic), "
+                         f"got {lanes}")
+    return lanes, lanes * max(1, min(k // 2, _MAX_THREADS // lanes))
 
 
 @functools.cache
-def _max_shared(device_id):
+def optin_shared(device_id):
+    """Bytes of shared memory a block may opt in to on the device: the kernels' dynamic
+    shared memory is this minus their static shared memory."""
     import cupy
 
-    optin = cupy.cuda.runtime.deviceGetAttribute(_ATTR_MAX_SHARED_OPTIN, device_id)
-    return optin - _STATIC_SHARED
+    return cupy.cuda.runtime.deviceGetAttribute(_ATTR_MAX_SHARED_OPTIN, device_id)
+
+
+def _max_shared(device_id):
+    return optin_shared(device_id) - _STATIC_SHARED
 
 
 def rotations(app, aqq, apq_abs, hyperbolic):

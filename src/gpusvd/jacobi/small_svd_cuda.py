@@ -14,8 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._core import kernels
-from .inner_cuda import _ATTR_MAX_SHARED_OPTIN, _DEFAULT_SHARED, _LANES, _MAX_THREADS, \
-    _ROWS_PER_LANE
+from .inner_cuda import _DEFAULT_SHARED, block_shape, optin_shared
 from .rotations import orthogonality_tol
 from .small_svd import MAX_SWEEPS, STRATEGY, Shape
 from .strategies import pivot_strategy
@@ -51,26 +50,20 @@ def shared_bytes(shape, dtype, want_uv):
 
 
 def launch_config(shape, dtype, want_uv):
-    """Lanes, threads and shared memory for a :class:`Shape` (lanes: the fewest that give
-    each lane at most about four rows, as the inner kernel's).
+    """Lanes, threads and shared memory for a :class:`Shape` (the inner kernel's
+    automatic block shape, :func:`.inner_cuda.block_shape`).
 
     Examples
     --------
     >>> launch_config(Shape(16, 16, False), np.float64, True)
     LaunchConfig(lanes=4, threads=32, shared_bytes=4864)
     """
-    mp = max(shape.m, shape.k)
-    lanes = next((n for n in _LANES if n * _ROWS_PER_LANE >= mp), _LANES[-1])
-    groups = max(1, min(shape.k // 2, _MAX_THREADS // lanes))
-    return LaunchConfig(lanes, lanes * groups, shared_bytes(shape, dtype, want_uv))
+    lanes, threads = block_shape(max(shape.m, shape.k), shape.k)
+    return LaunchConfig(lanes, threads, shared_bytes(shape, dtype, want_uv))
 
 
-@functools.cache
 def _max_shared(device_id):
-    import cupy
-
-    optin = cupy.cuda.runtime.deviceGetAttribute(_ATTR_MAX_SHARED_OPTIN, device_id)
-    return optin - _STATIC_SHARED
+    return optin_shared(device_id) - _STATIC_SHARED
 
 
 def fits(rows, cols, dtype, *, full_matrices, compute_uv):

@@ -133,16 +133,26 @@ def _orthonormal_enough(u, xp):
     return deviation <= ORTHONORMAL_TOL * np.sqrt(n) * eps
 
 
+def normalized(a, xp):
+    """(A·2^e, e) with max|A·2^e| near 1, or (A, 0) where max|A| lies within
+    2^±NORMALIZE_BEYOND (no copy of A where its norms cannot overflow: a 2.2e9-entry
+    case); None for a zero A. The scaling of :func:`svd` and of ``gpusvd.polar``."""
+    anrm = float(xp.abs(a).max())
+    if anrm == 0.0:
+        return None
+    exponent = unit_exponent(anrm)
+    if abs(exponent) <= NORMALIZE_BEYOND:
+        return a, 0
+    return times_power_of_two(a, exponent, xp), exponent
+
+
 def _svd_tall(a, xp, *, full_matrices, compute_uv):
     """SVD of an m×n, m ≥ n ≥ 1, finite matrix."""
     m, n = a.shape
-    anrm = float(xp.abs(a).max())
-    if anrm == 0.0:
+    scaled = normalized(a, xp)
+    if scaled is None:
         return _svd_zero(m, n, xp, a.dtype, full_matrices, compute_uv)
-    exponent = unit_exponent(anrm)
-    if abs(exponent) <= NORMALIZE_BEYOND:
-        exponent = 0  # no copy of A where its norms cannot overflow (a 2.2e9-entry case)
-    work = times_power_of_two(a, exponent, xp)
+    work, exponent = scaled
     q = None
     if m > QR_FIRST_RATIO * n:
         with profile.phase("qr", xp):

@@ -103,8 +103,8 @@ template <typename R> struct Number<Complex<R>> {
     }
 };
 
-// Bytes of the dynamic shared memory before the double-precision work arrays: g and V.
-// small_svd_cuda.shared_bytes mirrors the whole layout.
+// The boundary the double-precision work arrays start on, after g and V in the dynamic
+// shared memory; small_svd_cuda.shared_bytes mirrors the whole layout.
 #define SMALL_ALIGN 16
 
 // a: (batch, rows, cols) C-contiguous; wide = rows < cols (then X = Aᴴ: m = cols,
