@@ -66,8 +66,6 @@ REGISTRY = {
     "condensed/kernels/bulge.cu": KernelFile(tuple(f"chase_band<{ctype}>" for ctype in _REAL)),
     "condensed/kernels/sym_bulge.cu": KernelFile(tuple(
         f"sym_chase_band<{ctype}>" for ctype in _REAL)),
-    "condensed/kernels/chase_back_slabs.cu": KernelFile(tuple(
-        f"chase_back_slabs<{ctype}>" for ctype in _REAL)),
     "condensed/kernels/wy.cu": KernelFile(tuple(
         f"{kernel}<{ctype}>" for kernel in ("unit_lower", "larft_gram") for ctype in _ALL)),
     "condensed/kernels/bisection.cu": KernelFile(tuple(

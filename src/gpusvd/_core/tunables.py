@@ -221,13 +221,6 @@ class Tunables:
     # 8 bands on the H100 were finite and bitwise identical run to run
     # (bench/results/stress_bulge_h100_s8.json).
     chase_on_gpu: bool = True
-    # Stage 2's back-transformation (condensed/chase_back.py) by column slabs of C, one
-    # thread block each applying the groups one after the other through a window of rows
-    # in shared memory (kernels/chase_back_slabs.cu), instead of the wavefront of batched
-    # GEMMs, whose steps read and write C's rows three times each (~0.4 TB a side at n =
-    # 8192, 0.22 s). Real data, b + g − 1 ≤ 64, g ≤ 32. Off: written and tested on the host
-    # (2026-11-27, session 11), not yet run on a GPU.
-    chase_back_slabs: bool = False
     # Leaves of the divide-and-conquer solvers (condensed/tridiagonal_dc.py,
     # bidiagonal_svd_dc.py): at most this many rows, solved by LAPACK on the host. dlaed0's
     # and dlasd0's SMLSIZ is 25 (ILAENV ispec 9); 32, a power of two, halves evenly. Not

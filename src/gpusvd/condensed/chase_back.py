@@ -36,13 +36,6 @@ triangles nearly double the work at g = b (≈ 4n²·m in all for n²/(2b) refle
 costs ≈ 4g·(b+g−1) per reflector, independent of m.  Groups wholly past row n are
 skipped; the others, partly past it, are padded with zero rows.
 
-By column slabs (tunable ``chase_back_slabs``, off until it has run on a GPU): the groups
-one after the other, J = last … 0 and k = 0 … within J, which is the sequential order at
-the granularity of groups; on the GPU one thread block per 32 columns of C, its window of
-rows sliding down in shared memory (kernels/chase_back_slabs.cu), so that a group moves
-only the b rows leaving and entering the window instead of reading its rows twice and
-writing them once.
-
 Measured (C = I, b = 32, sym_bulge's reflectors, float64).  One core of an AMD EPYC
 (OpenBLAS, ≈ 30 GFLOP/s on a large GEMM): n = 1000, 0.15–0.18 s against 0.14 s for the
 unblocked Numba loop (sym_bulge._apply_reflectors, whose C fits in cache); n = 2000,
@@ -50,7 +43,7 @@ unblocked Numba loop (sym_bulge._apply_reflectors, whose C fits in cache); n = 2
 (5 TFLOP/s counting the padding), 0.35 s at g = 64, where the CPU chase takes 6.7 s.
 """
 
-import numpy as np
+import numpy as np  # noqa: F401 (the Examples below)
 
 from .._core import tunables
 from .._core.backend import array_namespace
@@ -138,34 +131,6 @@ def _step_host(work, r0, count, span, period, vs, wy, first, stride):
 _STEPS = {"numpy": _step_host, "cupy": chase_back_cuda.wavefront_step}
 
 
-def _slabs_host(work, vs, wy, last, blocks, b, g, n):
-    """chase_back_cuda.apply_slabs's twin: work(:n) ← Q·work(:n), the groups one at a
-    time, J = last … 0 and k = 0 … within J: the sequential order at the granularity of
-    groups (module docstring, "Ordering"), which the wavefront interleaves. The same
-    products as :func:`_wavefront`'s, in another order of commuting groups."""
-    span = b + g - 1
-    for j in range(last, -1, -1):
-        for k in range(blocks):
-            r0 = j * g + k * b + 1
-            if r0 > n - 1:
-                break
-            window = work[r0:r0 + span]
-            group = j * blocks + k
-            window -= vs[group] @ (wy[group] @ window)
-
-
-# The whole back-transformation by column slabs, with the tunable chase_back_slabs.
-_SLABS = {"numpy": _slabs_host, "cupy": chase_back_cuda.apply_slabs}
-
-
-def _slabs(xp, dtype, b, g):
-    """Whether the groups go through :data:`_SLABS` (the tunable, real data, a window
-    of at most SLAB_RING rows, g ≤ SLAB_MAX_GROUP)."""
-    return (tunables.get().chase_back_slabs and dtype.kind == "f"
-            and b + g - 1 <= chase_back_cuda.SLAB_RING
-            and g <= chase_back_cuda.SLAB_MAX_GROUP and xp.__name__ in _SLABS)
-
-
 def _apply(v, tau, b, c, group, sweeps_short):
     """Q·c for reflectors (S, K, b) on windows s+1+k·b, S = n − ``sweeps_short``."""
     xp = array_namespace(c)
@@ -183,11 +148,10 @@ def _apply(v, tau, b, c, group, sweeps_short):
     if v.size:
         factors = _factors(xp.asarray(v, dtype), xp.asarray(tau, dtype), b, g, n)
         width = _PANEL_COLUMNS[xp.__name__](tunables.get()) or out.shape[1]
-        apply = _SLABS[xp.__name__] if _slabs(xp, np.dtype(dtype), b, g) else _wavefront
         for j in range(0, out.shape[1], width):
             work = xp.zeros((n + g + b, min(width, out.shape[1] - j)), dtype)
             work[:n] = out[:, j:j + width]
-            apply(work, *factors, b, g, n)
+            _wavefront(work, *factors, b, g, n)
             out[:, j:j + width] = work[:n]
     return out if c.ndim == 2 else out[:, 0]
 

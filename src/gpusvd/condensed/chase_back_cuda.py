@@ -17,7 +17,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._core import kernels
 from .band_cuda import _OPS, _PREFIX, _SCALARS
 
 
@@ -87,32 +86,3 @@ def wavefront_step(work, r0, count, span, period, vs, wy, first, stride):
                 pointer(gemm.b), gemm.b.ld, gemm.b.stride,
                 scalars.ctypes.data + dtype.itemsize, pointer(gemm.c), gemm.c.ld,
                 gemm.c.stride, count)
-
-
-# kernels/chase_back_slabs.cu: SLAB_COLS, SLAB_THREADS, SLAB_RING and SLAB_MAX_G.
-_SLABS_FILE = "condensed/kernels/chase_back_slabs.cu"
-_SLAB_COLUMNS = 32
-_SLAB_THREADS = 256
-SLAB_RING = 64
-SLAB_MAX_GROUP = 32
-
-
-def apply_slabs(work, vs, wy, last, blocks, b, g, n):
-    """work(:n) ← Q·work(:n) by column slabs (kernels/chase_back_slabs.cu): one launch,
-    a thread block per 32 columns applying every group, J = last … 0 and k = 0 … within
-    J; chase_back's ``_slabs_host`` is the NumPy twin. ``work`` C-ordered with g + b zero
-    rows below row n, ``vs`` and ``wy`` as chase_back's ``_factors`` makes them; real data,
-    b + g − 1 ≤ SLAB_RING and g ≤ SLAB_MAX_GROUP."""
-    m = work.shape[1]
-    if work.dtype.kind != "f" or b + g - 1 > SLAB_RING or g > SLAB_MAX_GROUP:
-        raise ValueError(f"apply_slabs takes real data with b + g - 1 <= {SLAB_RING} and "
-                         f"g <= {SLAB_MAX_GROUP}, got {work.dtype}, b = {b}, g = {g}")
-    if not (work.flags.c_contiguous and wy.flags.c_contiguous and vs.flags.c_contiguous):
-        raise ValueError("apply_slabs reads C-ordered work, vs and wy")
-    if m == 0 or n == 0:
-        return
-    kernel = kernels.get_kernel(_SLABS_FILE,
-                                f"chase_back_slabs<{kernels.CTYPE[work.dtype]}>")
-    kernel((-(-m // _SLAB_COLUMNS),), (_SLAB_THREADS,),
-           (work, np.int64(m), np.int32(m), np.int32(n), vs, wy, np.int32(last),
-            np.int32(blocks), np.int32(b), np.int32(g)))
