@@ -39,7 +39,7 @@ import numpy as np
 
 from ..polar_svd.qdwh import (CHOLESKY_MAX_C, INVERSE_STEPS, NORM_SAFETY, NORM_STEPS,
                           SIGMA_MIN_SAFETY, coefficients, next_lower_bound)
-from .cholesky_qr import add_to_diagonal, gram, shifted_cholesky_qr, solve_lower
+from .cholesky_qr import add_to_diagonal, cholesky, gram, shifted_cholesky_qr, solve_lower
 
 # The Cholesky factor's shift is at least this (√ of float64's smallest normal), so that
 # the inverse iteration on a zero matrix stays finite (a zero matrix's G is 0).
@@ -90,7 +90,7 @@ def estimates(xp, y, eps):
         top = xp.linalg.norm(w, axis=(1, 2), keepdims=True)
         x = w / xp.where(top > 0, top, 1)
     shift = n * np.finfo(np.float64).eps * top[:, 0, 0] + SHIFT_FLOOR
-    low = xp.linalg.cholesky(add_to_diagonal(xp, g, shift))
+    low = cholesky(xp, add_to_diagonal(xp, g, shift))
     x = start.astype(g.dtype)
     inverse = xp.ones((batch, 1, 1), np.float64)
     if batch * n ** 3 <= EXPLICIT_INVERSE_MAX_WORK:
@@ -138,7 +138,7 @@ def _cholesky_step(xp, y, a, b, c):
     """Y·(b/c) + (a − b/c)·Z⁻¹·Y with Z = I + c·YYᴴ = L·Lᴴ (NH eq. (4.2), transposed);
     ``a``, ``b``, ``c`` (batch, 1, 1) arrays."""
     z = gram(xp, y) * c
-    low = xp.linalg.cholesky(add_to_diagonal(xp, z, xp.ones(len(y), np.float64)))
+    low = cholesky(xp, add_to_diagonal(xp, z, xp.ones(len(y), np.float64)))
     w = solve_lower(xp, low, solve_lower(xp, low, y), conjugate=True)
     return y * (b / c) + w * (a - b / c)
 

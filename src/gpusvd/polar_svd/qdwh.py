@@ -242,6 +242,7 @@ def qdwh(a, xp, *, alpha, l0):
     tol_l = _STOP_L_FACTOR * eps
     x = a / a.dtype.type(alpha)
     l, l_start, settling = l0, l0, 0
+    change = np.nan
     for step in range(1, MAX_ITERATIONS + 1):
         a_k, b_k, c_k = coefficients(l)
         with profile.phase("qdwh_qr" if c_k > CHOLESKY_MAX_C else "qdwh_cholesky", xp):
@@ -249,13 +250,16 @@ def qdwh(a, xp, *, alpha, l0):
                 x_next = _qr_step(x, a_k, b_k, c_k, xp)
             else:
                 x_next = _cholesky_step(x, a_k, b_k, c_k, xp)
-            change = float(xp.linalg.norm(x_next - x))
-        x = x_next
         l = next_lower_bound(l, a_k, b_k, c_k)
+        if 1.0 - l > tol_l:
+            # The weights follow from l alone: no read-back (a host synchronization) until
+            # the schedule ends. A non-finite iterate stays non-finite until then.
+            x = x_next
+            continue
+        change = float(xp.linalg.norm(x_next - x))
+        x = x_next
         if not np.isfinite(change):
             raise LinAlgError("polar: the QDWH iterate is not finite (is the input finite?)")
-        if 1.0 - l > tol_l:
-            continue
         if change <= tol_change:
             return x, step, True
         settling += 1
