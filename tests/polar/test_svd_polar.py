@@ -34,6 +34,17 @@ class TestSVD_Polar_CPU(gr_cases.TestSVD_GR_CPU):
     identity_error = 1
 
 
+class TestSVD_Polar_CholeskyQR_CPU(TestSVD_Polar_CPU):
+    """The same suite with the CPU's tall matrices reduced as the GPU's are, by shifted
+    CholeskyQR3 first (driver._cholesky_qr; Householder where it refuses)."""
+
+    @pytest.fixture(autouse=True)
+    def _cholesky_qr(self, monkeypatch):
+        from gpusvd.polar_svd import driver
+
+        monkeypatch.setattr(driver, "_CHOLESKY_QR_ON", {"numpy", "cupy"})
+
+
 @pytest.mark.gpu
 class TestSVD_Polar_GPU(gr_cases.TestSVD_GR_GPU):
     method = "polar"
@@ -182,3 +193,93 @@ def test_no_convergence_raises(monkeypatch):
     a = testing.random_matrix(20, 20, seed=14)
     with pytest.raises(gpusvd.LinAlgError, match="did not converge in 1 step"):
         _svd_polar(a)
+
+
+# --- Tall matrices: shifted CholeskyQR3 before QDWH (driver._cholesky_qr) ---------------
+
+TALL_DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+
+
+@pytest.mark.parametrize("dtype", TALL_DTYPES)
+@pytest.mark.parametrize("cond", [1.0, 1e6, 1e12])
+def test_cholesky_qr_factors(dtype, cond):
+    """Q orthonormal and A = Q·R to 30 units of the input's ε (m·ε for the residual), R
+    upper triangular, up to κ(A) = 1e12, past float32's own reach: the passes run in
+    float64."""
+    from gpusvd.polar_svd import driver
+
+    m, n = 400, 30
+    a = testing.with_condition(m, n, cond, dtype=dtype, seed=3)
+    q, r = driver._cholesky_qr(a, np)
+    eps = np.finfo(dtype).eps
+    assert q.dtype == a.dtype and r.dtype == a.dtype
+    assert testing.orthogonality(q) < BOUND
+    assert np.linalg.norm(a - q @ r) / (np.linalg.norm(a) * m * eps) < BOUND
+    assert np.array_equal(r, np.triu(r))
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("rank", [0, 1, 2, 7])
+def test_cholesky_qr_rank_deficient_refused_or_right(rank, seed):
+    """A numerically rank-deficient A makes Q₁ singular: CholeskyQR3 either refuses it
+    (None, for Householder QR) or, where rounding kept its Cholesky factors regular,
+    returns a Q that is orthonormal with A = Q·R, a valid QR all the same. The zero
+    matrix is refused."""
+    from gpusvd.polar_svd import driver
+
+    m, n = 200, 20
+    a = testing.low_rank(m, n, rank, seed=seed) if rank else np.zeros((m, n))
+    found = driver._cholesky_qr(a, np)
+    if rank == 0:
+        assert found is None
+    if found is not None:
+        q, r = found
+        assert testing.orthogonality(q) < BOUND
+        eps = np.finfo(np.float64).eps
+        assert np.linalg.norm(a - q @ r) / (np.linalg.norm(a) * m * eps) < BOUND
+
+
+@pytest.fixture
+def cholesky_qr_on_cpu(monkeypatch):
+    """Route the CPU's tall matrices through shifted CholeskyQR3, as the GPU's are."""
+    from gpusvd.polar_svd import driver
+
+    monkeypatch.setattr(driver, "_CHOLESKY_QR_ON", {"numpy", "cupy"})
+
+
+@pytest.mark.parametrize("dtype", TALL_DTYPES)
+@pytest.mark.parametrize("kind", ["random", "graded", "rank", "ill"])
+@pytest.mark.parametrize("compute_uv", [True, False])
+def test_tall_through_cholesky_qr(cholesky_qr_on_cpu, dtype, kind, compute_uv):
+    """The SVD of tall matrices reduced by CholeskyQR3 (or, rank deficient, by the
+    Householder fallback) meets the contract: residual and orthogonality below 30 n·ε,
+    values against LAPACK's in float64 below 30 units of max(m, n)·ε·σ₁."""
+    m, n = 300, 40
+    a = {"random": lambda: testing.random_matrix(m, n, dtype=dtype, seed=5),
+         "graded": lambda: testing.graded(m, n, dtype=dtype, seed=5),
+         "rank": lambda: testing.low_rank(m, n, 9, dtype=dtype, seed=5),
+         "ill": lambda: testing.with_condition(m, n, 1e10, dtype=dtype, seed=5)}[kind]()
+    before = a.copy()
+    s_ref = scipy.linalg.svdvals(a.astype(np.complex128))
+    if not compute_uv:
+        s = gpusvd.svdvals(a, method="polar", device="cpu")
+        assert testing.sv_error(s, s_ref) < BOUND * m
+        return
+    u, s, vh = _svd_polar(a, full_matrices=False)
+    assert np.array_equal(a, before)
+    assert u.shape == (m, n) and vh.shape == (n, n)
+    assert testing.svd_residual(a, u, s, vh) < BOUND
+    assert testing.orthogonality(u) < BOUND
+    assert testing.orthogonality(vh, rows=True) < BOUND
+    assert testing.sv_error(s, s_ref) < BOUND * m
+
+
+def test_tall_full_matrices_keeps_householder(cholesky_qr_on_cpu, monkeypatch):
+    """full_matrices needs the complete Q: Householder QR, CholeskyQR3 never called."""
+    from gpusvd.polar_svd import driver
+
+    monkeypatch.setattr(driver, "_cholesky_qr", lambda *args: pytest.fail("called"))
+    a = testing.random_matrix(200, 20, seed=2)
+    u, s, vh = _svd_polar(a, full_matrices=True)
+    assert u.shape == (200, 200)
+    assert testing.orthogonality(u) < BOUND

@@ -56,6 +56,11 @@ L_TOL_FACTOR = 10.0
 # sides, then matrix products) while batch·n³ is at most this: at 2048² for one matrix,
 # 2000 × 128² or 500 × 256², the solve is a few GFlop; above, two solves a step.
 EXPLICIT_INVERSE_MAX_WORK = 2 ** 33
+# Squarings of the Gram matrix and of its inverse where the estimates square (above): G¹⁶
+# is 17 steps of power iteration (NORM_STEPS = 12 where they iterate), (L⁻ᴴL⁻¹)⁴ five
+# (INVERSE_STEPS = 4).
+POWER_SQUARINGS = 4
+INVERSE_SQUARINGS = 2
 # Upper bound on ‖X₀‖₂² for the QR step's shift: X₀ = A/α with α ≥ ‖A‖₂ up to the power
 # iteration's error, which NORM_SAFETY covers; twice that is safe.
 X_NORM2_BOUND = 2.0
@@ -75,40 +80,64 @@ def _column(xp, values, dtype):
     return xp.asarray(np.asarray(values).reshape(-1, 1, 1)).astype(dtype)
 
 
+def _dominant_by_squaring(xp, p, start, squarings):
+    """‖P·x‖/‖x‖ with x = P^(2^k)·start (k = ``squarings``): the largest eigenvalue of
+    each Hermitian positive semidefinite P of the stack (batch, n, n), from below, as
+    2^k + 1 steps of power iteration in k + 2 matrix products, each square normalized by
+    its Frobenius norm."""
+    q = p
+    for _ in range(squarings):
+        size = xp.linalg.norm(q, axis=(1, 2), keepdims=True)
+        q = q / xp.where(size > 0, size, 1)
+        q = xp.matmul(q, q)
+    x = xp.matmul(q, start)
+    size = xp.linalg.norm(x, axis=(1, 2), keepdims=True)
+    return (xp.linalg.norm(xp.matmul(p, x), axis=(1, 2), keepdims=True)
+            / xp.where(size > 0, size, 1))
+
+
 def estimates(xp, y, eps):
     """α ≈ 1.1·‖A‖₂ and the bound l₀ in [ε, 1] of each matrix, as host arrays, from its
     conjugate transpose ``y`` (batch, n, m) in float64 or complex128; ``eps`` is the
-    input dtype's ε. One host synchronization."""
+    input dtype's ε. One host synchronization.
+
+    While batch·n³ ≤ EXPLICIT_INVERSE_MAX_WORK the power iterations run by repeated
+    squaring (G¹⁶ for ‖A‖₂², (L⁻ᴴL⁻¹)⁴ for 1/σ_min²): some 50 array operations for one
+    matrix instead of some 100, each a CuPy call of 20–45 µs of host time that a small
+    matrix's GPU work does not hide (H100, 2026-11-27, NOTES.md)."""
     batch, n, _ = y.shape
     g = gram(xp, y)
     start = np.random.default_rng(0).standard_normal(n)
     start = xp.asarray(np.broadcast_to(start / np.linalg.norm(start), (batch, n))[..., None])
-    x = start.astype(g.dtype)
-    top = xp.zeros((batch, 1, 1), np.float64)
-    for _ in range(NORM_STEPS):
-        w = xp.matmul(g, x)
-        top = xp.linalg.norm(w, axis=(1, 2), keepdims=True)
-        x = w / xp.where(top > 0, top, 1)
+    start = start.astype(g.dtype)
+    explicit = batch * n ** 3 <= EXPLICIT_INVERSE_MAX_WORK
+    if explicit:
+        top = _dominant_by_squaring(xp, g, start, POWER_SQUARINGS)
+    else:
+        x = start
+        for _ in range(NORM_STEPS):
+            w = xp.matmul(g, x)
+            top = xp.linalg.norm(w, axis=(1, 2), keepdims=True)
+            x = w / xp.where(top > 0, top, 1)
     shift = n * np.finfo(np.float64).eps * top[:, 0, 0] + SHIFT_FLOOR
     low = cholesky(xp, add_to_diagonal(xp, g, shift))
-    x = start.astype(g.dtype)
-    inverse = xp.ones((batch, 1, 1), np.float64)
-    if batch * n ** 3 <= EXPLICIT_INVERSE_MAX_WORK:
+    if explicit:
         # L⁻¹ by one triangular solve, then products: two solves a step cost ~0.3 ms of
         # host time each in CuPy (8 of a 256² SVD's 10.8 ms went to 16 such calls).
         low_inv = solve_lower(xp, low, xp.broadcast_to(xp.eye(n, dtype=g.dtype),
                                                        (batch, n, n)).copy())
-        low_inv_h = low_inv.conj().swapaxes(-1, -2)
-
-        def apply(v):
-            return xp.matmul(low_inv_h, xp.matmul(low_inv, v))
+        # L⁻¹ scaled to unit Frobenius norm first: for a zero A (shift SHIFT_FLOOR) its
+        # entries are ~1e77, and L⁻ᴴL⁻¹'s squares would overflow the norms.
+        size = xp.linalg.norm(low_inv, axis=(1, 2), keepdims=True)
+        low_inv = low_inv / size
+        g_inv = xp.matmul(low_inv.conj().swapaxes(-1, -2), low_inv)
+        inverse = _dominant_by_squaring(xp, g_inv, start, INVERSE_SQUARINGS) * size ** 2
     else:
-        def apply(v):
-            return solve_lower(xp, low, solve_lower(xp, low, v), conjugate=True)
-    for _ in range(INVERSE_STEPS):
-        w = apply(x)
-        inverse = xp.linalg.norm(w, axis=(1, 2), keepdims=True)
-        x = w / inverse
+        x = start
+        for _ in range(INVERSE_STEPS):
+            w = solve_lower(xp, low, solve_lower(xp, low, x), conjugate=True)
+            inverse = xp.linalg.norm(w, axis=(1, 2), keepdims=True)
+            x = w / inverse
     found = xp.stack([top[:, 0, 0], 1.0 / inverse[:, 0, 0], shift])
     top, bottom, shift = (found.get() if hasattr(found, "get") else found)
     alpha = NORM_SAFETY * np.sqrt(top)
