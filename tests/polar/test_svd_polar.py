@@ -218,6 +218,28 @@ def test_cholesky_qr_factors(dtype, cond):
     assert np.array_equal(r, np.triu(r))
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", TALL_DTYPES)
+@pytest.mark.parametrize("cond", [1.0, 1e9])
+def test_gpu_cholesky_qr_factors(dtype, cond):
+    """On the GPU (cuBLAS's right-side trsm for float64 and complex128, GEMMs with the
+    explicit inverse otherwise): the same bounds as the host's, and R close to the
+    host's."""
+    import cupy
+
+    from gpusvd.polar_svd import driver
+
+    m, n = 3000, 200
+    a = testing.with_condition(m, n, cond, dtype=dtype, seed=4)
+    q, r = (x.get() for x in driver._cholesky_qr(cupy.asarray(a), cupy))
+    eps = np.finfo(dtype).eps
+    assert q.dtype == a.dtype and r.dtype == a.dtype
+    assert testing.orthogonality(q) < BOUND
+    assert np.linalg.norm(a - q @ r) / (np.linalg.norm(a) * m * eps) < BOUND
+    _, r_host = driver._cholesky_qr(a, np)
+    assert np.linalg.norm(r - r_host) / np.linalg.norm(r_host) < BOUND * n * eps * cond
+
+
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("rank", [0, 1, 2, 7])
 def test_cholesky_qr_rank_deficient_refused_or_right(rank, seed):

@@ -35,6 +35,7 @@ iteration for ‖A‖₂ squares norms of AᴴA·x, which overflow from max|A| �
 """
 
 import numpy as np
+import scipy.linalg
 
 from .._core import profile
 from .._core.scaling import scale_values, times_power_of_two, unit_exponent
@@ -61,6 +62,12 @@ CHOLESKY_QR_MAX_ENTRIES = 2 ** 28
 # is orthonormal to O(u) (Yamamoto et al. 2015), and a rank-deficient A, whose Q₁ is
 # singular, shows here as a large or non-finite deviation.
 CHOLESKY_QR_ACCEPT = 0.1
+# Input whose ε exceeds this (float32, complex64) takes no QDWH estimates (_estimates):
+# from l₀ = ε its schedule is one QR step and three Cholesky steps, the same as from any
+# l₀ in [ε, 1e-3], that is for every κ(A) ≳ 1000 (random matrices from n ≈ 100); the
+# estimates cost 3–5 ms of one matrix from 256² to 1024² on the H100 (2026-11-27), about
+# 67 ms at 8192².
+SINGLE_EPS_FROM = 1e-10
 # Matrices up to this many columns take their QDWH estimates from the Gram matrix in
 # one host synchronization, where the power and inverse iterations with the LU factors
 # synchronize about 20 times: on the H100 (2026-11-27) they took 8.1 ms of an 18.4 ms SVD
@@ -84,17 +91,49 @@ def _orthonormal_columns(u, xp, *, complete):
     return q
 
 
+def _solve_right_host(w, low):
+    """W·L⁻ᴴ by a triangular solve (NumPy): backward stable row by row."""
+    return _ct(scipy.linalg.solve_triangular(low, _ct(w), lower=True, check_finite=False))
+
+
+def _solve_right_cuda(w, low):
+    """W ← W·L⁻ᴴ in place by cuBLAS's right-side trsm (``w`` F-ordered, float64 or
+    complex128): on the H100 (2026-11-27) 12 ms at 100000 × 1000 where the left-side
+    solve of Wᴴ (cupyx's solve_triangular) took 22."""
+    import cupy
+    from cupy_backends.cuda.libs import cublas
+
+    m, n = w.shape
+    low = cupy.asfortranarray(low)
+    handle = cupy.cuda.device.get_cublas_handle()
+    cublas.setStream(handle, cupy.cuda.get_current_stream().ptr)
+    cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+    one = np.ones(1, w.dtype)
+    trsm = cublas.ztrsm if w.dtype.kind == "c" else cublas.dtrsm
+    trsm(handle, cublas.CUBLAS_SIDE_RIGHT, cublas.CUBLAS_FILL_MODE_LOWER, cublas.CUBLAS_OP_C,
+         cublas.CUBLAS_DIAG_NON_UNIT, m, n, one.ctypes.data, low.data.ptr, n, w.data.ptr, m)
+    return w
+
+
+_SOLVE_RIGHT = {"numpy": _solve_right_host, "cupy": _solve_right_cuda}
+
+
 def _cholesky_qr(a, xp):
     """(Q, R) of a tall ``a`` (m×n, m > n) with Q economy, by shifted CholeskyQR3 (Fukaya,
     Kannan, Nakatsukasa, Yamamoto & Yanagisawa, SIAM J. Sci. Comput. 42(1), 2020,
     Algorithm 4.2) in float64 (complex128), returned in ``a``'s dtype; None where it
-    fails (A numerically rank deficient in float64), for Householder QR to take over.
+    fails (A numerically rank deficient in float64, or κ(A) past the shift's reach,
+    ~1e11 at 100000 × 1000), for Householder QR to take over.
 
-    Three Gram products, three Cholesky factorizations and three triangular solves, with
-    one host synchronization, where Householder QR of a tall matrix is a chain of panel
-    factorizations: on the H100 (2026-11-27) its QR was 15 of 28 ms of a 200000 × 256
-    float32 SVD and 51 of 104 ms at 100000 × 1000 float64. R = R₃·R₂·R₁ is upper
-    triangular; A = Q·R to O(u₆₄·‖A‖).
+    Each pass is a Gram product, a Cholesky factorization L·Lᴴ and W ← W·L⁻ᴴ, with one
+    host synchronization in all, where Householder QR of a tall matrix is a chain of panel
+    factorizations. W·L⁻ᴴ is a GEMM with the explicit inverse where that is accurate
+    enough: its error, about n·u₆₄·κ(L), is at most √(n·u₆₄/(11·m)) ≈ 3e-9 after the
+    shift (κ(L₁) ≤ 1/√(11·m·n·u₆₄)), far below float32's ε, and O(u₆₄) in the third pass
+    (κ(L₃) ≤ 1.1, CHOLESKY_QR_ACCEPT). For float64 input the first two passes solve
+    instead (a triangular solve is backward stable row by row). On the H100 (2026-11-27):
+    200000 × 256 float32 4.7 ms against Householder's 15.2; 100000 × 1000 float64 about
+    33 ms against 50.9. R = R₃·R₂·R₁ is upper triangular; A = Q·R to O(u·‖A‖).
 
     Examples
     --------
@@ -102,33 +141,40 @@ def _cholesky_qr(a, xp):
     >>> q, r = _cholesky_qr(a, np)
     >>> bool(np.allclose(q @ r, a)), bool(np.allclose(q.T @ q, np.eye(4)))
     (True, True)
-    >>> _cholesky_qr(np.ones((50, 4)), np) is None          # rank 1
+    >>> _cholesky_qr(np.zeros((50, 4)), np) is None
     True
     """
     m, n = a.shape
     wide = np.complex128 if a.dtype.kind == "c" else np.float64
-    wh = _ct(a).astype(wide)[None]
+    solves = 2 if np.finfo(a.dtype).dtype == np.float64 else 0
+    w = xp.asarray(a, dtype=wide, order="F")
+    if w is a:
+        w = w.copy(order="F")
     u = np.finfo(np.float64).eps / 2
-    frobenius2 = xp.linalg.norm(wh) ** 2
-    shift = (cholesky_qr.SHIFT_CONSTANT * (m * n + n * (n + 1)) * u * frobenius2
-             + np.finfo(np.float64).tiny)
+    shift = (cholesky_qr.SHIFT_CONSTANT * (m * n + n * (n + 1)) * u
+             * xp.linalg.norm(w) ** 2 + np.finfo(np.float64).tiny)
+    sla = qdwh._linalg(xp)
+    eye = xp.eye(n, dtype=wide)
     factors = []
     try:
         for step in range(1 + cholesky_qr.PLAIN_PASSES):
-            g = cholesky_qr.gram(xp, wh)
+            g = xp.ascontiguousarray(_ct(w) @ w)
             if step == 0:
-                g = cholesky_qr.add_to_diagonal(xp, g, shift.reshape(1))
+                g.reshape(-1)[::n + 1] += shift
             else:
-                deviation = xp.linalg.norm(g[0] - xp.eye(n, dtype=wide))
-            low = cholesky_qr.cholesky(xp, g)
-            wh = cholesky_qr.solve_lower(xp, low, wh)
-            factors.append(_ct(low[0]))
+                deviation = xp.linalg.norm(g - eye)
+            low = xp.linalg.cholesky(g)
+            if step < solves:
+                w = _SOLVE_RIGHT[xp.__name__](w, low)
+            else:
+                w = w @ _ct(sla.solve_triangular(low, eye, lower=True, check_finite=False))
+            factors.append(_ct(low))
     except np.linalg.LinAlgError:   # NumPy's Cholesky refuses a matrix not positive definite
         return None
     if not float(deviation) <= CHOLESKY_QR_ACCEPT:    # NaN included
         return None
     r = factors[2] @ factors[1] @ factors[0]
-    return _ct(wh[0]).astype(a.dtype), r.astype(a.dtype)
+    return w.astype(a.dtype, copy=False), r.astype(a.dtype)
 
 
 def _householder_qr(work, xp, *, full_matrices, compute_uv):
@@ -162,9 +208,16 @@ def _estimates(a, xp, *, triangular):
     :data:`GRAM_ESTIMATES_MAX_N` columns from the Gram matrix in one host synchronization
     (the batched engine's :func:`gpusvd.batched.qdwh.estimates`, in float64), beyond by
     power iteration and, for a square matrix, inverse iteration with its LU or
-    triangular factor (l₀ = ε for a rectangular one)."""
+    triangular factor (l₀ = ε for a rectangular one). In single precision, no estimate:
+    α = √(‖A‖₁·‖A‖_∞) ≥ ‖A‖₂ (as JAX's QDWH takes it) and l₀ = ε (SINGLE_EPS_FROM)."""
     m, n = a.shape
     eps = float(np.finfo(a.dtype).eps)
+    if eps > SINGLE_EPS_FROM:
+        # One QR step and three Cholesky steps from l₀ = ε, as from any l₀ up to 1e-3:
+        # an estimate would save a step only for κ(A) ≲ 100, at the cost of the estimates.
+        absolute = xp.abs(a)
+        product = absolute.sum(axis=0).max() * absolute.sum(axis=1).max()
+        return float(xp.sqrt(product)), eps
     if n <= GRAM_ESTIMATES_MAX_N:
         wide = np.complex128 if a.dtype.kind == "c" else np.float64
         alpha, l0 = batched_qdwh.estimates(xp, _ct(a)[None].astype(wide), eps)
