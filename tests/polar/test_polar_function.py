@@ -210,6 +210,17 @@ class TestPolar_CPU:
         assert u.shape == shape and p.shape == (shape[1], shape[1])
 
 
+class TestPolar_CholeskyQR_CPU(TestPolar_CPU):
+    """The same with the CPU's QDWH QR steps and tall QRs by shifted CholeskyQR3, as the
+    GPU's (gpusvd.polar_svd.cholesky_qr)."""
+
+    @pytest.fixture(autouse=True)
+    def _cholesky_qr(self, monkeypatch):
+        from gpusvd.polar_svd import cholesky_qr
+
+        monkeypatch.setattr(cholesky_qr, "ON", {"numpy", "cupy"})
+
+
 @pytest.mark.gpu
 class TestPolar_GPU(TestPolar_CPU):
     device = "gpu"

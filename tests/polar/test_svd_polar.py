@@ -18,7 +18,7 @@ import scipy.linalg
 
 import gpusvd
 from gpusvd import testing
-from gpusvd.polar_svd import qdwh
+from gpusvd.polar_svd import cholesky_qr, qdwh
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent.parent))  # tests/: gr's classes
 from golub_reinsch import test_svd_gr as gr_cases  # noqa: E402
@@ -36,13 +36,11 @@ class TestSVD_Polar_CPU(gr_cases.TestSVD_GR_CPU):
 
 class TestSVD_Polar_CholeskyQR_CPU(TestSVD_Polar_CPU):
     """The same suite with the CPU's tall matrices reduced as the GPU's are, by shifted
-    CholeskyQR3 first (driver._cholesky_qr; Householder where it refuses)."""
+    CholeskyQR3 first (cholesky_qr.cholesky_qr; Householder where it refuses)."""
 
     @pytest.fixture(autouse=True)
     def _cholesky_qr(self, monkeypatch):
-        from gpusvd.polar_svd import driver
-
-        monkeypatch.setattr(driver, "_CHOLESKY_QR_ON", {"numpy", "cupy"})
+        monkeypatch.setattr(cholesky_qr, "ON", {"numpy", "cupy"})
 
 
 @pytest.mark.gpu
@@ -195,7 +193,7 @@ def test_no_convergence_raises(monkeypatch):
         _svd_polar(a)
 
 
-# --- Tall matrices: shifted CholeskyQR3 before QDWH (driver._cholesky_qr) ---------------
+# --- Tall matrices: shifted CholeskyQR3 before QDWH (polar_svd.cholesky_qr) ---
 
 TALL_DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 
@@ -206,11 +204,9 @@ def test_cholesky_qr_factors(dtype, cond):
     """Q orthonormal and A = Q·R to 30 units of the input's ε (m·ε for the residual), R
     upper triangular, up to κ(A) = 1e12, past float32's own reach: the passes run in
     float64."""
-    from gpusvd.polar_svd import driver
-
     m, n = 400, 30
     a = testing.with_condition(m, n, cond, dtype=dtype, seed=3)
-    q, r = driver._cholesky_qr(a, np)
+    q, r = cholesky_qr.cholesky_qr(a, np)
     eps = np.finfo(dtype).eps
     assert q.dtype == a.dtype and r.dtype == a.dtype
     assert testing.orthogonality(q) < BOUND
@@ -227,16 +223,14 @@ def test_gpu_cholesky_qr_factors(dtype, cond):
     host's."""
     import cupy
 
-    from gpusvd.polar_svd import driver
-
     m, n = 3000, 200
     a = testing.with_condition(m, n, cond, dtype=dtype, seed=4)
-    q, r = (x.get() for x in driver._cholesky_qr(cupy.asarray(a), cupy))
+    q, r = (x.get() for x in cholesky_qr.cholesky_qr(cupy.asarray(a), cupy))
     eps = np.finfo(dtype).eps
     assert q.dtype == a.dtype and r.dtype == a.dtype
     assert testing.orthogonality(q) < BOUND
     assert np.linalg.norm(a - q @ r) / (np.linalg.norm(a) * m * eps) < BOUND
-    _, r_host = driver._cholesky_qr(a, np)
+    _, r_host = cholesky_qr.cholesky_qr(a, np)
     assert np.linalg.norm(r - r_host) / np.linalg.norm(r_host) < BOUND * n * eps * cond
 
 
@@ -247,11 +241,9 @@ def test_cholesky_qr_rank_deficient_refused_or_right(rank, seed):
     (None, for Householder QR) or, where rounding kept its Cholesky factors regular,
     returns a Q that is orthonormal with A = Q·R, a valid QR all the same. The zero
     matrix is refused."""
-    from gpusvd.polar_svd import driver
-
     m, n = 200, 20
     a = testing.low_rank(m, n, rank, seed=seed) if rank else np.zeros((m, n))
-    found = driver._cholesky_qr(a, np)
+    found = cholesky_qr.cholesky_qr(a, np)
     if rank == 0:
         assert found is None
     if found is not None:
@@ -264,9 +256,7 @@ def test_cholesky_qr_rank_deficient_refused_or_right(rank, seed):
 @pytest.fixture
 def cholesky_qr_on_cpu(monkeypatch):
     """Route the CPU's tall matrices through shifted CholeskyQR3, as the GPU's are."""
-    from gpusvd.polar_svd import driver
-
-    monkeypatch.setattr(driver, "_CHOLESKY_QR_ON", {"numpy", "cupy"})
+    monkeypatch.setattr(cholesky_qr, "ON", {"numpy", "cupy"})
 
 
 @pytest.mark.parametrize("dtype", TALL_DTYPES)
@@ -298,9 +288,7 @@ def test_tall_through_cholesky_qr(cholesky_qr_on_cpu, dtype, kind, compute_uv):
 
 def test_tall_full_matrices_keeps_householder(cholesky_qr_on_cpu, monkeypatch):
     """full_matrices needs the complete Q: Householder QR, CholeskyQR3 never called."""
-    from gpusvd.polar_svd import driver
-
-    monkeypatch.setattr(driver, "_cholesky_qr", lambda *args: pytest.fail("called"))
+    monkeypatch.setattr(cholesky_qr, "cholesky_qr", lambda *args: pytest.fail("called"))
     a = testing.random_matrix(200, 20, seed=2)
     u, s, vh = _svd_polar(a, full_matrices=True)
     assert u.shape == (200, 200)

@@ -35,13 +35,11 @@ iteration for ‖A‖₂ squares norms of AᴴA·x, which overflow from max|A| �
 """
 
 import numpy as np
-import scipy.linalg
 
 from .._core import profile
 from .._core.scaling import scale_values, times_power_of_two, unit_exponent
-from ..batched import cholesky_qr
 from ..batched import qdwh as batched_qdwh
-from . import qdwh
+from . import cholesky_qr, qdwh
 
 # Columns of U = U_p·V with max |‖u_i‖ − 1| above this, in units of √n·ε, mark U_p a partial
 # isometry (module docstring): converged QDWH gives O(ε) per column (‖U_pᴴU_p − I‖_F
@@ -53,15 +51,6 @@ NORMALIZE_BEYOND = 8
 # NH §5 and JAX's svd.py: QR first for m > 1.15·n. LAPACK's dgesvd crosses over at 1.6·n
 # for its one-stage bidiagonalization; QDWH's steps cost O(m·n²) each, so it gains sooner.
 QR_FIRST_RATIO = 1.15
-# Tall matrices of at most this many entries (4 GiB in float64) are reduced on the GPU by
-# shifted CholeskyQR3 in float64 (:func:`_cholesky_qr`); past it, or where it fails, by
-# Householder QR. Its work is three float64 copies of A.
-CHOLESKY_QR_MAX_ENTRIES = 2 ** 28
-# Shifted CholeskyQR3's Q is accepted when the Gram matrix of its third pass is within
-# this of I in the Frobenius norm: CholeskyQR of a Q₂ with ‖Q₂ᴴQ₂ − I‖ ≤ 0.1 (κ(Q₂)² ≤ 1.25)
-# is orthonormal to O(u) (Yamamoto et al. 2015), and a rank-deficient A, whose Q₁ is
-# singular, shows here as a large or non-finite deviation.
-CHOLESKY_QR_ACCEPT = 0.1
 # Input whose ε exceeds this (float32, complex64) takes no QDWH estimates (_estimates):
 # from l₀ = ε its schedule is one QR step and three Cholesky steps, the same as from any
 # l₀ in [ε, 1e-3], that is for every κ(A) ≳ 1000 (random matrices from n ≈ 100); the
@@ -91,92 +80,6 @@ def _orthonormal_columns(u, xp, *, complete):
     return q
 
 
-def _solve_right_host(w, low):
-    """W·L⁻ᴴ by a triangular solve (NumPy): backward stable row by row."""
-    return _ct(scipy.linalg.solve_triangular(low, _ct(w), lower=True, check_finite=False))
-
-
-def _solve_right_cuda(w, low):
-    """W ← W·L⁻ᴴ in place by cuBLAS's right-side trsm (``w`` F-ordered, float64 or
-    complex128): on the H100 (2026-11-27) 12 ms at 100000 × 1000 where the left-side
-    solve of Wᴴ (cupyx's solve_triangular) took 22."""
-    import cupy
-    from cupy_backends.cuda.libs import cublas
-
-    m, n = w.shape
-    low = cupy.asfortranarray(low)
-    handle = cupy.cuda.device.get_cublas_handle()
-    cublas.setStream(handle, cupy.cuda.get_current_stream().ptr)
-    cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
-    one = np.ones(1, w.dtype)
-    trsm = cublas.ztrsm if w.dtype.kind == "c" else cublas.dtrsm
-    trsm(handle, cublas.CUBLAS_SIDE_RIGHT, cublas.CUBLAS_FILL_MODE_LOWER, cublas.CUBLAS_OP_C,
-         cublas.CUBLAS_DIAG_NON_UNIT, m, n, one.ctypes.data, low.data.ptr, n, w.data.ptr, m)
-    return w
-
-
-_SOLVE_RIGHT = {"numpy": _solve_right_host, "cupy": _solve_right_cuda}
-
-
-def _cholesky_qr(a, xp):
-    """(Q, R) of a tall ``a`` (m×n, m > n) with Q economy, by shifted CholeskyQR3 (Fukaya,
-    Kannan, Nakatsukasa, Yamamoto & Yanagisawa, SIAM J. Sci. Comput. 42(1), 2020,
-    Algorithm 4.2) in float64 (complex128), returned in ``a``'s dtype; None where it
-    fails (A numerically rank deficient in float64, or κ(A) past the shift's reach,
-    ~1e11 at 100000 × 1000), for Householder QR to take over.
-
-    Each pass is a Gram product, a Cholesky factorization L·Lᴴ and W ← W·L⁻ᴴ, with one
-    host synchronization in all, where Householder QR of a tall matrix is a chain of panel
-    factorizations. W·L⁻ᴴ is a GEMM with the explicit inverse where that is accurate
-    enough: its error, about n·u₆₄·κ(L), is at most √(n·u₆₄/(11·m)) ≈ 3e-9 after the
-    shift (κ(L₁) ≤ 1/√(11·m·n·u₆₄)), far below float32's ε, and O(u₆₄) in the third pass
-    (κ(L₃) ≤ 1.1, CHOLESKY_QR_ACCEPT). For float64 input the first two passes solve
-    instead (a triangular solve is backward stable row by row). On the H100 (2026-11-27):
-    200000 × 256 float32 4.7 ms against Householder's 15.2; 100000 × 1000 float64 about
-    33 ms against 50.9. R = R₃·R₂·R₁ is upper triangular; A = Q·R to O(u·‖A‖).
-
-    Examples
-    --------
-    >>> a = np.random.default_rng(0).standard_normal((50, 4))
-    >>> q, r = _cholesky_qr(a, np)
-    >>> bool(np.allclose(q @ r, a)), bool(np.allclose(q.T @ q, np.eye(4)))
-    (True, True)
-    >>> _cholesky_qr(np.zeros((50, 4)), np) is None
-    True
-    """
-    m, n = a.shape
-    wide = np.complex128 if a.dtype.kind == "c" else np.float64
-    solves = 2 if np.finfo(a.dtype).dtype == np.float64 else 0
-    w = xp.asarray(a, dtype=wide, order="F")
-    if w is a:
-        w = w.copy(order="F")
-    u = np.finfo(np.float64).eps / 2
-    shift = (cholesky_qr.SHIFT_CONSTANT * (m * n + n * (n + 1)) * u
-             * xp.linalg.norm(w) ** 2 + np.finfo(np.float64).tiny)
-    sla = qdwh._linalg(xp)
-    eye = xp.eye(n, dtype=wide)
-    factors = []
-    try:
-        for step in range(1 + cholesky_qr.PLAIN_PASSES):
-            g = xp.ascontiguousarray(_ct(w) @ w)
-            if step == 0:
-                g.reshape(-1)[::n + 1] += shift
-            else:
-                deviation = xp.linalg.norm(g - eye)
-            low = xp.linalg.cholesky(g)
-            if step < solves:
-                w = _SOLVE_RIGHT[xp.__name__](w, low)
-            else:
-                w = w @ _ct(sla.solve_triangular(low, eye, lower=True, check_finite=False))
-            factors.append(_ct(low))
-    except np.linalg.LinAlgError:   # NumPy's Cholesky refuses a matrix not positive definite
-        return None
-    if not float(deviation) <= CHOLESKY_QR_ACCEPT:    # NaN included
-        return None
-    r = factors[2] @ factors[1] @ factors[0]
-    return w.astype(a.dtype, copy=False), r.astype(a.dtype)
-
-
 def _householder_qr(work, xp, *, full_matrices, compute_uv):
     """(Q, R) of ``work`` by Householder QR (Q None without ``compute_uv``)."""
     n = work.shape[1]
@@ -188,19 +91,15 @@ def _householder_qr(work, xp, *, full_matrices, compute_uv):
 
 def _tall_qr(work, xp, *, full_matrices, compute_uv):
     """(Q, R) of a tall ``work`` (m > QR_FIRST_RATIO·n): on the GPU by shifted CholeskyQR3
-    up to CHOLESKY_QR_MAX_ENTRIES where it succeeds (economy Q: not for a complete U),
+    up to cholesky_qr.MAX_ENTRIES where it succeeds (economy Q: not for a complete U),
     else by Householder QR;
     on the CPU by Householder QR (LAPACK's geqrf is as fast there, in fewer flops)."""
-    if (xp.__name__ in _CHOLESKY_QR_ON and not (compute_uv and full_matrices)
-            and work.size <= CHOLESKY_QR_MAX_ENTRIES):
-        found = _cholesky_qr(work, xp)
+    if (xp.__name__ in cholesky_qr.ON and not (compute_uv and full_matrices)
+            and work.size <= cholesky_qr.MAX_ENTRIES):
+        found = cholesky_qr.cholesky_qr(work, xp)
         if found is not None:
             return found
     return _householder_qr(work, xp, full_matrices=full_matrices, compute_uv=compute_uv)
-
-
-# The array namespaces whose tall matrices try shifted CholeskyQR3 first (tests add NumPy).
-_CHOLESKY_QR_ON = {"cupy"}
 
 
 def _estimates(a, xp, *, triangular):

@@ -47,6 +47,7 @@ import scipy.linalg
 
 from .._core import profile
 from .._core.errors import LinAlgError
+from . import cholesky_qr
 
 # The Cholesky-based step is used once c_k ≤ 1000 (κ(I + c·XᴴX) ≤ 1001); NH §4.1 take
 # 100. Whenever l₀ lies in [10⁻¹⁴, 7·10⁻⁶] (κ(A) ≈ 10⁵…10¹⁴, Gaussian matrices from
@@ -57,6 +58,10 @@ from .._core.errors import LinAlgError
 # singular values and the asymmetry of H = U_pᴴ·A (where an unstable step would show)
 # unchanged to within 0.02 n·ε.
 CHOLESKY_MAX_C = 1000.0
+# QR steps of matrices up to this many columns factor [√c·X; I] by shifted CholeskyQR3
+# on the GPU (cholesky_qr.py): κ([√c·X; I]) ≤ √(1 + c), ≤ 3.5e10 from l₀ = ε in float64,
+# inside its reach at these sizes.
+QR_STEP_CHOLESKY_MAX_N = 2048
 # Steps after l_k reached 1 that the iterate may still move before the driver's remedy:
 # two Halley steps take a value ≥ l₀/9 to 1 (×3 each while small, then cubically).
 SETTLE_STEPS = 2
@@ -198,10 +203,16 @@ def lower_bound(a, alpha, xp, *, triangular=False):
 
 
 def _qr_step(x, a, b, c, xp):
-    """X·(b/c) + (a − b/c)/√c · Q₁·Q₂ᴴ with [√c·X; I] = [Q₁; Q₂]·R (NH eq. (3.5))."""
+    """X·(b/c) + (a − b/c)/√c · Q₁·Q₂ᴴ with [√c·X; I] = [Q₁; Q₂]·R (NH eq. (3.5)); the
+    QR by shifted CholeskyQR3 where :data:`QR_STEP_CHOLESKY_MAX_N` says, else (or where
+    it refuses) by Householder QR."""
     m, n = x.shape
     stacked = xp.concatenate([x * x.dtype.type(np.sqrt(c)), xp.eye(n, dtype=x.dtype)])
-    q, _ = xp.linalg.qr(stacked, mode="reduced")
+    q = None
+    if xp.__name__ in cholesky_qr.ON and n <= QR_STEP_CHOLESKY_MAX_N:
+        q, _ = cholesky_qr.cholesky_qr(stacked, xp, with_r=False) or (None, None)
+    if q is None:
+        q, _ = xp.linalg.qr(stacked, mode="reduced")
     scale = (a - b / c) / np.sqrt(c)
     return x * x.dtype.type(b / c) + (q[:m] @ _ct(q[m:])) * x.dtype.type(scale)
 
