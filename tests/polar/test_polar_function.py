@@ -216,9 +216,10 @@ class TestPolar_CholeskyQR_CPU(TestPolar_CPU):
 
     @pytest.fixture(autouse=True)
     def _cholesky_qr(self, monkeypatch):
-        from gpusvd.polar_svd import cholesky_qr
+        from gpusvd.polar_svd import cholesky_qr, qdwh
 
         monkeypatch.setattr(cholesky_qr, "ON", {"numpy", "cupy"})
+        monkeypatch.setattr(qdwh, "QR_STEP_CHOLESKY_N", (1, 1 << 30))
 
 
 @pytest.mark.gpu

@@ -41,6 +41,7 @@ class TestSVD_Polar_CholeskyQR_CPU(TestSVD_Polar_CPU):
     @pytest.fixture(autouse=True)
     def _cholesky_qr(self, monkeypatch):
         monkeypatch.setattr(cholesky_qr, "ON", {"numpy", "cupy"})
+        monkeypatch.setattr(qdwh, "QR_STEP_CHOLESKY_N", (1, 1 << 30))
 
 
 @pytest.mark.gpu
@@ -257,6 +258,7 @@ def test_cholesky_qr_rank_deficient_refused_or_right(rank, seed):
 def cholesky_qr_on_cpu(monkeypatch):
     """Route the CPU's tall matrices through shifted CholeskyQR3, as the GPU's are."""
     monkeypatch.setattr(cholesky_qr, "ON", {"numpy", "cupy"})
+    monkeypatch.setattr(qdwh, "QR_STEP_CHOLESKY_N", (1, 1 << 30))
 
 
 @pytest.mark.parametrize("dtype", TALL_DTYPES)
