@@ -24,6 +24,10 @@ MAX_ENTRIES = 2 ** 28
 # is orthonormal to O(u) (Yamamoto et al. 2015), and a rank-deficient A, whose Q₁ is
 # singular, shows here as a large or non-finite deviation.
 ACCEPT = 0.1
+# Float64 input: the second pass multiplies by the explicit L₂⁻ᴴ (a GEMM) instead of
+# solving when ‖Q₁ᴴQ₁ − I‖_F is at most this, so κ(L₂) = κ(Q₁) ≤ √3 and the product's
+# error, about n·u·κ(L₂), is a solve's (well-conditioned A, e.g. tall data, have it).
+GEMM_BELOW = 0.5
 
 # The array namespaces that take shifted CholeskyQR3 where it applies (tests add NumPy;
 # on the CPU, LAPACK's Householder QR is as fast in fewer flops).
@@ -46,6 +50,7 @@ def _solve_right_cuda(w, low):
     import cupy
     from cupy_backends.cuda.libs import cublas
 
+    w = cupy.asfortranarray(w)
     m, n = w.shape
     low = cupy.asfortranarray(low)
     handle = cupy.cuda.device.get_cublas_handle()
@@ -74,10 +79,11 @@ def cholesky_qr(a, xp, *, with_r=True):
     factorizations. W·L⁻ᴴ is a GEMM with the explicit inverse where that is accurate
     enough: its error, about n·u₆₄·κ(L), is at most √(n·u₆₄/(11·m)) ≈ 3e-9 after the
     shift (κ(L₁) ≤ 1/√(11·m·n·u₆₄)), far below float32's ε, and O(u₆₄) in the third pass
-    (κ(L₃) ≤ 1.1, ACCEPT). For float64 input the first two passes solve
-    instead (a triangular solve is backward stable row by row). On the H100 (2026-11-27):
-    200000 × 256 float32 4.7 ms against Householder's 15.2; 100000 × 1000 float64 about
-    33 ms against 50.9. R = R₃·R₂·R₁ is upper triangular; A = Q·R to O(u·‖A‖).
+    (κ(L₃) ≤ 1.1, ACCEPT). For float64 input the first pass solves instead (a triangular
+    solve is backward stable row by row), and the second too unless ‖Q₁ᴴQ₁ − I‖_F ≤
+    GEMM_BELOW. On the H100 (2026-11-27): 200000 × 256 float32 4.7 ms against
+    Householder's 15.2; 100000 × 1000 float64 about 33 ms with two solves against 50.9.
+    R = R₃·R₂·R₁ is upper triangular; A = Q·R to O(u·‖A‖).
 
     Examples
     --------
@@ -90,7 +96,7 @@ def cholesky_qr(a, xp, *, with_r=True):
     """
     m, n = a.shape
     wide = np.complex128 if a.dtype.kind == "c" else np.float64
-    solves = 2 if np.finfo(a.dtype).dtype == np.float64 else 0
+    exact = np.finfo(a.dtype).dtype == np.float64
     w = xp.asarray(a, dtype=wide, order="F")
     if w is a:
         w = w.copy(order="F")
@@ -108,7 +114,9 @@ def cholesky_qr(a, xp, *, with_r=True):
             else:
                 deviation = xp.linalg.norm(g - eye)
             low = xp.linalg.cholesky(g)
-            if step < solves:
+            # float64 input: the first pass solves; the second too unless Q₁ is already
+            # near orthonormal (one read-back), so that κ(L₂) ≤ √3.
+            if exact and (step == 0 or step == 1 and not float(deviation) <= GEMM_BELOW):
                 w = _SOLVE_RIGHT[xp.__name__](w, low)
             else:
                 w = w @ _ct(sla.solve_triangular(low, eye, lower=True, check_finite=False))
