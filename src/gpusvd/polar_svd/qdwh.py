@@ -63,8 +63,9 @@ CHOLESKY_MAX_C = 1000.0
 # inside its reach at these sizes. Measured on the H100 (2026-11-27, polar / SVD of one
 # Gaussian matrix, against Householder QR in the same run): 1024² 1 ms faster (of 14–35),
 # 2048² 1–3 ms faster (of 35–89); 256² and 512² 1–2 ms slower (more CuPy calls than GPU
-# work), 4096² float32 12 ms slower (the float64 Gram products).
-QR_STEP_CHOLESKY_N = (1024, 2048)
+# work), 4096² float32 12 ms slower (the float64 Gram products). From 1000 columns: the
+# R factor of a 100000 × 1000 matrix (issue 27's tall point) is on the faster side.
+QR_STEP_CHOLESKY_N = (1000, 2048)
 # Steps after l_k reached 1 that the iterate may still move before the driver's remedy:
 # two Halley steps take a value ≥ l₀/9 to 1 (×3 each while small, then cubically).
 SETTLE_STEPS = 2
