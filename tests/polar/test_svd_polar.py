@@ -138,6 +138,28 @@ def qdwh_ratio():
     return driver.QR_FIRST_RATIO
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64, np.float64, np.complex128])
+def test_first_step_kind(dtype):
+    """From l₀ = ε the first step is a QR step in double precision; in single precision
+    a Cholesky step in float64 (qdwh.CHOLESKY_IN_DOUBLE_MAX_C), every later one a plain
+    Cholesky step."""
+    eps = float(np.finfo(dtype).eps)
+    kinds = [qdwh._step_kind(c, eps) for _, _, c in
+             (qdwh.coefficients(l) for l in _schedule_bounds(eps))]
+    first = "qr" if eps < qdwh.SINGLE_EPS_FROM else "cholesky in float64"
+    assert kinds[0] == first
+    assert set(kinds[2:]) == {"cholesky"}
+
+
+def _schedule_bounds(eps):
+    """l_k of the schedule from l₀ = ε until 1 − l_k ≤ 10ε."""
+    bounds, l = [], eps
+    while 1.0 - l > 10 * eps:
+        bounds.append(l)
+        l = qdwh.next_lower_bound(l, *qdwh.coefficients(l))
+    return bounds
+
+
 def test_coefficients_halley_limit_and_bound_growth():
     """NBG eq. (3.5) at l = 1 is Halley's (3, 1, 3); the bound l_k rises to 1 within six
     steps from l₀ = ε (NBG §3), and never passes 1."""

@@ -51,12 +51,11 @@ NORMALIZE_BEYOND = 8
 # NH §5 and JAX's svd.py: QR first for m > 1.15·n. LAPACK's dgesvd crosses over at 1.6·n
 # for its one-stage bidiagonalization; QDWH's steps cost O(m·n²) each, so it gains sooner.
 QR_FIRST_RATIO = 1.15
-# Input whose ε exceeds this (float32, complex64) takes no QDWH estimates (_estimates):
+# Input whose ε exceeds qdwh.SINGLE_EPS_FROM (float32, complex64) takes no QDWH estimates:
 # from l₀ = ε its schedule is one QR step and three Cholesky steps, the same as from any
 # l₀ in [ε, 1e-3], that is for every κ(A) ≳ 1000 (random matrices from n ≈ 100); the
 # estimates cost 3–5 ms of one matrix from 256² to 1024² on the H100 (2026-11-27), about
 # 67 ms at 8192².
-SINGLE_EPS_FROM = 1e-10
 # Matrices up to this many columns take their QDWH estimates from the Gram matrix in
 # one host synchronization, where the power and inverse iterations with the LU factors
 # synchronize about 20 times: on the H100 (2026-11-27) they took 8.1 ms of an 18.4 ms SVD
@@ -108,10 +107,11 @@ def _estimates(a, xp, *, triangular):
     (the batched engine's :func:`gpusvd.batched.qdwh.estimates`, in float64), beyond by
     power iteration and, for a square matrix, inverse iteration with its LU or
     triangular factor (l₀ = ε for a rectangular one). In single precision, no estimate:
-    α = √(‖A‖₁·‖A‖_∞) ≥ ‖A‖₂ (as JAX's QDWH takes it) and l₀ = ε (SINGLE_EPS_FROM)."""
+    α = √(‖A‖₁·‖A‖_∞) ≥ ‖A‖₂ (as JAX's QDWH takes it) and l₀ = ε
+    (qdwh.SINGLE_EPS_FROM)."""
     m, n = a.shape
     eps = float(np.finfo(a.dtype).eps)
-    if eps > SINGLE_EPS_FROM:
+    if eps > qdwh.SINGLE_EPS_FROM:
         # One QR step and three Cholesky steps from l₀ = ε, as from any l₀ up to 1e-3:
         # an estimate would save a step only for κ(A) ≲ 100, at the cost of the estimates.
         absolute = xp.abs(a)

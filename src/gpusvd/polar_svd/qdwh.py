@@ -58,6 +58,15 @@ from . import cholesky_qr
 # singular values and the asymmetry of H = U_pᴴ·A (where an unstable step would show)
 # unchanged to within 0.02 n·ε.
 CHOLESKY_MAX_C = 1000.0
+# Single-precision input (ε above SINGLE_EPS_FROM: float32, complex64) takes a step whose
+# c_k exceeds CHOLESKY_MAX_C as a Cholesky step in float64 up to this c_k, instead of a QR
+# step: the Cholesky step's error, about κ(Z)·u₆₄ ≤ (1 + c)·u₆₄ ≈ 1.1e-6 (NH §4.1), is of
+# the order of a QR step's own rounding in float32 (p(n)·ε₃₂ with ε₃₂ = 1.2e-7), and it
+# covers the first step from l₀ = ε₃₂ (c₀ = 2.7e9). A float64 Gram product, Cholesky
+# factorization and two triangular solves cost a fraction of a Householder QR of the
+# 2n×n stacked matrix.
+CHOLESKY_IN_DOUBLE_MAX_C = 1e10
+SINGLE_EPS_FROM = 1e-10
 # QR steps of matrices with this many columns factor [√c·X; I] by shifted CholeskyQR3
 # on the GPU (cholesky_qr.py): κ([√c·X; I]) ≤ √(1 + c), ≤ 3.5e10 from l₀ = ε in float64,
 # inside its reach at these sizes. Measured on the H100 (2026-11-27, polar / SVD of one
@@ -240,6 +249,17 @@ def _cholesky_step(x, a, b, c, xp):
     return x * x.dtype.type(b / c) + _ct(w) * x.dtype.type(a - b / c)
 
 
+def _step_kind(c, eps):
+    """How the step of weight ``c`` is taken for input of machine epsilon ``eps``:
+    "cholesky", "cholesky in float64" (single-precision input, CHOLESKY_IN_DOUBLE_MAX_C)
+    or "qr"."""
+    if c <= CHOLESKY_MAX_C:
+        return "cholesky"
+    if eps > SINGLE_EPS_FROM and c <= CHOLESKY_IN_DOUBLE_MAX_C:
+        return "cholesky in float64"
+    return "qr"
+
+
 def qdwh(a, xp, *, alpha, l0):
     """The unitary polar factor U_p of ``a`` (m×n, m ≥ n), with ``alpha`` ≥ ‖A‖₂ (about)
     and ``l0`` ≤ σ_min(A)/alpha (about). Returns ``(U_p, steps, converged)``.
@@ -261,11 +281,15 @@ def qdwh(a, xp, *, alpha, l0):
     change = np.nan
     for step in range(1, MAX_ITERATIONS + 1):
         a_k, b_k, c_k = coefficients(l)
-        with profile.phase("qdwh_qr" if c_k > CHOLESKY_MAX_C else "qdwh_cholesky", xp):
-            if c_k > CHOLESKY_MAX_C:
-                x_next = _qr_step(x, a_k, b_k, c_k, xp)
-            else:
+        kind = _step_kind(c_k, eps)
+        with profile.phase("qdwh_qr" if kind == "qr" else "qdwh_cholesky", xp):
+            if kind == "cholesky":
                 x_next = _cholesky_step(x, a_k, b_k, c_k, xp)
+            elif kind == "cholesky in float64":
+                wide = np.complex128 if x.dtype.kind == "c" else np.float64
+                x_next = _cholesky_step(x.astype(wide), a_k, b_k, c_k, xp).astype(x.dtype)
+            else:
+                x_next = _qr_step(x, a_k, b_k, c_k, xp)
         l = next_lower_bound(l, a_k, b_k, c_k)
         if 1.0 - l > tol_l:
             # The weights follow from l alone: no read-back (a host synchronization) until
