@@ -37,8 +37,9 @@ GEMM is as fast as a float32 one (DESIGN.md's ceilings).
 
 import numpy as np
 
-from ..polar_svd.qdwh import (CHOLESKY_MAX_C, INVERSE_STEPS, NORM_SAFETY, NORM_STEPS,
-                          SIGMA_MIN_SAFETY, coefficients, next_lower_bound)
+from ..polar_svd.qdwh import (CHOLESKY_IN_DOUBLE_MAX_C, CHOLESKY_MAX_C, INVERSE_STEPS,
+                              NORM_SAFETY, NORM_STEPS, SIGMA_MIN_SAFETY, SINGLE_EPS_FROM,
+                              coefficients, next_lower_bound)
 from .cholesky_qr import add_to_diagonal, cholesky, gram, shifted_cholesky_qr, solve_lower
 
 # The Cholesky factor's shift is at least this (√ of float64's smallest normal), so that
@@ -185,12 +186,13 @@ def _qr_step(xp, y, a, b, c):
     return y * (b / c) + xp.matmul(q2, qh[:, :, :m]) * ((a - b / c) / root)
 
 
-def _run(xp, y, weights):
+def _run(xp, y, weights, cholesky_max_c):
     """Apply the steps of ``weights`` (:func:`schedule`) to ``y`` in place, each step to
-    the matrices it has weights for, QR and Cholesky steps on their own subsets."""
+    the matrices it has weights for, QR and Cholesky steps (those with c at most
+    ``cholesky_max_c``) on their own subsets."""
     for a, b, c in weights:
-        for kind, chosen in ((_qr_step, c > CHOLESKY_MAX_C),
-                             (_cholesky_step, c <= CHOLESKY_MAX_C)):
+        for kind, chosen in ((_qr_step, c > cholesky_max_c),
+                             (_cholesky_step, c <= cholesky_max_c)):
             index = np.flatnonzero(chosen)
             if index.size == 0:
                 continue
@@ -231,15 +233,18 @@ def polar_factor(xp, y, eps):
     (True, True)
     """
     n = y.shape[1]
+    # Single-precision input: Cholesky steps up to c = CHOLESKY_IN_DOUBLE_MAX_C, as the
+    # one-matrix QDWH takes them (its module says why); the iteration is in float64 here.
+    limit = CHOLESKY_IN_DOUBLE_MAX_C if eps > SINGLE_EPS_FROM else CHOLESKY_MAX_C
     alpha, l0 = estimates(xp, y, eps)
     y *= _column(xp, 1.0 / alpha, np.float64).astype(y.dtype)
-    _run(xp, y, schedule(l0, eps))
+    _run(xp, y, schedule(l0, eps), limit)
     failed = _deviation(xp, y) > ORTHONORMAL_TOL * n * eps
     again = failed & (l0 > eps)
     if again.any():
         index = np.flatnonzero(again)
         part = y[xp.asarray(index)]
-        part = _run(xp, part, schedule(np.full(index.size, eps), eps))
+        part = _run(xp, part, schedule(np.full(index.size, eps), eps), limit)
         y[xp.asarray(index)] = part
         failed[index] = _deviation(xp, part) > ORTHONORMAL_TOL * n * eps
     return y, ~failed
