@@ -36,3 +36,18 @@ def array_namespace(a):
 def to_host(a):
     """``a`` as a NumPy array: a CuPy array is copied to the host (which synchronizes)."""
     return a.get() if is_cupy_array(a) else np.asarray(a)
+
+
+@functools.cache
+def _scipy_linalg(xp_name):
+    if xp_name == "cupy":
+        import cupyx.scipy.linalg
+        return cupyx.scipy.linalg
+    import scipy.linalg
+    return scipy.linalg
+
+
+def scipy_linalg(xp):
+    """SciPy's ``linalg`` for NumPy, ``cupyx.scipy.linalg`` for CuPy: the triangular
+    solves (batched too, SciPy >= 1.15) and LU factorizations the drivers share."""
+    return _scipy_linalg(xp.__name__)

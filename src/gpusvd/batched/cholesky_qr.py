@@ -17,9 +17,9 @@ Departure: the matrices are passed and returned conjugate-transposed (Wᴴ, n×p
 in which the triangular solves R⁻ᴴ·Wᴴ need no copy, and which the batched QDWH keeps.
 """
 
-import functools
-
 import numpy as np
+
+from .._core.backend import scipy_linalg
 
 # FKNYY eq. (4.2): the shift's constant.
 SHIFT_CONSTANT = 11.0
@@ -27,22 +27,11 @@ SHIFT_CONSTANT = 11.0
 PLAIN_PASSES = 2
 
 
-@functools.cache
-def _scipy_linalg(xp_name):
-    """SciPy's linalg for NumPy, ``cupyx.scipy.linalg`` for CuPy: batched triangular
-    solves in both (SciPy >= 1.15)."""
-    if xp_name == "cupy":
-        import cupyx.scipy.linalg
-        return cupyx.scipy.linalg
-    import scipy.linalg
-    return scipy.linalg
-
-
 def solve_lower(xp, low, b, *, conjugate=False):
     """L⁻¹·B, or L⁻ᴴ·B with ``conjugate``, for each matrix of the stacks ``low``
     (batch, n, n; lower triangular) and ``b`` (batch, n, k). A stack of one takes the
     unbatched solve (see :func:`cholesky`)."""
-    sla = _scipy_linalg(xp.__name__)
+    sla = scipy_linalg(xp)
     trans = "C" if conjugate else "N"
     if len(low) == 1:
         return sla.solve_triangular(low[0], b[0], lower=True, trans=trans,

@@ -13,7 +13,8 @@ twin for stacks is :mod:`gpusvd.batched.cholesky_qr`.
 import numpy as np
 import scipy.linalg
 
-from ..batched.cholesky_qr import PLAIN_PASSES, SHIFT_CONSTANT, _scipy_linalg
+from .._core.backend import scipy_linalg
+from ..batched.cholesky_qr import PLAIN_PASSES, SHIFT_CONSTANT
 
 # Tall matrices of at most this many entries (4 GiB in float64) are reduced on the GPU by
 # shifted CholeskyQR3 in float64 (:func:`cholesky_qr`); past it, or where it fails, by
@@ -103,7 +104,7 @@ def cholesky_qr(a, xp, *, with_r=True):
     u = np.finfo(np.float64).eps / 2
     shift = (SHIFT_CONSTANT * (m * n + n * (n + 1)) * u
              * xp.linalg.norm(w) ** 2 + np.finfo(np.float64).tiny)
-    sla = _scipy_linalg(xp.__name__)
+    sla = scipy_linalg(xp)
     eye = xp.eye(n, dtype=wide)
     factors = []
     try:

@@ -39,13 +39,13 @@ Departures, each measured or argued in NOTES.md ("polar"):
   re-orthonormalizes U (NH §5.5, driver.py).
 """
 
-import functools
 import warnings
 
 import numpy as np
 import scipy.linalg
 
 from .._core import profile
+from .._core.backend import scipy_linalg
 from .._core.errors import LinAlgError
 from . import cholesky_qr
 
@@ -93,21 +93,6 @@ NORM_SAFETY = 1.1
 # which l₀ is taken below the estimate's σ_min (the estimate is an upper bound on σ_min).
 INVERSE_STEPS = 4
 SIGMA_MIN_SAFETY = 2.0
-
-
-@functools.cache
-def _scipy_linalg(xp_name):
-    """SciPy's linalg for NumPy, CuPy's cupyx.scipy.linalg for CuPy (the only twins the
-    iteration needs: triangular solves and the LU factorization)."""
-    if xp_name == "cupy":
-        import cupyx.scipy.linalg
-        return cupyx.scipy.linalg
-    import scipy.linalg
-    return scipy.linalg
-
-
-def _linalg(xp):
-    return _scipy_linalg(xp.__name__)
 
 
 def _ct(x):
@@ -184,7 +169,7 @@ def lower_bound(a, alpha, xp, *, triangular=False):
     """
     n = a.shape[0]
     eps = float(np.finfo(a.dtype).eps)
-    sla = _linalg(xp)
+    sla = scipy_linalg(xp)
     if triangular:
         def solve(y):
             return sla.solve_triangular(a, y, lower=False)
@@ -243,7 +228,7 @@ def _cholesky_step(x, a, b, c, xp):
     except np.linalg.LinAlgError as err:  # only a non-finite iterate breaks κ(Z) ≤ 101
         raise LinAlgError("polar: the QDWH iterate is not finite (is the input finite?)") \
             from err
-    sla = _linalg(xp)
+    sla = scipy_linalg(xp)
     w = sla.solve_triangular(low, _ct(x), lower=True, check_finite=False)
     w = sla.solve_triangular(low, w, lower=True, trans="C", check_finite=False)  # Z⁻¹·Xᴴ
     return x * x.dtype.type(b / c) + _ct(w) * x.dtype.type(a - b / c)
