@@ -81,6 +81,16 @@ def _column(xp, values, dtype):
     return xp.asarray(np.asarray(values).reshape(-1, 1, 1)).astype(dtype)
 
 
+def _frobenius(xp, x):
+    """‖X‖_F of each matrix of the stack ``x`` (batch, n, k), shape (batch, 1, 1). A stack
+    of one takes the whole-array norm: CuPy reduces axes (1, 2) into a single output in
+    one thread block, 2.5 ms at 2048² on the H100 (2026-11-27) against ~0.05 ms for the
+    whole array's reduction; with many matrices each has its block."""
+    if len(x) == 1:
+        return xp.linalg.norm(x).reshape(1, 1, 1)
+    return xp.linalg.norm(x, axis=(1, 2), keepdims=True)
+
+
 def _dominant_by_squaring(xp, p, start, squarings):
     """‖P·x‖/‖x‖ with x = P^(2^k)·start (k = ``squarings``): the largest eigenvalue of
     each Hermitian positive semidefinite P of the stack (batch, n, n), from below, as
@@ -88,7 +98,7 @@ def _dominant_by_squaring(xp, p, start, squarings):
     its Frobenius norm."""
     q = p
     for _ in range(squarings):
-        size = xp.linalg.norm(q, axis=(1, 2), keepdims=True)
+        size = _frobenius(xp, q)
         q = q / xp.where(size > 0, size, 1)
         q = xp.matmul(q, q)
     x = xp.matmul(q, start)
@@ -129,7 +139,7 @@ def estimates(xp, y, eps):
                                                        (batch, n, n)).copy())
         # L⁻¹ scaled to unit Frobenius norm first: for a zero A (shift SHIFT_FLOOR) its
         # entries are ~1e77, and L⁻ᴴL⁻¹'s squares would overflow the norms.
-        size = xp.linalg.norm(low_inv, axis=(1, 2), keepdims=True)
+        size = _frobenius(xp, low_inv)
         low_inv = low_inv / size
         g_inv = xp.matmul(low_inv.conj().swapaxes(-1, -2), low_inv)
         inverse = _dominant_by_squaring(xp, g_inv, start, INVERSE_SQUARINGS) * size ** 2
@@ -211,7 +221,7 @@ def _deviation(xp, y):
     """‖YYᴴ − I‖_F of each matrix, on the host (one synchronization)."""
     n = y.shape[1]
     d = add_to_diagonal(xp, gram(xp, y), -xp.ones(len(y), np.float64))
-    dev = xp.linalg.norm(d.reshape(len(y), n * n), axis=1)
+    dev = _frobenius(xp, d).reshape(len(y))
     return dev.get() if hasattr(dev, "get") else dev
 
 
