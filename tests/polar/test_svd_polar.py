@@ -44,6 +44,17 @@ class TestSVD_Polar_CholeskyQR_CPU(TestSVD_Polar_CPU):
         monkeypatch.setattr(qdwh, "QR_STEP_CHOLESKY_N", (1, 1 << 30))
 
 
+class TestSVD_Polar_Estimates_CPU(TestSVD_Polar_CPU):
+    """The same suite with QDWH's estimates of α and l₀ at every size (the library takes
+    them from driver.ESTIMATES_FROM_N columns in double precision)."""
+
+    @pytest.fixture(autouse=True)
+    def _estimates(self, monkeypatch):
+        from gpusvd.polar_svd import driver
+
+        monkeypatch.setattr(driver, "ESTIMATES_FROM_N", 0)
+
+
 @pytest.mark.gpu
 class TestSVD_Polar_GPU(gr_cases.TestSVD_GR_GPU):
     method = "polar"
@@ -311,8 +322,16 @@ def test_tall_through_cholesky_qr(cholesky_qr_on_cpu, dtype, kind, compute_uv):
 
 
 def test_tall_full_matrices_keeps_householder(cholesky_qr_on_cpu, monkeypatch):
-    """full_matrices needs the complete Q: Householder QR, CholeskyQR3 never called."""
-    monkeypatch.setattr(cholesky_qr, "cholesky_qr", lambda *args: pytest.fail("called"))
+    """full_matrices needs the complete Q: Householder QR, CholeskyQR3 never called on
+    the tall matrix."""
+    original = cholesky_qr.cholesky_qr
+
+    def tall_refused(w, xp, **kw):   # QDWH's QR steps of R's [√c·R; I] (40 × 20) may take it
+        if w.shape[0] == 200:
+            pytest.fail("CholeskyQR3 of the tall matrix with full_matrices")
+        return original(w, xp, **kw)
+
+    monkeypatch.setattr(cholesky_qr, "cholesky_qr", tall_refused)
     a = testing.random_matrix(200, 20, seed=2)
     u, s, vh = _svd_polar(a, full_matrices=True)
     assert u.shape == (200, 200)

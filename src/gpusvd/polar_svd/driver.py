@@ -56,6 +56,13 @@ QR_FIRST_RATIO = 1.15
 # l₀ in [ε, 1e-3], that is for every κ(A) ≳ 1000 (random matrices from n ≈ 100); the
 # estimates cost 3–5 ms of one matrix from 256² to 1024² on the H100 (2026-11-27), about
 # 67 ms at 8192².
+# Double-precision matrices of fewer columns take no QDWH estimates either (α and l₀ as
+# for single precision): the estimates' ~50 CuPy calls cost more host time than the second
+# QR step they save. A/B on the H100 (2026-11-27, Gaussian float64, SVD / polar ms, with
+# estimates against without): 128² 7.0–7.3 / 5.2 against 5.0 / 3.2; 256² 8.3–8.6 / 6.2–7.2
+# against 6.7–7.3 / 4.4; 512² 15.7–17.1 against 15.0–15.3; 768² equal; from 1536² the
+# estimates win (2048²: 73–79 against 80; NOTES.md, open question 3).
+ESTIMATES_FROM_N = 768
 # Matrices up to this many columns take their QDWH estimates from the Gram matrix in
 # one host synchronization, where the power and inverse iterations with the LU factors
 # synchronize about 20 times: on the H100 (2026-11-27) they took 8.1 ms of an 18.4 ms SVD
@@ -106,14 +113,14 @@ def _estimates(a, xp, *, triangular):
     :data:`GRAM_ESTIMATES_MAX_N` columns from the Gram matrix in one host synchronization
     (the batched engine's :func:`gpusvd.batched.qdwh.estimates`, in float64), beyond by
     power iteration and, for a square matrix, inverse iteration with its LU or
-    triangular factor (l₀ = ε for a rectangular one). In single precision, no estimate:
-    α = √(‖A‖₁·‖A‖_∞) ≥ ‖A‖₂ (as JAX's QDWH takes it) and l₀ = ε
-    (qdwh.SINGLE_EPS_FROM)."""
+    triangular factor (l₀ = ε for a rectangular one). In single precision and below
+    ESTIMATES_FROM_N columns, no estimate: α = √(‖A‖₁·‖A‖_∞) ≥ ‖A‖₂ (as JAX's QDWH takes
+    it) and l₀ = ε (qdwh.SINGLE_EPS_FROM)."""
     m, n = a.shape
     eps = float(np.finfo(a.dtype).eps)
-    if eps > qdwh.SINGLE_EPS_FROM:
-        # One QR step and three Cholesky steps from l₀ = ε, as from any l₀ up to 1e-3:
-        # an estimate would save a step only for κ(A) ≲ 100, at the cost of the estimates.
+    if eps > qdwh.SINGLE_EPS_FROM or n < ESTIMATES_FROM_N:
+        # Single precision: one QR step and three Cholesky steps from l₀ = ε, as from any
+        # l₀ up to 1e-3. Small n: the estimates' host cost exceeds the QR step they save.
         absolute = xp.abs(a)
         product = absolute.sum(axis=0).max() * absolute.sum(axis=1).max()
         return float(xp.sqrt(product)), eps
