@@ -18,7 +18,7 @@ from ..batched.cholesky_qr import PLAIN_PASSES, SHIFT_CONSTANT
 
 # Tall matrices of at most this many entries (4 GiB in float64) are reduced on the GPU by
 # shifted CholeskyQR3 in float64 (:func:`cholesky_qr`); past it, or where it fails, by
-# Householder QR. Its work is up to four float64 copies of A.
+# Householder QR. Its work is three float64 copies of A.
 MAX_ENTRIES = 2 ** 28
 # Shifted CholeskyQR3's Q is accepted when the Gram matrix of its third pass is within
 # this of I in the Frobenius norm: CholeskyQR of a Q₂ with ‖Q₂ᴴQ₂ − I‖ ≤ 0.1 (κ(Q₂)² ≤ 1.25)
@@ -67,22 +67,6 @@ def _solve_right_cuda(w, low):
 _SOLVE_RIGHT = {"numpy": _solve_right_host, "cupy": _solve_right_cuda}
 
 
-def _times_inverse(w, low, eye, xp):
-    """W·L⁻ᴴ as a GEMM with the explicit inverse (its error about n·u·κ(L))."""
-    inverse = scipy_linalg(xp).solve_triangular(low, eye, lower=True, check_finite=False)
-    return w @ _ct(inverse)
-
-
-def _first_pass(w, low, eye, xp, tolerance):
-    """W·L₁⁻ᴴ of float64 input: the GEMM with the explicit inverse where its residual
-    ‖Q₁·L₁ᴴ − W‖_F is within ``tolerance`` (n·u·‖W‖_F, a triangular solve's backward
-    error), as for tall data of moderate κ; else the triangular solve."""
-    q = _times_inverse(w, low, eye, xp)
-    if float(xp.linalg.norm(q @ _ct(low) - w)) <= tolerance:
-        return q
-    return _SOLVE_RIGHT[xp.__name__](w, low)
-
-
 def cholesky_qr(a, xp, *, with_r=True):
     """(Q, R) of a tall ``a`` (m×n, m > n) with Q economy, by shifted CholeskyQR3 (Fukaya,
     Kannan, Nakatsukasa, Yamamoto & Yanagisawa, SIAM J. Sci. Comput. 42(1), 2020,
@@ -96,12 +80,11 @@ def cholesky_qr(a, xp, *, with_r=True):
     factorizations. W·L⁻ᴴ is a GEMM with the explicit inverse where that is accurate
     enough: its error, about n·u₆₄·κ(L), is at most √(n·u₆₄/(11·m)) ≈ 3e-9 after the
     shift (κ(L₁) ≤ 1/√(11·m·n·u₆₄)), far below float32's ε, and O(u₆₄) in the third pass
-    (κ(L₃) ≤ 1.1, ACCEPT). Float64 input needs a solve's accuracy (a triangular solve is
-    backward stable row by row): its first pass keeps the GEMM only where the residual
-    ‖Q₁·L₁ᴴ − W‖_F, one more GEMM, is within n·u·‖W‖_F, and solves otherwise; its second
-    solves unless ‖Q₁ᴴQ₁ − I‖_F ≤ GEMM_BELOW. On the H100 (2026-11-27): 200000 × 256
-    float32 4.7 ms against Householder's 15.2; 100000 × 1000 float64 about 33 ms with two
-    solves against 50.9. R = R₃·R₂·R₁ is upper triangular; A = Q·R to O(u·‖A‖).
+    (κ(L₃) ≤ 1.1, ACCEPT). For float64 input the first pass solves instead (a triangular
+    solve is backward stable row by row), and the second too unless ‖Q₁ᴴQ₁ − I‖_F ≤
+    GEMM_BELOW. On the H100 (2026-11-27): 200000 × 256 float32 4.7 ms against
+    Householder's 15.2; 100000 × 1000 float64 about 33 ms with two solves against 50.9.
+    R = R₃·R₂·R₁ is upper triangular; A = Q·R to O(u·‖A‖).
 
     Examples
     --------
@@ -119,9 +102,9 @@ def cholesky_qr(a, xp, *, with_r=True):
     if w is a:
         w = w.copy(order="F")
     u = np.finfo(np.float64).eps / 2
-    frobenius = xp.linalg.norm(w)
-    shift = (SHIFT_CONSTANT * (m * n + n * (n + 1)) * u * frobenius ** 2
-             + np.finfo(np.float64).tiny)
+    shift = (SHIFT_CONSTANT * (m * n + n * (n + 1)) * u
+             * xp.linalg.norm(w) ** 2 + np.finfo(np.float64).tiny)
+    sla = scipy_linalg(xp)
     eye = xp.eye(n, dtype=wide)
     factors = []
     try:
@@ -132,14 +115,12 @@ def cholesky_qr(a, xp, *, with_r=True):
             else:
                 deviation = xp.linalg.norm(g - eye)
             low = xp.linalg.cholesky(g)
-            if not exact or step == 2:
-                w = _times_inverse(w, low, eye, xp)
-            elif step == 0:
-                w = _first_pass(w, low, eye, xp, float(n * u * frobenius))
-            elif float(deviation) <= GEMM_BELOW:    # one read-back: κ(L₂) ≤ √3
-                w = _times_inverse(w, low, eye, xp)
-            else:
+            # float64 input: the first pass solves; the second too unless Q₁ is already
+            # near orthonormal (one read-back), so that κ(L₂) ≤ √3.
+            if exact and (step == 0 or step == 1 and not float(deviation) <= GEMM_BELOW):
                 w = _SOLVE_RIGHT[xp.__name__](w, low)
+            else:
+                w = w @ _ct(sla.solve_triangular(low, eye, lower=True, check_finite=False))
             factors.append(_ct(low))
     except np.linalg.LinAlgError:   # NumPy's Cholesky refuses a matrix not positive definite
         return None
