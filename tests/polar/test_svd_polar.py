@@ -154,21 +154,13 @@ def test_first_step_kind(dtype):
     """From l₀ = ε the first step is a QR step in double precision; in single precision
     a Cholesky step in float64 (qdwh.CHOLESKY_IN_DOUBLE_MAX_C), every later one a plain
     Cholesky step."""
+    from gpusvd.batched.qdwh import schedule
+
     eps = float(np.finfo(dtype).eps)
-    kinds = [qdwh._step_kind(c, eps) for _, _, c in
-             (qdwh.coefficients(l) for l in _schedule_bounds(eps))]
+    kinds = [qdwh._step_kind(float(c[0]), eps) for _, _, c in schedule(np.array([eps]), eps)]
     first = "qr" if eps < qdwh.SINGLE_EPS_FROM else "cholesky in float64"
     assert kinds[0] == first
     assert set(kinds[2:]) == {"cholesky"}
-
-
-def _schedule_bounds(eps):
-    """l_k of the schedule from l₀ = ε until 1 − l_k ≤ 10ε."""
-    bounds, l = [], eps
-    while 1.0 - l > 10 * eps:
-        bounds.append(l)
-        l = qdwh.next_lower_bound(l, *qdwh.coefficients(l))
-    return bounds
 
 
 def test_coefficients_halley_limit_and_bound_growth():

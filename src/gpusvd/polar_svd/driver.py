@@ -52,10 +52,10 @@ NORMALIZE_BEYOND = 8
 # for its one-stage bidiagonalization; QDWH's steps cost O(m·n²) each, so it gains sooner.
 QR_FIRST_RATIO = 1.15
 # Input whose ε exceeds qdwh.SINGLE_EPS_FROM (float32, complex64) takes no QDWH estimates:
-# from l₀ = ε its schedule is one QR step and three Cholesky steps, the same as from any
-# l₀ in [ε, 1e-3], that is for every κ(A) ≳ 1000 (random matrices from n ≈ 100); the
-# estimates cost 3–5 ms of one matrix from 256² to 1024² on the H100 (2026-11-27), about
-# 67 ms at 8192².
+# from l₀ = ε its schedule is one step past the Cholesky bound (taken in float64) and
+# three Cholesky steps, the same as from any l₀ in [ε, 1e-3], that is for every
+# κ(A) ≳ 1000 (random matrices from n ≈ 100); the estimates cost 3–5 ms of one matrix
+# from 256² to 1024² on the H100 (2026-11-27), about 67 ms at 8192².
 # Double-precision matrices of fewer columns take no QDWH estimates either (α and l₀ as
 # for single precision): the estimates' ~50 CuPy calls cost more host time than the second
 # QR step they save. A/B on the H100 (2026-11-27, Gaussian float64, SVD / polar ms, with
@@ -119,8 +119,8 @@ def _estimates(a, xp, *, triangular):
     m, n = a.shape
     eps = float(np.finfo(a.dtype).eps)
     if eps > qdwh.SINGLE_EPS_FROM or n < ESTIMATES_FROM_N:
-        # Single precision: one QR step and three Cholesky steps from l₀ = ε, as from any
-        # l₀ up to 1e-3. Small n: the estimates' host cost exceeds the QR step they save.
+        # Single precision: from l₀ = ε the same four steps as from any l₀ up to 1e-3.
+        # Small n: the estimates' host cost exceeds the QR step they save.
         absolute = xp.abs(a)
         product = absolute.sum(axis=0).max() * absolute.sum(axis=1).max()
         return float(xp.sqrt(product)), eps

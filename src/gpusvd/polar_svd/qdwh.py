@@ -23,13 +23,18 @@ Departures, each measured or argued in NOTES.md ("polar"):
 - The Cholesky step from c_k ≤ 1000, not NH's 100 (CHOLESKY_MAX_C): one QR step fewer
   for κ(A) between 10⁵ and 10¹⁴, at no measured loss of accuracy.
 
-- α is a power-iteration estimate of ‖A‖₂ (times 1.1), not ‖A‖_F or √(‖A‖₁‖A‖_∞):
-  those overstate ‖A‖₂ by up to √n and so shrink l₀ by as much.
-- l₀ is estimated, not set to ε: ‖A⁻¹‖₂ by a few steps of inverse power iteration with
-  the LU factors of A (or with R when a QR came first). One QR step fewer, where
-  l₀ ≥ 10⁻⁵ (κ ≲ 10⁵, e.g. Gaussian matrices): the table in NOTES.md. An estimate that
-  is too large costs only extra (cheap, Cholesky) steps, never accuracy: the iteration
-  stops on NH's criterion on the iterates themselves, not on l_k alone.
+- Single-precision input takes its steps with c_k above that bound (the first from
+  l₀ = ε) as Cholesky steps computed in float64 (CHOLESKY_IN_DOUBLE_MAX_C), not QR steps.
+- The QR step's factorization is shifted CholeskyQR3 on the GPU at 1000–2048 columns
+  (QR_STEP_CHOLESKY_N, cholesky_qr.py).
+- In double precision from 768 columns (the driver's ESTIMATES_FROM_N) α is an estimate
+  of ‖A‖₂ (times 1.1), not √(‖A‖₁‖A‖_∞), which overstates ‖A‖₂ by up to √n, and l₀ is
+  estimated, not set to ε: one QR step fewer where l₀ ≥ 10⁻⁵ (κ ≲ 10⁵, e.g. Gaussian
+  matrices). In single precision, and below 768 columns, the driver takes
+  √(‖A‖₁‖A‖_∞) and ε (JAX's choice): there the estimate saves no step, or costs more
+  than the step it saves. An estimate that is too large costs only extra (cheap,
+  Cholesky) steps, never accuracy: the iteration stops on NH's criterion on the
+  iterates themselves, not on l_k alone.
 - l₀ too large is caught: the iterate still moves SETTLE_STEPS steps after l_k reached 1.
   The weights then restart from l = ε at the current iterate (valid: its singular values
   lie in [0, 1], where every step's rational function is increasing), which bounds the
