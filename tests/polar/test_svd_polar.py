@@ -18,7 +18,7 @@ import scipy.linalg
 
 import gpusvd
 from gpusvd import testing
-from gpusvd.polar_svd import cholesky_qr, qdwh
+from gpusvd.polar_svd import cholesky_qr, fixed_schedule, qdwh
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent.parent))  # tests/: gr's classes
 from golub_reinsch import test_svd_gr as gr_cases  # noqa: E402
@@ -53,6 +53,16 @@ class TestSVD_Polar_Estimates_CPU(TestSVD_Polar_CPU):
         from gpusvd.polar_svd import driver
 
         monkeypatch.setattr(driver, "ESTIMATES_FROM_N", 0)
+
+
+class TestSVD_Polar_FixedSchedule_CPU(TestSVD_Polar_CPU):
+    """The same suite with real matrices below driver.ESTIMATES_FROM_N columns taking
+    the fixed sequence (fixed_schedule.py) through its NumPy twins, as the GPU's do
+    through a CUDA graph."""
+
+    @pytest.fixture(autouse=True)
+    def _fixed(self, monkeypatch):
+        monkeypatch.setattr(fixed_schedule, "ON", {"numpy", "cupy"})
 
 
 @pytest.mark.gpu
@@ -157,7 +167,7 @@ def test_first_step_kind(dtype):
     from gpusvd.batched.qdwh import schedule
 
     eps = float(np.finfo(dtype).eps)
-    kinds = [qdwh._step_kind(float(c[0]), eps) for _, _, c in schedule(np.array([eps]), eps)]
+    kinds = [qdwh.step_kind(float(c[0]), eps) for _, _, c in schedule(np.array([eps]), eps)]
     first = "qr" if eps < qdwh.SINGLE_EPS_FROM else "cholesky in float64"
     assert kinds[0] == first
     assert set(kinds[2:]) == {"cholesky"}

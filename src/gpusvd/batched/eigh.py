@@ -17,59 +17,40 @@ import functools
 
 import numpy as np
 
-# cudaDataType_t (library_types.h) of each element type, and the real type of its values.
-_CUDA_TYPE = {np.dtype(np.float32): 0, np.dtype(np.float64): 1,
-              np.dtype(np.complex64): 4, np.dtype(np.complex128): 5}
+from .._core import libraries
+
+# The cudaDataType_t of each element type's real values.
 _CUDA_REAL = {np.dtype(np.float32): 0, np.dtype(np.float64): 1,
               np.dtype(np.complex64): 0, np.dtype(np.complex128): 1}
 _EIG_MODE = {False: 0, True: 1}   # CUSOLVER_EIG_MODE_NOVECTOR, _VECTOR
 _FILL_LOWER = 0                    # CUBLAS_FILL_MODE_LOWER
-_SUCCESS = 0                       # CUSOLVER_STATUS_SUCCESS
 
 
 @functools.cache
-def _syev_batched():
+def syev_batched():
     """(bufferSize, solve) of cusolverDnXsyevBatched from the cuSOLVER that CuPy loaded,
     or None where that library has no such function."""
-    from cupy_backends.cuda.libs import cusolver  # loads libcusolver
-
-    del cusolver
-    with open("/proc/self/maps") as maps:
-        paths = {line.split()[-1] for line in maps if "libcusolver.so" in line}
-    for path in sorted(paths):
-        lib = ctypes.CDLL(path)
-        if hasattr(lib, "cusolverDnXsyevBatched"):
-            size, solve = lib.cusolverDnXsyevBatched_bufferSize, lib.cusolverDnXsyevBatched
-            common = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
-                      ctypes.c_int64, ctypes.c_int, ctypes.c_void_p, ctypes.c_int64,
-                      ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
-            size.argtypes = common + [ctypes.POINTER(ctypes.c_size_t),
-                                      ctypes.POINTER(ctypes.c_size_t), ctypes.c_int64]
-            solve.argtypes = common + [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
-                                       ctypes.c_size_t, ctypes.c_void_p, ctypes.c_int64]
-            return size, solve
-    return None
-
-
-@functools.cache
-def _params(device_id):
-    from cupy_backends.cuda.libs import cusolver
-
-    return cusolver.createParams()
-
-
-def _check(status, what):
-    if status != _SUCCESS:
-        raise RuntimeError(f"cuSOLVER {what} returned status {status}")
+    lib = libraries.cusolver()
+    if lib is None or not hasattr(lib, "cusolverDnXsyevBatched"):
+        return None
+    size, solve = lib.cusolverDnXsyevBatched_bufferSize, lib.cusolverDnXsyevBatched
+    common = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
+              ctypes.c_int64, ctypes.c_int, ctypes.c_void_p, ctypes.c_int64,
+              ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+    size.argtypes = common + [ctypes.POINTER(ctypes.c_size_t),
+                              ctypes.POINTER(ctypes.c_size_t), ctypes.c_int64]
+    solve.argtypes = common + [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
+                               ctypes.c_size_t, ctypes.c_void_p, ctypes.c_int64]
+    return size, solve
 
 
 def _cusolver_eigh(h, vectors):
     """eigh of a C-contiguous CuPy stack (batch, n, n), overwritten; None where cuSOLVER
-    lacks XsyevBatched."""
+    lacks XsyevBatched. No host synchronization and no CuPy library call: it can be
+    captured into a CUDA graph (:mod:`gpusvd._core.libraries`)."""
     import cupy
-    from cupy_backends.cuda.libs import cusolver
 
-    functions = _syev_batched()
+    functions = syev_batched()
     if functions is None:
         return None
     size_fn, solve_fn = functions
@@ -77,18 +58,17 @@ def _cusolver_eigh(h, vectors):
     real = np.finfo(h.dtype).dtype
     w = cupy.empty((batch, n), real)
     info = cupy.empty(batch, np.int32)
-    handle = cupy.cuda.device.get_cusolver_handle()
-    cusolver.setStream(handle, cupy.cuda.get_current_stream().ptr)
-    params = _params(h.device.id)
-    head = (handle, params, _EIG_MODE[vectors], _FILL_LOWER, n, _CUDA_TYPE[h.dtype], h.data.ptr,
-            n, _CUDA_REAL[h.dtype], w.data.ptr, _CUDA_TYPE[h.dtype])
+    kind = libraries.CUDA_TYPE[h.dtype]
+    head = (libraries.solver_handle(), libraries.solver_params(h.device.id),
+            _EIG_MODE[vectors], _FILL_LOWER, n, kind, h.data.ptr, n, _CUDA_REAL[h.dtype],
+            w.data.ptr, kind)
     on_device, on_host = ctypes.c_size_t(0), ctypes.c_size_t(0)
-    _check(size_fn(*head, ctypes.byref(on_device), ctypes.byref(on_host), batch),
-           "XsyevBatched_bufferSize")
+    libraries.check(size_fn(*head, ctypes.byref(on_device), ctypes.byref(on_host), batch),
+                    "XsyevBatched_bufferSize")
     work = cupy.empty(max(on_device.value, 1), np.uint8)
     host_work = ctypes.create_string_buffer(max(on_host.value, 1))
-    _check(solve_fn(*head, work.data.ptr, on_device.value, host_work, on_host.value,
-                    info.data.ptr, batch), "XsyevBatched")
+    libraries.check(solve_fn(*head, work.data.ptr, on_device.value, host_work,
+                             on_host.value, info.data.ptr, batch), "XsyevBatched")
     if not vectors:
         return w, None
     return w, h.conj().swapaxes(-1, -2)

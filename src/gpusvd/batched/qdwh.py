@@ -219,7 +219,6 @@ def _run(xp, y, weights, cholesky_max_c):
 
 def _deviation(xp, y):
     """‖YYᴴ − I‖_F of each matrix, on the host (one synchronization)."""
-    n = y.shape[1]
     d = add_to_diagonal(xp, gram(xp, y), -xp.ones(len(y), np.float64))
     dev = _frobenius(xp, d).reshape(len(y))
     return dev.get() if hasattr(dev, "get") else dev

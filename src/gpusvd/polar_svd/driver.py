@@ -39,7 +39,7 @@ import numpy as np
 from .._core import profile
 from .._core.scaling import scale_values, times_power_of_two, unit_exponent
 from ..batched import qdwh as batched_qdwh
-from . import cholesky_qr, qdwh
+from . import cholesky_qr, fixed_schedule, qdwh
 
 # Columns of U = U_p·V with max |‖u_i‖ − 1| above this, in units of √n·ε, mark U_p a partial
 # isometry (module docstring): converged QDWH gives O(ε) per column (‖U_pᴴU_p − I‖_F
@@ -145,7 +145,16 @@ def polar_factor(a, xp, *, triangular):
 
 def _svd_square(a, xp, *, compute_uv, triangular):
     """The economy SVD of an m×n, m ≥ n, finite, scaled matrix by steps 1–3 (U_p only
-    when no QR came first, so ``a`` is square or nearly)."""
+    when no QR came first, so ``a`` is square or nearly): ``(U, S, Vᴴ, orthonormal)``,
+    ``orthonormal`` whether U passed :func:`_orthonormal_enough` where that is known
+    already (the fixed sequence measures it), else None. A real matrix of up to
+    fixed_schedule.MAX_N columns on the GPU takes the fixed sequence, replayed as a CUDA
+    graph (fixed_schedule.py)."""
+    if fixed_schedule.applies(a, xp):
+        found = fixed_schedule.svd(a, xp, compute_uv=compute_uv)
+        if found is not None:
+            u, s, vh, deviation = found
+            return u, s, vh, deviation <= _orthonormal_tolerance(a.shape[1], a.dtype)
     real = np.finfo(a.dtype).dtype
     up, _ = polar_factor(a, xp, triangular=triangular)
     with profile.phase("polar_h", xp):
@@ -154,7 +163,7 @@ def _svd_square(a, xp, *, compute_uv, triangular):
     with profile.phase("eigh", xp):
         if not compute_uv:
             lam = xp.linalg.eigvalsh(h)
-            return None, xp.sort(xp.abs(lam))[::-1].astype(real), None
+            return None, xp.sort(xp.abs(lam))[::-1].astype(real), None, None
         lam, v = xp.linalg.eigh(h)
     # H is positive semidefinite; an eigenvalue below 0 is rounding (|λ| ≤ O(ε)‖A‖):
     # σ = |λ| with u = −U_p·v keeps A = U·Σ·Vᴴ exact.
@@ -163,16 +172,19 @@ def _svd_square(a, xp, *, compute_uv, triangular):
     s = xp.abs(lam).astype(real)
     with profile.phase("polar_u", xp):
         u = up @ (v * xp.where(lam < 0, -1, 1).astype(a.dtype))
-    return u, s, _ct(v)
+    return u, s, _ct(v), None
+
+
+def _orthonormal_tolerance(n, dtype):
+    """ORTHONORMAL_TOL·√n·ε: the largest max |‖u_i‖ − 1| of an orthonormal U."""
+    return ORTHONORMAL_TOL * np.sqrt(n) * float(np.finfo(dtype).eps)
 
 
 def _orthonormal_enough(u, xp):
     """Whether every column of ``u`` has norm 1 within ORTHONORMAL_TOL·√n·ε, which for
     U = W·f(Σ) means U is orthonormal to working precision (module docstring)."""
-    n = u.shape[1]
-    eps = float(np.finfo(u.dtype).eps)
     deviation = float(xp.abs(xp.linalg.norm(u, axis=0) - 1).max())
-    return deviation <= ORTHONORMAL_TOL * np.sqrt(n) * eps
+    return deviation <= _orthonormal_tolerance(u.shape[1], u.dtype)
 
 
 def normalized(a, xp):
@@ -199,14 +211,15 @@ def _svd_tall(a, xp, *, full_matrices, compute_uv):
     if m > QR_FIRST_RATIO * n:
         with profile.phase("qr", xp):
             q, r = _tall_qr(work, xp, full_matrices=full_matrices, compute_uv=compute_uv)
-        u, s, vh = _svd_square(r, xp, compute_uv=compute_uv, triangular=True)
+        u, s, vh, orthonormal = _svd_square(r, xp, compute_uv=compute_uv, triangular=True)
     else:
-        u, s, vh = _svd_square(work, xp, compute_uv=compute_uv, triangular=False)
+        u, s, vh, orthonormal = _svd_square(work, xp, compute_uv=compute_uv,
+                                            triangular=False)
     s = scale_values(s, -exponent, xp)
     if not compute_uv:
         return None, s, None
     with profile.phase("polar_u", xp):
-        if not _orthonormal_enough(u, xp):
+        if not (_orthonormal_enough(u, xp) if orthonormal is None else orthonormal):
             u = _orthonormal_columns(u, xp, complete=False)
         if q is not None:
             if full_matrices:

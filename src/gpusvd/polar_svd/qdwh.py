@@ -88,8 +88,8 @@ SETTLE_STEPS = 2
 MAX_ITERATIONS = 16
 # NH Algorithm 4.1's stopping criterion: ‖X_k − X_{k−1}‖_F ≤ (5ε)^(1/3) and
 # |1 − l_k| ≤ 10ε. After it the next step would change X by O(ε) (cubic convergence).
-_STOP_CHANGE_FACTOR = 5.0
-_STOP_L_FACTOR = 10.0
+STOP_CHANGE_FACTOR = 5.0
+STOP_L_FACTOR = 10.0
 # Power iteration for ‖A‖₂: steps, and the factor that makes the estimate (a lower bound
 # that converges from below) an upper bound in practice.
 NORM_STEPS = 12
@@ -239,7 +239,7 @@ def _cholesky_step(x, a, b, c, xp):
     return x * x.dtype.type(b / c) + _ct(w) * x.dtype.type(a - b / c)
 
 
-def _step_kind(c, eps):
+def step_kind(c, eps):
     """How the step of weight ``c`` is taken for input of machine epsilon ``eps``:
     "cholesky", "cholesky in float64" (single-precision input, CHOLESKY_IN_DOUBLE_MAX_C)
     or "qr"."""
@@ -264,14 +264,14 @@ def qdwh(a, xp, *, alpha, l0):
     or does not settle within :data:`MAX_ITERATIONS` steps.
     """
     eps = float(np.finfo(a.dtype).eps)
-    tol_change = (_STOP_CHANGE_FACTOR * eps) ** (1.0 / 3.0)
-    tol_l = _STOP_L_FACTOR * eps
+    tol_change = (STOP_CHANGE_FACTOR * eps) ** (1.0 / 3.0)
+    tol_l = STOP_L_FACTOR * eps
     x = a / a.dtype.type(alpha)
     l, l_start, settling = l0, l0, 0
     change = np.nan
     for step in range(1, MAX_ITERATIONS + 1):
         a_k, b_k, c_k = coefficients(l)
-        kind = _step_kind(c_k, eps)
+        kind = step_kind(c_k, eps)
         with profile.phase("qdwh_qr" if kind == "qr" else "qdwh_cholesky", xp):
             if kind == "cholesky":
                 x_next = _cholesky_step(x, a_k, b_k, c_k, xp)

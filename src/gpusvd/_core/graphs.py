@@ -1,0 +1,99 @@
+"""Replaying a fixed sequence of GPU work as a CUDA graph.
+
+A small matrix's SVD is a few hundred launches of microseconds each; issued one by one
+from Python, the host's cost per launch (10–190 µs through CuPy) is most of the call.
+Where the sequence depends only on the shapes and dtypes of its inputs (no host
+synchronization, no branch on a computed value), it is captured once into a CUDA graph
+and then replayed with one launch (NOTES.md, "One matrix below 768 columns").
+
+The policy, per key (the caller's: shapes, dtypes, options):
+
+1. the first call runs the function eagerly: a shape seen once pays no capture, and the
+   eager run compiles the kernels and creates the library handles a capture cannot;
+2. the second call captures it on a private stream into a private memory pool, which
+   holds every intermediate buffer for as long as the graph lives (no other allocation
+   can take them between replays);
+3. every call from then on copies its inputs into the graph's input buffers, launches
+   the graph on the current stream and returns copies of the outputs.
+
+At most :data:`CACHED_GRAPHS` graphs are kept (least recently used first out), with the
+device memory their pools hold; :func:`clear` frees them all. Calls are serialized by a
+lock: a graph's buffers serve one call at a time.
+"""
+
+import collections
+import threading
+
+# Graphs kept, with their memory pools: eight 767² float64 SVDs hold about 0.3 GB.
+CACHED_GRAPHS = 8
+# Keys remembered as seen once, so that their second call captures.
+REMEMBERED_KEYS = 256
+
+_lock = threading.Lock()
+_graphs = collections.OrderedDict()
+_seen = collections.OrderedDict()
+
+
+class _Graph:
+    """A captured graph, the pool that holds its buffers, its input buffers and the
+    arrays its outputs are written to."""
+
+    def __init__(self, fn, inputs):
+        import cupy
+
+        self.pool = cupy.cuda.MemoryPool()
+        stream = cupy.cuda.Stream(non_blocking=True)
+        with cupy.cuda.using_allocator(self.pool.malloc), stream:
+            self.inputs = [cupy.empty_like(x) for x in inputs]
+            stream.begin_capture()
+            try:
+                self.outputs = fn(*self.inputs)
+            finally:
+                self.graph = stream.end_capture()
+        self.device = cupy.cuda.Device().id
+
+    def replay(self, inputs):
+        import cupy
+
+        for slot, x in zip(self.inputs, inputs):
+            slot[...] = x
+        self.graph.launch(stream=cupy.cuda.get_current_stream())
+        return tuple(out.copy() for out in self.outputs)
+
+
+def replayed(key, fn, *inputs):
+    """``fn(*inputs)`` (CuPy arrays in, a tuple of CuPy arrays out) by the policy of the
+    module docstring. ``fn`` must be a fixed sequence of GPU work for every input with
+    this ``key``: no host synchronization, no CuPy library call (cuBLAS and cuSOLVER
+    through :mod:`gpusvd._core.libraries`), no allocation it returns that an input
+    aliases."""
+    import cupy
+
+    key = (cupy.cuda.Device().id, *key)
+    with _lock:
+        graph = _graphs.get(key)
+        if graph is None:
+            if key not in _seen:
+                _seen[key] = None
+                while len(_seen) > REMEMBERED_KEYS:
+                    _seen.popitem(last=False)
+                return tuple(fn(*inputs))
+            graph = _graphs[key] = _Graph(fn, inputs)
+            while len(_graphs) > CACHED_GRAPHS:
+                _graphs.popitem(last=False)
+        _graphs.move_to_end(key)
+        return graph.replay(inputs)
+
+
+def cached():
+    """How many graphs are kept now."""
+    return len(_graphs)
+
+
+def clear():
+    """Forget every captured graph and free the device memory their pools hold."""
+    with _lock:
+        for graph in _graphs.values():
+            graph.pool.free_all_blocks()
+        _graphs.clear()
+        _seen.clear()

@@ -1,0 +1,257 @@
+"""cuBLAS and cuSOLVER called directly (ctypes), each call with its NumPy/SciPy twin.
+
+Why not through CuPy: CuPy refuses every cuBLAS and cuSOLVER call while a stream is
+being captured into a CUDA graph (its ``setStream`` raises NotImplementedError, CuPy
+14.2), and its wrappers cost 20–190 µs of host time a call (a workspace query and an
+allocation for each factorization; NOTES.md, "One matrix of 128–1024"). The routines
+below are captured and replayed in graphs on the H100 and H200 (2026-11-27); cuSOLVER's
+``syevd`` is not (CUSOLVER_STATUS_INTERNAL_ERROR under capture), its batched
+``XsyevBatched`` is (:mod:`gpusvd.batched.eigh`).
+
+Layout: every array is C-contiguous. cuBLAS and cuSOLVER read such a buffer as the
+column-major transpose, so ``C = op(A)·op(B)`` is computed as ``Cᵀ = op(B)ᵀ·op(A)ᵀ``, and
+``X·Z⁻¹`` for a symmetric Z is ``(Z⁻¹·Xᵀ)ᵀ``: potrs with X's buffer as the right-hand
+side, no transposition. Real float32 and float64 only: the callers take complex input
+elsewhere.
+
+Each function takes ``xp`` first and runs the CuPy or the NumPy twin (:data:`_TWINS`);
+the twins agree to rounding, and the NumPy ones are what the CPU tests run.
+"""
+
+import ctypes
+import functools
+
+import numpy as np
+import scipy.linalg
+
+_VOID = ctypes.c_void_p
+_I64 = ctypes.c_int64
+_SCALAR = {np.dtype(np.float32): ctypes.c_float, np.dtype(np.float64): ctypes.c_double}
+# cudaDataType_t (library_types.h) of each element type.
+CUDA_TYPE = {np.dtype(np.float32): 0, np.dtype(np.float64): 1,
+             np.dtype(np.complex64): 4, np.dtype(np.complex128): 5}
+# The BLAS letter of the legacy (32-bit) entry points of each real type.
+_LETTER = {np.dtype(np.float32): "S", np.dtype(np.float64): "D"}
+_OP_N, _OP_T = 0, 1            # cublasOperation_t
+_LOWER = 0                     # cublasFillMode_t CUBLAS_FILL_MODE_LOWER
+_SUCCESS = 0
+
+
+def loaded_library(stem):
+    """The CDLL of the shared library ``stem`` (e.g. "libcusolver.so") that this process
+    (CuPy) loaded, or None."""
+    with open("/proc/self/maps") as maps:
+        paths = sorted({line.split()[-1] for line in maps
+                        if line.split()[-1].rsplit("/", 1)[-1].startswith(stem + ".")})
+    return ctypes.CDLL(paths[0]) if paths else None
+
+
+@functools.cache
+def cusolver():
+    """libcusolver as CuPy loaded it."""
+    from cupy_backends.cuda.libs import cusolver as _loads_it
+
+    del _loads_it
+    return loaded_library("libcusolver.so")
+
+
+@functools.cache
+def _cublas():
+    from cupy_backends.cuda.libs import cublas as _loads_it
+
+    del _loads_it
+    return loaded_library("libcublas.so")
+
+
+def check(status, what):
+    if status != _SUCCESS:
+        raise RuntimeError(f"{what} returned status {status}")
+
+
+def solver_handle():
+    """CuPy's cuSOLVER handle of the current device, bound to the current stream through
+    the library itself (CuPy's setStream refuses during a capture)."""
+    import cupy
+
+    handle = cupy.cuda.device.get_cusolver_handle()
+    check(cusolver().cusolverDnSetStream(_VOID(handle),
+                                         _VOID(cupy.cuda.get_current_stream().ptr)),
+          "cusolverDnSetStream")
+    return handle
+
+
+@functools.cache
+def solver_params(device_id):
+    """cuSOLVER's 64-bit API parameters object (default algorithms), one per device."""
+    from cupy_backends.cuda.libs import cusolver as binding
+
+    return binding.createParams()
+
+
+@functools.cache
+def _blas_handle(device_id):
+    # A handle of our own: its pointer mode stays the default, host scalars.
+    handle = _VOID()
+    check(_cublas().cublasCreate_v2(ctypes.byref(handle)), "cublasCreate")
+    return handle
+
+
+def _bound_blas_handle():
+    import cupy
+
+    handle = _blas_handle(cupy.cuda.Device().id)
+    check(_cublas().cublasSetStream_v2(handle, _VOID(cupy.cuda.get_current_stream().ptr)),
+          "cublasSetStream")
+    return handle
+
+
+def _gemm_cuda(a, b, trans_a, trans_b, out, alpha, beta):
+    m, n = out.shape
+    k = a.shape[0] if trans_a else a.shape[1]
+    scalar = _SCALAR[out.dtype]
+    fn = getattr(_cublas(), f"cublas{_LETTER[out.dtype]}gemm_v2")
+    check(fn(_bound_blas_handle(), _OP_T if trans_b else _OP_N, _OP_T if trans_a else _OP_N,
+             n, m, k, ctypes.byref(scalar(alpha)), _VOID(b.data.ptr), b.shape[1],
+             _VOID(a.data.ptr), a.shape[1], ctypes.byref(scalar(beta)),
+             _VOID(out.data.ptr), n), "cublas gemm")
+    return out
+
+
+def _gemm_host(a, b, trans_a, trans_b, out, alpha, beta):
+    product = (a.T if trans_a else a) @ (b.T if trans_b else b)
+    out[...] = alpha * product + (beta * out if beta else 0)
+    return out
+
+
+def _cholesky_solve_cuda(z, x):
+    import cupy
+
+    n, m = z.shape[0], x.shape[0]
+    lib, handle, params = cusolver(), solver_handle(), solver_params(z.device.id)
+    kind = CUDA_TYPE[z.dtype]
+    on_device, on_host = ctypes.c_size_t(0), ctypes.c_size_t(0)
+    head = (_VOID(handle), _VOID(params), _LOWER, _I64(n), kind, _VOID(z.data.ptr), _I64(n),
+            kind)
+    check(lib.cusolverDnXpotrf_bufferSize(*head, ctypes.byref(on_device),
+                                          ctypes.byref(on_host)), "Xpotrf_bufferSize")
+    work = cupy.empty(max(on_device.value, 1), np.uint8)
+    host_work = ctypes.create_string_buffer(max(on_host.value, 1))
+    info = cupy.empty(1, np.int32)
+    check(lib.cusolverDnXpotrf(*head, _VOID(work.data.ptr), ctypes.c_size_t(on_device.value),
+                               host_work, ctypes.c_size_t(on_host.value),
+                               _VOID(info.data.ptr)), "Xpotrf")
+    check(lib.cusolverDnXpotrs(_VOID(handle), _VOID(params), _LOWER, _I64(n), _I64(m), kind,
+                               _VOID(z.data.ptr), _I64(n), kind, _VOID(x.data.ptr), _I64(n),
+                               _VOID(info.data.ptr)), "Xpotrs")
+    return x
+
+
+def _cholesky_solve_host(z, x):
+    factor = scipy.linalg.cho_factor(z, lower=True, check_finite=False)
+    x[...] = scipy.linalg.cho_solve(factor, x.T, check_finite=False).T
+    return x
+
+
+def _orthonormal_factor_cuda(stacked_t):
+    """Q of the Householder QR of the column-major (rows × n) matrix whose C-ordered
+    transpose is ``stacked_t`` (n, rows), in place: afterwards ``stacked_t`` holds Qᵀ."""
+    import cupy
+
+    n, rows = stacked_t.shape
+    lib, handle, params = cusolver(), solver_handle(), solver_params(stacked_t.device.id)
+    kind = CUDA_TYPE[stacked_t.dtype]
+    tau = cupy.empty(n, stacked_t.dtype)
+    info = cupy.empty(1, np.int32)
+    head = (_VOID(handle), _VOID(params), _I64(rows), _I64(n), kind,
+            _VOID(stacked_t.data.ptr), _I64(rows), kind, _VOID(tau.data.ptr), kind)
+    on_device, on_host = ctypes.c_size_t(0), ctypes.c_size_t(0)
+    check(lib.cusolverDnXgeqrf_bufferSize(*head, ctypes.byref(on_device),
+                                          ctypes.byref(on_host)), "Xgeqrf_bufferSize")
+    work = cupy.empty(max(on_device.value, 1), np.uint8)
+    host_work = ctypes.create_string_buffer(max(on_host.value, 1))
+    check(lib.cusolverDnXgeqrf(*head, _VOID(work.data.ptr), ctypes.c_size_t(on_device.value),
+                               host_work, ctypes.c_size_t(on_host.value),
+                               _VOID(info.data.ptr)), "Xgeqrf")
+    letter = _LETTER[stacked_t.dtype]
+    size = ctypes.c_int(0)
+    check(getattr(lib, f"cusolverDn{letter}orgqr_bufferSize")(
+        _VOID(handle), rows, n, n, _VOID(stacked_t.data.ptr), rows, _VOID(tau.data.ptr),
+        ctypes.byref(size)), "orgqr_bufferSize")
+    work = cupy.empty(max(size.value, 1), stacked_t.dtype)
+    check(getattr(lib, f"cusolverDn{letter}orgqr")(
+        _VOID(handle), rows, n, n, _VOID(stacked_t.data.ptr), rows, _VOID(tau.data.ptr),
+        _VOID(work.data.ptr), size.value, _VOID(info.data.ptr)), "orgqr")
+    return stacked_t
+
+
+def _qr_combination_cuda(x, root_c, scale, beta):
+    import cupy
+
+    m, n = x.shape
+    rows = m + n
+    stacked_t = cupy.empty((n, rows), x.dtype)     # [√c·X; I] column-major
+    stacked_t[:, :m] = x.T * x.dtype.type(root_c)
+    stacked_t[:, m:] = cupy.eye(n, dtype=x.dtype)
+    q_t = _orthonormal_factor_cuda(stacked_t)
+    out = x.copy()
+    # outᵀ (n×m column-major) = scale·Q₂·Q₁ᵀ + beta·Xᵀ, Q₁ the first m rows of Q (ld rows).
+    scalar = _SCALAR[x.dtype]
+    fn = getattr(_cublas(), f"cublas{_LETTER[x.dtype]}gemm_v2")
+    check(fn(_bound_blas_handle(), _OP_N, _OP_T, n, m, n, ctypes.byref(scalar(scale)),
+             _VOID(q_t.data.ptr + m * x.dtype.itemsize), rows, _VOID(q_t.data.ptr), rows,
+             ctypes.byref(scalar(beta)), _VOID(out.data.ptr), n), "cublas gemm")
+    return out
+
+
+def _qr_combination_host(x, root_c, scale, beta):
+    m, n = x.shape
+    q, _ = np.linalg.qr(np.concatenate([x * x.dtype.type(root_c), np.eye(n, dtype=x.dtype)]))
+    return (x * x.dtype.type(beta) + (q[:m] @ q[m:].T) * x.dtype.type(scale)).astype(x.dtype)
+
+
+_TWINS = {"numpy": (_gemm_host, _cholesky_solve_host, _qr_combination_host),
+          "cupy": (_gemm_cuda, _cholesky_solve_cuda, _qr_combination_cuda)}
+
+
+def gemm(xp, a, b, *, out, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
+    """``out`` ← alpha·op(a)·op(b) + beta·``out`` (op: transpose where asked), in place;
+    returns ``out``.
+
+    Examples
+    --------
+    >>> out = np.zeros((2, 2))
+    >>> gemm(np, np.eye(2), np.array([[1.0, 2.0], [3.0, 4.0]]), out=out, trans_b=True)
+    array([[1., 3.],
+           [2., 4.]])
+    """
+    return _TWINS[xp.__name__][0](a, b, trans_a, trans_b, out, alpha, beta)
+
+
+def cholesky_solve(xp, z, x):
+    """X·Z⁻¹ for a symmetric positive definite ``z`` (n×n, overwritten by its Cholesky
+    factor) and ``x`` (m×n, overwritten by the result, which is returned): potrf and potrs.
+    A ``z`` that is not positive definite leaves NaN or garbage, never an exception (a
+    graph cannot raise): callers check the result.
+
+    Examples
+    --------
+    >>> z = np.array([[4.0, 2.0], [2.0, 3.0]])
+    >>> bool(np.allclose(cholesky_solve(np, z.copy(), np.eye(2)), np.linalg.inv(z)))
+    True
+    """
+    return _TWINS[xp.__name__][1](z, x)
+
+
+def qr_combination(xp, x, root_c, scale, beta):
+    """beta·X + scale·Q₁·Q₂ᵀ, with [√c·X; I] = [Q₁; Q₂]·R the Householder QR of the
+    stacked (m + n)×n matrix (``root_c`` = √c): the QR-based QDWH step (Nakatsukasa &
+    Higham 2013, eq. (3.5)) with its weights folded into one GEMM.
+
+    Examples
+    --------
+    >>> x = np.eye(2) * 0.5
+    >>> r = qr_combination(np, x, 2.0, 1.0, 0.0)   # Q₁Q₂ᵀ = √c·X·(I + c·XᵀX)⁻¹
+    >>> bool(np.allclose(r, np.eye(2) * 0.5))
+    True
+    """
+    return _TWINS[xp.__name__][2](x, root_c, scale, beta)

@@ -1,0 +1,160 @@
+"""The polar SVD of one real matrix of up to 512 columns as one fixed sequence of GPU work.
+
+Below ``driver.ESTIMATES_FROM_N`` columns QDWH takes no estimates: α = √(‖A‖₁‖A‖_∞) and
+l₀ = ε (qdwh.py), so the weights of every step, and so every step's kind, follow from the
+dtype alone. With α computed on the device, the whole SVD (the QDWH steps, H = U_pᴴA, its
+eigendecomposition by cuSOLVER's XsyevBatched, the ordering of the values and U = U_p·V)
+needs no host synchronization and no branch on a computed value: it is replayed as one
+CUDA graph (:mod:`gpusvd._core.graphs`) from the second call of a shape on, with the
+library calls made directly (:mod:`gpusvd._core.libraries`). One host synchronization
+reads two numbers at the end: the largest deviation of U's column norms from 1
+(driver.py's test for a partial isometry) and whether the result is finite.
+
+The arithmetic is the one of :func:`gpusvd.polar_svd.qdwh.qdwh` and
+:func:`gpusvd.polar_svd.driver.svd` with the same schedule (QR steps by
+Householder QR of [√c·X; I], Cholesky steps, single precision's first step in float64),
+except:
+
+- a Cholesky step solves with Z = L·Lᵀ by potrs (both triangular solves in one call);
+- the values are ordered by a rank computed on the device (|λ_j| > |λ_i|, ties by
+  index), a stable sort by −|λ| like the driver's ``argsort`` (CuPy's sort can
+  synchronize);
+- where the last step still moved more than NH's criterion allows (singular values near
+  ε·α, still rising), qdwh.qdwh takes one more Halley step and stops; here that step is
+  always computed and selected on the device (``where``): one Cholesky step more of
+  GPU work, no branch.
+"""
+
+import numpy as np
+
+from .._core import graphs, libraries
+from .._core.backend import to_host
+from ..batched import eigh as batched_eigh
+from . import qdwh
+
+# Where the fixed sequence runs: the GPU, where it is captured into a graph. The CPU
+# tests route their suites through it with {"numpy", "cupy"} (its NumPy twin, eager).
+ON = {"cupy"}
+# Columns up to which cuSOLVER's XsyevBatched can be captured into a graph: at 512 it
+# is, at 767 the capture fails (XsyevBatched status 6; H100, CUDA 13, 2026-11-27). Below
+# driver.ESTIMATES_FROM_N, where the schedule is fixed.
+MAX_N = 512
+_REAL = (np.dtype(np.float32), np.dtype(np.float64))
+# Halley's step (l = 1: a = 3, b = 1, c = 3), the one qdwh.qdwh adds where the schedule's
+# last step had not settled.
+_HALLEY = (*qdwh.coefficients(1.0), "cholesky")
+
+
+def applies(a, xp):
+    """Whether the real matrix ``a`` (m×n, m ≥ n) takes the fixed sequence: at most
+    :data:`MAX_N` columns, real, on a namespace in :data:`ON`, and on the GPU only where
+    cuSOLVER has XsyevBatched (syevd cannot be captured)."""
+    if xp.__name__ not in ON or a.dtype not in _REAL or not 0 < a.shape[1] <= MAX_N:
+        return False
+    return xp.__name__ != "cupy" or batched_eigh.syev_batched() is not None
+
+
+def schedule(eps):
+    """The weights (a, b, c) and kind of each QDWH step from l₀ = ``eps`` until l_k = 1
+    to within qdwh's 10ε."""
+    steps, l = [], eps
+    while 1.0 - l > qdwh.STOP_L_FACTOR * eps:
+        a, b, c = qdwh.coefficients(l)
+        steps.append((a, b, c, qdwh.step_kind(c, eps)))
+        l = float(qdwh.next_lower_bound(l, a, b, c))
+    return tuple(steps)
+
+
+def _cholesky_step(xp, x, a, b, c):
+    """X·(b/c) + (a − b/c)·X·Z⁻¹, Z = I + c·XᵀX (NH eq. (4.2))."""
+    n = x.shape[1]
+    z = libraries.gemm(xp, x, x, out=xp.eye(n, dtype=x.dtype), trans_a=True, alpha=c,
+                       beta=1.0)
+    solved = libraries.cholesky_solve(xp, z, x.copy())
+    return solved * x.dtype.type(a - b / c) + x * x.dtype.type(b / c)
+
+
+def _step(xp, x, weights):
+    a, b, c, kind = weights
+    if kind == "qr":
+        return libraries.qr_combination(xp, x, np.sqrt(c), (a - b / c) / np.sqrt(c), b / c)
+    if kind == "cholesky in float64":
+        return _cholesky_step(xp, x.astype(np.float64), a, b, c).astype(x.dtype)
+    return _cholesky_step(xp, x, a, b, c)
+
+
+def _descending(xp, lam):
+    """The order of ``lam`` by −|λ|, ties by index: each value's rank counted on the
+    device, then scattered."""
+    n = lam.shape[0]
+    mag = xp.abs(lam)
+    index = xp.arange(n)
+    before = (mag[None, :] > mag[:, None]) | ((mag[None, :] == mag[:, None])
+                                               & (index[None, :] < index[:, None]))
+    order = xp.empty(n, dtype=index.dtype)
+    order[before.sum(axis=1)] = index
+    return order
+
+
+def _sequence(xp, steps, settle, compute_uv):
+    """The fixed sequence for one schedule: a function of A (m×n) returning
+    (U, S, Vᴴ, checks) or (S, checks), checks = [deviation, finite]. ``settle``: the
+    change ‖X_k − X_{k−1}‖_F up to which the last step counts as settled."""
+    def run(a):
+        m, n = a.shape
+        absolute = xp.abs(a)
+        x = a / xp.sqrt(absolute.sum(axis=0).max() * absolute.sum(axis=1).max())
+        previous = x
+        for weights in steps:
+            previous, x = x, _step(xp, x, weights)
+        # qdwh.qdwh takes one more (Halley) step where the last one had not settled, and
+        # stops after it either way (SETTLE_STEPS, l₀ = ε): here it is always computed
+        # and kept only where needed, a branch a graph cannot take.
+        unsettled = xp.sqrt(((x - previous) ** 2).sum()) > settle
+        x = xp.where(unsettled, _step(xp, x, _HALLEY), x)
+        h = libraries.gemm(xp, x, a, out=xp.empty((n, n), a.dtype), trans_a=True)
+        h = (h + h.T) * a.dtype.type(0.5)
+        lam, v = batched_eigh.eigh(h[None], xp, vectors=compute_uv)
+        order = _descending(xp, lam[0])
+        s = xp.abs(lam[0])[order]
+        finite = xp.isfinite(s).all().astype(a.dtype)
+        if not compute_uv:
+            return s, xp.stack([xp.zeros((), a.dtype), finite])
+        vh = xp.ascontiguousarray(v[0].T[order])
+        # H is positive semidefinite; an eigenvalue below 0 is rounding: σ = |λ| with
+        # u = −U_p·v keeps A = U·Σ·Vᵀ exact (driver._svd_square).
+        signed = vh * xp.where(lam[0][order] < 0, -1, 1).astype(a.dtype)[:, None]
+        u = libraries.gemm(xp, x, signed, out=xp.empty((m, n), a.dtype), trans_b=True)
+        deviation = xp.abs(xp.sqrt((u * u).sum(axis=0)) - 1).max()
+        return u, s, vh, xp.stack([deviation, finite])
+    return run
+
+
+def svd(a, xp, *, compute_uv):
+    """The economy SVD of the real, finite, nonzero ``a`` (m×n, m ≥ n, scaled as
+    driver.py scales it) by the fixed sequence: ``(U, S, Vᴴ, deviation)``, with
+    ``deviation`` = max |‖u_i‖ − 1| over U's columns for driver.py's test of a partial
+    isometry (U and Vᴴ None and ``deviation`` 0 without ``compute_uv``); None where the
+    result is not finite (the caller reruns the eager iteration, which raises).
+
+    Examples
+    --------
+    >>> a = np.array([[3.0, 0.0], [4.0, 5.0]])
+    >>> u, s, vh, deviation = svd(a, np, compute_uv=True)
+    >>> np.round(s ** 2, 10), bool(deviation < 1e-14)
+    (array([45.,  5.]), True)
+    """
+    eps = float(np.finfo(a.dtype).eps)
+    settle = (qdwh.STOP_CHANGE_FACTOR * eps) ** (1.0 / 3.0)
+    run = _sequence(xp, schedule(eps), settle, compute_uv)
+    a = xp.ascontiguousarray(a)
+    if xp.__name__ == "cupy":
+        found = graphs.replayed(("polar_svd", a.shape, a.dtype.str, compute_uv), run, a)
+    else:
+        found = run(a)
+    deviation, finite = (float(c) for c in to_host(found[-1]))
+    if not finite:
+        return None
+    if not compute_uv:
+        return None, found[0], None, 0.0
+    return found[0], found[1], found[2], deviation

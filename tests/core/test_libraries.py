@@ -1,0 +1,87 @@
+"""gpusvd._core.libraries: each cuBLAS/cuSOLVER call against its NumPy twin, and the
+twins against the formulas they stand for (tolerances in units of n·ε)."""
+
+import numpy as np
+import pytest
+
+from gpusvd._core import libraries
+
+DTYPES = [np.float32, np.float64]
+
+
+def _rng(seed):
+    return np.random.default_rng(seed)
+
+
+def _cases(dtype):
+    """(a, b, trans_a, trans_b) of every transposition, rectangular shapes."""
+    rng = _rng(0)
+    for trans_a in (False, True):
+        for trans_b in (False, True):
+            a = rng.standard_normal((7, 5) if trans_a else (5, 7)).astype(dtype)
+            b = rng.standard_normal((3, 7) if trans_b else (7, 3)).astype(dtype)
+            yield a, b, trans_a, trans_b
+
+
+def _spd(n, dtype, seed):
+    x = _rng(seed).standard_normal((2 * n, n))
+    return (np.eye(n) + 0.3 * x.T @ x).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gemm_host(dtype):
+    eps = np.finfo(dtype).eps
+    for a, b, trans_a, trans_b in _cases(dtype):
+        c0 = _rng(1).standard_normal((5, 3)).astype(dtype)
+        want = 2.0 * (a.T if trans_a else a) @ (b.T if trans_b else b) - 0.5 * c0
+        got = libraries.gemm(np, a, b, out=c0.copy(), trans_a=trans_a, trans_b=trans_b,
+                             alpha=2.0, beta=-0.5)
+        assert np.abs(got - want).max() <= 30 * 7 * eps * np.abs(want).max()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cholesky_solve_host(dtype):
+    n, eps = 9, np.finfo(dtype).eps
+    z = _spd(n, dtype, 2)
+    x = _rng(3).standard_normal((13, n)).astype(dtype)
+    got = libraries.cholesky_solve(np, z.copy(), x.copy())
+    residual = np.linalg.norm(got @ z - x) / (np.linalg.norm(z) * np.linalg.norm(got))
+    assert residual <= 30 * n * eps
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_qr_combination_host(dtype):
+    """beta·X + scale·Q₁Q₂ᵀ = beta·X + scale·√c·X·(I + c·XᵀX)⁻¹ (NH eq. (3.5))."""
+    m, n, c = 11, 6, 40.0
+    x = _rng(4).standard_normal((m, n)).astype(dtype) / 3
+    want = (0.25 * x + 1.5 * np.sqrt(c) * x @ np.linalg.inv(np.eye(n) + c * x.T @ x))
+    got = libraries.qr_combination(np, x, np.sqrt(c), 1.5, 0.25)
+    assert got.dtype == dtype
+    assert np.abs(got - want).max() <= 30 * n * np.finfo(dtype).eps * (1 + c)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_twins_agree(dtype):
+    """The CUDA calls against the NumPy twins, within 30 n·ε of the result's size."""
+    import cupy
+
+    eps = np.finfo(dtype).eps
+    for a, b, trans_a, trans_b in _cases(dtype):
+        c0 = _rng(1).standard_normal((5, 3)).astype(dtype)
+        host = libraries.gemm(np, a, b, out=c0.copy(), trans_a=trans_a, trans_b=trans_b,
+                              alpha=2.0, beta=-0.5)
+        device = libraries.gemm(cupy, cupy.asarray(a), cupy.asarray(b),
+                                out=cupy.asarray(c0), trans_a=trans_a, trans_b=trans_b,
+                                alpha=2.0, beta=-0.5).get()
+        assert np.abs(device - host).max() <= 30 * 7 * eps * np.abs(host).max()
+    n = 40
+    z = _spd(n, dtype, 5)
+    x = _rng(6).standard_normal((70, n)).astype(dtype)
+    host = libraries.cholesky_solve(np, z.copy(), x.copy())
+    device = libraries.cholesky_solve(cupy, cupy.asarray(z), cupy.asarray(x)).get()
+    assert np.abs(device - host).max() <= 30 * n * eps * np.linalg.cond(z) * np.abs(host).max()
+    x = x / 10
+    host = libraries.qr_combination(np, x, 20.0, 0.7, 0.3)
+    device = libraries.qr_combination(cupy, cupy.asarray(x), 20.0, 0.7, 0.3).get()
+    assert np.abs(device - host).max() <= 30 * n * eps * 400

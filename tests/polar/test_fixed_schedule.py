@@ -1,0 +1,132 @@
+"""gpusvd.polar_svd.fixed_schedule: the polar SVD of one real matrix of up to 512 columns
+as one fixed sequence, replayed as a CUDA graph on the GPU (the full property suite runs
+through it in test_svd_polar.py's TestSVD_Polar_FixedSchedule_CPU and, on the GPU, in
+TestSVD_Polar_GPU). Here: its schedule, its agreement with the eager driver, the extra
+Halley step, and on the GPU the graph's replays."""
+
+import numpy as np
+import pytest
+
+from gpusvd import testing
+from gpusvd.polar_svd import driver, fixed_schedule, qdwh
+
+DTYPES = [np.float32, np.float64]
+
+
+def _eager(a):
+    """The driver's own path (no fixed sequence)."""
+    up, _ = driver.polar_factor(a, np, triangular=False)
+    h = up.T @ a
+    lam, v = np.linalg.eigh((h + h.T) / 2)
+    return np.sort(np.abs(lam))[::-1]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_schedule_reaches_one(dtype):
+    eps = float(np.finfo(dtype).eps)
+    steps = fixed_schedule.schedule(eps)
+    kinds = [kind for *_, kind in steps]
+    expected = (["cholesky in float64"] + ["cholesky"] * 3 if dtype == np.float32
+                else ["qr", "qr"] + ["cholesky"] * 4)
+    assert kinds == expected
+    l = eps
+    for a, b, c, _ in steps:
+        l = float(qdwh.next_lower_bound(l, a, b, c))
+    assert 1 - l <= qdwh.STOP_L_FACTOR * eps
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("cond", [10.0, 1e4, 1e12])
+def test_values_match_the_driver(dtype, cond):
+    """Same singular values as the eager QDWH within 30 n·ε·σ₁ (well-conditioned to
+    beyond 1/ε: the unsettled case takes the extra Halley step)."""
+    n = 60
+    a = testing.with_condition(n, n, cond, dtype=dtype, seed=7)
+    eps = np.finfo(dtype).eps
+    _, s, _, deviation = fixed_schedule.svd(a, np, compute_uv=True)
+    want = _eager(a)
+    assert np.abs(s - want).max() <= 30 * n * eps * want[0]
+    assert s.dtype == dtype
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rank", [0, 5])
+def test_rank_deficient(dtype, rank, monkeypatch):
+    """Rank 5 and an exact zero column block in 40 columns: singular values that QDWH
+    does not bring to 1 (the extra Halley step, U a partial isometry where they are
+    exactly 0); through the driver, values, residual and orthogonality within 30 n·ε."""
+    import gpusvd
+
+    monkeypatch.setattr(fixed_schedule, "ON", {"numpy", "cupy"})
+    n = 40
+    a = testing.low_rank(n, n, 5, dtype=dtype, seed=3)
+    if rank == 0:
+        a[:, 20:] = 0
+    eps = np.finfo(dtype).eps
+    u, s, vh = gpusvd.svd(a, method="polar", device="cpu", full_matrices=False)
+    ref = np.linalg.svd(a.astype(np.float64), compute_uv=False)
+    assert np.abs(s - ref).max() <= 30 * n * eps * ref[0]
+    assert np.linalg.norm(a - (u * s) @ vh) <= 30 * n * eps * np.linalg.norm(a)
+    assert np.linalg.norm(u.T @ u - np.eye(n)) <= 30 * n * eps
+
+
+def test_values_only():
+    a = testing.random_matrix(30, 20, dtype=np.float64, seed=2)
+    none_u, s, none_vh, deviation = fixed_schedule.svd(a, np, compute_uv=False)
+    assert none_u is None and none_vh is None and deviation == 0.0
+    ref = np.linalg.svd(a, compute_uv=False)
+    assert np.abs(s - ref).max() <= 30 * 20 * np.finfo(np.float64).eps * ref[0]
+
+
+def test_applies(monkeypatch):
+    a = np.zeros((10, 8))
+    assert not fixed_schedule.applies(a, np)          # ON is the GPU only
+    monkeypatch.setattr(fixed_schedule, "ON", {"numpy", "cupy"})
+    assert fixed_schedule.applies(a, np)
+    assert not fixed_schedule.applies(a.astype(np.complex128), np)
+    assert not fixed_schedule.applies(np.zeros((600, fixed_schedule.MAX_N + 1)), np)
+    # The schedule is fixed only where QDWH takes no estimates.
+    assert fixed_schedule.MAX_N < driver.ESTIMATES_FROM_N
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [16, 130, 300])
+def test_graph_replays(dtype, n):
+    """First call eager, second captured, third and later replayed: the same bits
+    every time, a new matrix of the same shape gives its own SVD, and the GPU result
+    agrees with the NumPy twin within 30 n·ε."""
+    import cupy
+
+    from gpusvd._core import graphs
+
+    graphs.clear()
+    eps = np.finfo(dtype).eps
+    a = testing.random_matrix(n + 5, n, dtype=dtype, seed=n)
+    calls = [fixed_schedule.svd(cupy.asarray(a), cupy, compute_uv=True) for _ in range(4)]
+    for call in calls[1:]:
+        for got, first in zip(call[:3], calls[0][:3]):
+            assert bool((got == first).all())
+    _, s_host, _, _ = fixed_schedule.svd(a, np, compute_uv=True)
+    assert np.abs(calls[0][1].get() - s_host).max() <= 30 * n * eps * s_host[0]
+    b = testing.random_matrix(n + 5, n, dtype=dtype, seed=n + 1)
+    u, s, vh, _ = fixed_schedule.svd(cupy.asarray(b), cupy, compute_uv=True)
+    u, s, vh = u.get(), s.get(), vh.get()
+    assert np.linalg.norm(b - (u * s) @ vh) / np.linalg.norm(b) <= 30 * n * eps
+    assert np.linalg.norm(u.T @ u - np.eye(n)) <= 30 * n * eps
+
+
+@pytest.mark.gpu
+def test_graph_cache_is_bounded():
+    import cupy
+
+    from gpusvd._core import graphs
+
+    graphs.clear()
+    for n in range(10, 10 + graphs.CACHED_GRAPHS + 3):
+        a = cupy.asarray(testing.random_matrix(n, n, dtype=np.float64, seed=n))
+        for _ in range(2):
+            fixed_schedule.svd(a, cupy, compute_uv=False)
+    assert graphs.cached() == graphs.CACHED_GRAPHS
+    graphs.clear()
+    assert graphs.cached() == 0
