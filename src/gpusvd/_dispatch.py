@@ -33,11 +33,29 @@ def _matrix_by_matrix(decompose_one):
     def decompose(stack, xp, *, full_matrices, compute_uv, overwrite_a, **options):
         parts = [decompose_one(mat, xp, full_matrices=full_matrices, compute_uv=compute_uv,
                                overwrite_a=overwrite_a, **options) for mat in stack]
-        s = xp.stack([p[1] for p in parts])
+        # One matrix: a view with the stack axis, not a copy.
+        gather = (lambda i: parts[0][i][None]) if len(parts) == 1 else \
+            (lambda i: xp.stack([p[i] for p in parts]))
         if not compute_uv:
-            return None, s, None
-        return xp.stack([p[0] for p in parts]), s, xp.stack([p[2] for p in parts])
+            return None, gather(1), None
+        return gather(0), gather(1), gather(2)
     return decompose
+
+
+def _unscanned_polar(job, *, full_matrices, compute_uv):
+    """One matrix by the polar method's fixed sequence (a real matrix of up to 512
+    columns on the GPU) before the front end's scan: the sequence measures max|A| in its
+    CUDA graph, which saves the scan's reduction and host synchronization; its result
+    stands where the scan would have left A as it is (``job.unchanged_by_scan``). None
+    where the sequence does not apply or the scan is needed: the caller scans and runs
+    the method."""
+    if len(job.stack) != 1:
+        return None
+    found = polar.svd(job.stack[0], job.xp, full_matrices=full_matrices,
+                      compute_uv=compute_uv, overwrite_a=False, accept=job.unchanged_by_scan)
+    if found is None:
+        return None
+    return tuple(None if x is None else x[None] for x in found)
 
 
 def _jacobi(stack, xp, *, full_matrices, compute_uv, overwrite_a):
@@ -184,6 +202,9 @@ def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finit
         elif method == _SMALL:
             u, s, vh = _small_jacobi(job, full_matrices=full_matrices, compute_uv=compute_uv,
                                      check_finite=check_finite, what=what)
+        elif method == "polar" and (found := _unscanned_polar(
+                job, full_matrices=full_matrices, compute_uv=compute_uv)) is not None:
+            u, s, vh = found
         else:
             job.scan(what=what, check_finite=check_finite)
             with _cpu_threads(xp, method):

@@ -4,6 +4,7 @@ twins against the formulas they stand for (tolerances in units of n·ε)."""
 import numpy as np
 import pytest
 
+from gpusvd import testing
 from gpusvd._core import libraries
 
 DTYPES = [np.float32, np.float64]
@@ -50,14 +51,18 @@ def test_cholesky_solve_host(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_qr_combination_host(dtype):
-    """beta·X + scale·Q₁Q₂ᵀ = beta·X + scale·√c·X·(I + c·XᵀX)⁻¹ (NH eq. (3.5))."""
-    m, n, c = 11, 6, 40.0
-    x = _rng(4).standard_normal((m, n)).astype(dtype) / 3
-    want = (0.25 * x + 1.5 * np.sqrt(c) * x @ np.linalg.inv(np.eye(n) + c * x.T @ x))
-    got = libraries.qr_combination(np, x, np.sqrt(c), 1.5, 0.25)
-    assert got.dtype == dtype
-    assert np.abs(got - want).max() <= 30 * n * np.finfo(dtype).eps * (1 + c)
+def test_cholesky_qr_host(dtype):
+    """Two passes of Cholesky QR (CholeskyQR2) of a matrix of κ = 1e3: Q orthonormal to
+    30 n·ε and Q·R = W."""
+    m, n = 50, 8
+    w = testing.with_condition(m, n, 1e3, dtype=dtype, seed=5)
+    q = w.copy()
+    for _ in range(2):
+        q = libraries.cholesky_qr_solve(np, q, libraries.cholesky_factor(np, q.T @ q))
+    eps = np.finfo(dtype).eps
+    assert np.linalg.norm(q.T @ q - np.eye(n)) <= 30 * n * eps
+    r = q.T @ w
+    assert np.linalg.norm(q @ r - w) <= 30 * n * eps * np.linalg.norm(w)
 
 
 @pytest.mark.gpu
@@ -81,7 +86,9 @@ def test_twins_agree(dtype):
     host = libraries.cholesky_solve(np, z.copy(), x.copy())
     device = libraries.cholesky_solve(cupy, cupy.asarray(z), cupy.asarray(x)).get()
     assert np.abs(device - host).max() <= 30 * n * eps * np.linalg.cond(z) * np.abs(host).max()
-    x = x / 10
-    host = libraries.qr_combination(np, x, 20.0, 0.7, 0.3)
-    device = libraries.qr_combination(cupy, cupy.asarray(x), 20.0, 0.7, 0.3).get()
-    assert np.abs(device - host).max() <= 30 * n * eps * 400
+    w = testing.with_condition(300, n, 1e3, dtype=dtype, seed=7)
+    host = libraries.cholesky_qr_solve(np, w.copy(), libraries.cholesky_factor(np, w.T @ w))
+    g = cupy.asarray(w.T @ w)
+    device = libraries.cholesky_qr_solve(cupy, cupy.asarray(w),
+                                         libraries.cholesky_factor(cupy, g)).get()
+    assert np.abs(device - host).max() <= 30 * n * eps * 1e3

@@ -74,6 +74,13 @@ class Received:
             self._exponents, self.writable = k, True
         self.stack = stack
 
+    def unchanged_by_scan(self, largest):
+        """Whether :meth:`scan` would leave a matrix of max|A| = ``largest`` as it is:
+        finite and inside the safe range. A method that measures max|A| itself (the
+        polar method's fixed sequence) keeps its result where this holds, and otherwise
+        scans and runs again."""
+        return bool(np.isfinite(largest)) and not safe_exponent(largest, self.stack.dtype)
+
     def values(self, s, power=1):
         """Values of each matrix (batch, ...) scaled back (singular values ``power`` = 1,
         eigenvalues σ² ``power`` = 2), NaN for non-finite input, in the caller's shape,

@@ -4,7 +4,7 @@ A small matrix's SVD is a few hundred launches of microseconds each; issued one 
 from Python, the host's cost per launch (10–190 µs through CuPy) is most of the call.
 Where the sequence depends only on the shapes and dtypes of its inputs (no host
 synchronization, no branch on a computed value), it is captured once into a CUDA graph
-and then replayed with one launch (NOTES.md, "One matrix below 768 columns").
+and then replayed with one launch (NOTES.md, "One matrix below 513 columns: a CUDA graph").
 
 The policy, per key (the caller's: shapes, dtypes, options):
 

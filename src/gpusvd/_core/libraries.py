@@ -34,6 +34,8 @@ CUDA_TYPE = {np.dtype(np.float32): 0, np.dtype(np.float64): 1,
 _LETTER = {np.dtype(np.float32): "S", np.dtype(np.float64): "D"}
 _OP_N, _OP_T = 0, 1            # cublasOperation_t
 _LOWER = 0                     # cublasFillMode_t CUBLAS_FILL_MODE_LOWER
+_SIDE_LEFT = 0                 # cublasSideMode_t
+_DIAG_NON_UNIT = 0             # cublasDiagType_t
 _SUCCESS = 0
 
 
@@ -123,10 +125,12 @@ def _gemm_host(a, b, trans_a, trans_b, out, alpha, beta):
     return out
 
 
-def _cholesky_solve_cuda(z, x):
+def _cholesky_factor_cuda(z):
+    """potrf of the symmetric ``z`` in place (its column-major lower triangle, which is
+    z's own); returns ``z``, whose buffer then holds L with z = L·Lᵀ."""
     import cupy
 
-    n, m = z.shape[0], x.shape[0]
+    n = z.shape[0]
     lib, handle, params = cusolver(), solver_handle(), solver_params(z.device.id)
     kind = CUDA_TYPE[z.dtype]
     on_device, on_host = ctypes.c_size_t(0), ctypes.c_size_t(0)
@@ -140,10 +144,38 @@ def _cholesky_solve_cuda(z, x):
     check(lib.cusolverDnXpotrf(*head, _VOID(work.data.ptr), ctypes.c_size_t(on_device.value),
                                host_work, ctypes.c_size_t(on_host.value),
                                _VOID(info.data.ptr)), "Xpotrf")
-    check(lib.cusolverDnXpotrs(_VOID(handle), _VOID(params), _LOWER, _I64(n), _I64(m), kind,
-                               _VOID(z.data.ptr), _I64(n), kind, _VOID(x.data.ptr), _I64(n),
-                               _VOID(info.data.ptr)), "Xpotrs")
+    return z
+
+
+def _cholesky_solve_cuda(z, x):
+    import cupy
+
+    n, m = z.shape[0], x.shape[0]
+    _cholesky_factor_cuda(z)
+    info = cupy.empty(1, np.int32)
+    kind = CUDA_TYPE[z.dtype]
+    check(cusolver().cusolverDnXpotrs(
+        _VOID(solver_handle()), _VOID(solver_params(z.device.id)), _LOWER, _I64(n), _I64(m),
+        kind, _VOID(z.data.ptr), _I64(n), kind, _VOID(x.data.ptr), _I64(n),
+        _VOID(info.data.ptr)), "Xpotrs")
     return x
+
+
+def _cholesky_qr_cuda(w, factor):
+    """W·L⁻ᵀ in place for ``factor`` from :func:`_cholesky_factor_cuda` of WᵀW: trsm on
+    W's buffer, which column-major is Wᵀ (L⁻¹·Wᵀ, left side, lower, no transpose)."""
+    rows, n = w.shape
+    scalar = _SCALAR[w.dtype]
+    fn = getattr(_cublas(), f"cublas{_LETTER[w.dtype]}trsm_v2")
+    check(fn(_bound_blas_handle(), _SIDE_LEFT, _LOWER, _OP_N, _DIAG_NON_UNIT, n, rows,
+             ctypes.byref(scalar(1.0)), _VOID(factor.data.ptr), n, _VOID(w.data.ptr), n),
+          "cublas trsm")
+    return w
+
+
+def _cholesky_qr_host(w, factor):
+    w[...] = scipy.linalg.solve_triangular(factor, w.T, lower=True, check_finite=False).T
+    return w
 
 
 def _cholesky_solve_host(z, x):
@@ -152,65 +184,14 @@ def _cholesky_solve_host(z, x):
     return x
 
 
-def _orthonormal_factor_cuda(stacked_t):
-    """Q of the Householder QR of the column-major (rows × n) matrix whose C-ordered
-    transpose is ``stacked_t`` (n, rows), in place: afterwards ``stacked_t`` holds Qᵀ."""
-    import cupy
-
-    n, rows = stacked_t.shape
-    lib, handle, params = cusolver(), solver_handle(), solver_params(stacked_t.device.id)
-    kind = CUDA_TYPE[stacked_t.dtype]
-    tau = cupy.empty(n, stacked_t.dtype)
-    info = cupy.empty(1, np.int32)
-    head = (_VOID(handle), _VOID(params), _I64(rows), _I64(n), kind,
-            _VOID(stacked_t.data.ptr), _I64(rows), kind, _VOID(tau.data.ptr), kind)
-    on_device, on_host = ctypes.c_size_t(0), ctypes.c_size_t(0)
-    check(lib.cusolverDnXgeqrf_bufferSize(*head, ctypes.byref(on_device),
-                                          ctypes.byref(on_host)), "Xgeqrf_bufferSize")
-    work = cupy.empty(max(on_device.value, 1), np.uint8)
-    host_work = ctypes.create_string_buffer(max(on_host.value, 1))
-    check(lib.cusolverDnXgeqrf(*head, _VOID(work.data.ptr), ctypes.c_size_t(on_device.value),
-                               host_work, ctypes.c_size_t(on_host.value),
-                               _VOID(info.data.ptr)), "Xgeqrf")
-    letter = _LETTER[stacked_t.dtype]
-    size = ctypes.c_int(0)
-    check(getattr(lib, f"cusolverDn{letter}orgqr_bufferSize")(
-        _VOID(handle), rows, n, n, _VOID(stacked_t.data.ptr), rows, _VOID(tau.data.ptr),
-        ctypes.byref(size)), "orgqr_bufferSize")
-    work = cupy.empty(max(size.value, 1), stacked_t.dtype)
-    check(getattr(lib, f"cusolverDn{letter}orgqr")(
-        _VOID(handle), rows, n, n, _VOID(stacked_t.data.ptr), rows, _VOID(tau.data.ptr),
-        _VOID(work.data.ptr), size.value, _VOID(info.data.ptr)), "orgqr")
-    return stacked_t
+def _cholesky_factor_host(z):
+    return np.linalg.cholesky(z)
 
 
-def _qr_combination_cuda(x, root_c, scale, beta):
-    import cupy
-
-    m, n = x.shape
-    rows = m + n
-    stacked_t = cupy.empty((n, rows), x.dtype)     # [√c·X; I] column-major
-    stacked_t[:, :m] = x.T * x.dtype.type(root_c)
-    stacked_t[:, m:] = cupy.eye(n, dtype=x.dtype)
-    q_t = _orthonormal_factor_cuda(stacked_t)
-    out = x.copy()
-    # outᵀ (n×m column-major) = scale·Q₂·Q₁ᵀ + beta·Xᵀ, Q₁ the first m rows of Q (ld rows).
-    scalar = _SCALAR[x.dtype]
-    fn = getattr(_cublas(), f"cublas{_LETTER[x.dtype]}gemm_v2")
-    check(fn(_bound_blas_handle(), _OP_N, _OP_T, n, m, n, ctypes.byref(scalar(scale)),
-             _VOID(q_t.data.ptr + m * x.dtype.itemsize), rows, _VOID(q_t.data.ptr), rows,
-             ctypes.byref(scalar(beta)), _VOID(out.data.ptr), n), "cublas gemm")
-    return out
-
-
-def _qr_combination_host(x, root_c, scale, beta):
-    m, n = x.shape
-    q, _ = np.linalg.qr(np.concatenate([x * x.dtype.type(root_c), np.eye(n, dtype=x.dtype)]))
-    return (x * x.dtype.type(beta) + (q[:m] @ q[m:].T) * x.dtype.type(scale)).astype(x.dtype)
-
-
-_TWINS = {"numpy": (_gemm_host, _cholesky_solve_host, _qr_combination_host),
-          "cupy": (_gemm_cuda, _cholesky_solve_cuda, _qr_combination_cuda)}
+_TWINS = {"numpy": (_gemm_host, _cholesky_solve_host, _cholesky_factor_host,
+                    _cholesky_qr_host),
+          "cupy": (_gemm_cuda, _cholesky_solve_cuda, _cholesky_factor_cuda,
+                   _cholesky_qr_cuda)}
 
 
 def gemm(xp, a, b, *, out, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
@@ -242,16 +223,21 @@ def cholesky_solve(xp, z, x):
     return _TWINS[xp.__name__][1](z, x)
 
 
-def qr_combination(xp, x, root_c, scale, beta):
-    """beta·X + scale·Q₁·Q₂ᵀ, with [√c·X; I] = [Q₁; Q₂]·R the Householder QR of the
-    stacked (m + n)×n matrix (``root_c`` = √c): the QR-based QDWH step (Nakatsukasa &
-    Higham 2013, eq. (3.5)) with its weights folded into one GEMM.
+def cholesky_factor(xp, g):
+    """The Cholesky factor of the symmetric positive definite ``g`` (overwritten on the
+    GPU), in the form :func:`cholesky_qr_solve` takes."""
+    return _TWINS[xp.__name__][2](g)
+
+
+def cholesky_qr_solve(xp, w, factor):
+    """W·L⁻ᵀ for W (rows×n, overwritten on the GPU) and ``factor`` = L of WᵀW (or of a
+    shifted WᵀW) from :func:`cholesky_factor`: one pass of Cholesky QR.
 
     Examples
     --------
-    >>> x = np.eye(2) * 0.5
-    >>> r = qr_combination(np, x, 2.0, 1.0, 0.0)   # Q₁Q₂ᵀ = √c·X·(I + c·XᵀX)⁻¹
-    >>> bool(np.allclose(r, np.eye(2) * 0.5))
+    >>> w = np.array([[3.0, 1.0], [4.0, 2.0], [0.0, 2.0]])
+    >>> q = cholesky_qr_solve(np, w.copy(), cholesky_factor(np, w.T @ w))
+    >>> bool(np.allclose(q.T @ q, np.eye(2)))
     True
     """
-    return _TWINS[xp.__name__][2](x, root_c, scale, beta)
+    return _TWINS[xp.__name__][3](w, factor)

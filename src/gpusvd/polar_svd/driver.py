@@ -143,18 +143,17 @@ def polar_factor(a, xp, *, triangular):
     return up, converged
 
 
-def _svd_square(a, xp, *, compute_uv, triangular):
+def _svd_square(a, xp, *, compute_uv, triangular, fixed):
     """The economy SVD of an m×n, m ≥ n, finite, scaled matrix by steps 1–3 (U_p only
     when no QR came first, so ``a`` is square or nearly): ``(U, S, Vᴴ, orthonormal)``,
     ``orthonormal`` whether U passed :func:`_orthonormal_enough` where that is known
-    already (the fixed sequence measures it), else None. A real matrix of up to
-    fixed_schedule.MAX_N columns on the GPU takes the fixed sequence, replayed as a CUDA
-    graph (fixed_schedule.py)."""
-    if fixed_schedule.applies(a, xp):
-        found = fixed_schedule.svd(a, xp, compute_uv=compute_uv)
+    already (the fixed sequence measures it), else None. ``fixed``: a real matrix of up
+    to fixed_schedule.MAX_N columns on the GPU takes the fixed sequence, replayed as a
+    CUDA graph (fixed_schedule.py)."""
+    if fixed and fixed_schedule.applies(a, xp):
+        found = _fixed(a, xp, compute_uv=compute_uv)
         if found is not None:
-            u, s, vh, deviation = found
-            return u, s, vh, deviation <= _orthonormal_tolerance(a.shape[1], a.dtype)
+            return found
     real = np.finfo(a.dtype).dtype
     up, _ = polar_factor(a, xp, triangular=triangular)
     with profile.phase("polar_h", xp):
@@ -173,6 +172,16 @@ def _svd_square(a, xp, *, compute_uv, triangular):
     with profile.phase("polar_u", xp):
         u = up @ (v * xp.where(lam < 0, -1, 1).astype(a.dtype))
     return u, s, _ct(v), None
+
+
+def _fixed(a, xp, *, compute_uv, accept=None):
+    """fixed_schedule.svd's result as :func:`_svd_square` returns it, or None (also
+    where ``accept`` refuses max|A|)."""
+    found = fixed_schedule.svd(a, xp, compute_uv=compute_uv)
+    if found is None or (accept is not None and not accept(found.largest)):
+        return None
+    orthonormal = found.deviation <= _orthonormal_tolerance(a.shape[1], a.dtype)
+    return found.u, found.s, found.vh, orthonormal
 
 
 def _orthonormal_tolerance(n, dtype):
@@ -200,22 +209,33 @@ def normalized(a, xp):
     return times_power_of_two(a, exponent, xp), exponent
 
 
-def _svd_tall(a, xp, *, full_matrices, compute_uv):
-    """SVD of an m×n, m ≥ n ≥ 1, finite matrix."""
+def _svd_tall(a, xp, *, full_matrices, compute_uv, accept):
+    """SVD of an m×n, m ≥ n ≥ 1, finite matrix; ``accept``: :func:`svd`'s."""
     m, n = a.shape
-    scaled = normalized(a, xp)
-    if scaled is None:
-        return _svd_zero(m, n, xp, a.dtype, full_matrices, compute_uv)
-    work, exponent = scaled
-    q = None
-    if m > QR_FIRST_RATIO * n:
-        with profile.phase("qr", xp):
-            q, r = _tall_qr(work, xp, full_matrices=full_matrices, compute_uv=compute_uv)
-        u, s, vh, orthonormal = _svd_square(r, xp, compute_uv=compute_uv, triangular=True)
-    else:
-        u, s, vh, orthonormal = _svd_square(work, xp, compute_uv=compute_uv,
-                                            triangular=False)
-    s = scale_values(s, -exponent, xp)
+    q, exponent, found = None, 0, None
+    square = m <= QR_FIRST_RATIO * n
+    if square and fixed_schedule.applies(a, xp):
+        # No normalization: without estimates nothing squares A's norms, and the front
+        # end's safe range keeps √(‖A‖₁‖A‖_∞) in range.
+        found = _fixed(a, xp, compute_uv=compute_uv, accept=accept)
+    if found is None and accept is not None:
+        return None
+    if found is None:
+        scaled = normalized(a, xp)
+        if scaled is None:
+            return _svd_zero(m, n, xp, a.dtype, full_matrices, compute_uv)
+        work, exponent = scaled
+        if square:
+            found = _svd_square(work, xp, compute_uv=compute_uv, triangular=False,
+                                fixed=False)
+        else:
+            with profile.phase("qr", xp):
+                q, r = _tall_qr(work, xp, full_matrices=full_matrices,
+                                compute_uv=compute_uv)
+            found = _svd_square(r, xp, compute_uv=compute_uv, triangular=True, fixed=True)
+    u, s, vh, orthonormal = found
+    if exponent:
+        s = scale_values(s, -exponent, xp)
     if not compute_uv:
         return None, s, None
     with profile.phase("polar_u", xp):
@@ -240,12 +260,17 @@ def _svd_zero(m, n, xp, dtype, full_matrices, compute_uv):
     return u, s, xp.eye(n, dtype=dtype)
 
 
-def svd(a, xp, *, full_matrices, compute_uv, overwrite_a):
+def svd(a, xp, *, full_matrices, compute_uv, overwrite_a, accept=None):
     """SVD of one finite matrix ``a`` (NumPy or CuPy) through its polar decomposition.
 
     Returns ``(U, S, Vh)``; ``U`` and ``Vh`` are ``None`` when ``compute_uv`` is false, and
     ``S`` has the real dtype of ``a``. ``a`` is never written (``overwrite_a`` is accepted
     for the common driver signature: A is needed again for H = U_pᴴ·A).
+
+    ``accept``: for a matrix the front end has not scanned, a function of max|A| that
+    says whether the scan would have left it as it is. Then only the fixed sequence
+    (fixed_schedule.py) runs, which measures max|A| itself, and None is returned where it
+    does not apply or ``accept`` refuses.
 
     Examples
     --------
@@ -265,8 +290,11 @@ def svd(a, xp, *, full_matrices, compute_uv, overwrite_a):
         k_u, k_v = (m, n) if full_matrices else (0, 0)
         return xp.eye(m, k_u, dtype=a.dtype), s, xp.eye(k_v, n, dtype=a.dtype)
     if m < n:
-        u, s, vh = _svd_tall(_ct(a), xp, full_matrices=full_matrices, compute_uv=compute_uv)
-        if not compute_uv:
-            return None, s, None
+        found = _svd_tall(_ct(a), xp, full_matrices=full_matrices, compute_uv=compute_uv,
+                          accept=accept)
+        if found is None or not compute_uv:
+            return found
+        u, s, vh = found
         return xp.ascontiguousarray(_ct(vh)), s, xp.ascontiguousarray(_ct(u))
-    return _svd_tall(a, xp, full_matrices=full_matrices, compute_uv=compute_uv)
+    return _svd_tall(a, xp, full_matrices=full_matrices, compute_uv=compute_uv,
+                     accept=accept)
