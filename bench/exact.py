@@ -19,16 +19,17 @@ n, where one call costs seconds (``--variants`` picks some by name):
 * ``full``: ``svd(method="gr", reduction="two-stage")`` (phases ``svd_stage1``,
   ``svd_stage2``, ``svd_solver``, ``svd_back_transform``), one-stage ``gr``, ``polar``,
   gesvd, gesvdp;
-* ``eigh``: of (A + Aᴴ)/2, ``condensed.driver.two_stage_eigenvalues`` (values) and, where
-  it exists, ``two_stage_eigh`` (vectors), against cuSOLVER syevd
-  (``cupy.linalg.eigvalsh``, ``eigh``).
+* ``eigh``: of (A + Aᴴ)/2, cuSOLVER syevd alone (``cupy.linalg.eigvalsh``, ``eigh``), the
+  polar method's eigensolver. gpusvd's two-stage eigensolver
+  (``condensed.driver.two_stage_eigenvalues``, ``two_stage_eigh``) was removed in issue
+  28: 1.22 s at 8192 float64 on the H100 against syevd's 0.63; git keeps it.
 
-Floors, from DESIGN.md's ceilings: stage 1 of the SVD 8n³/3 flops, of eigh 4n³/3
-(LAPACK's count), at the GEMM ceiling; the back-transformations 8n³ flops (stage 2's
-blocked reflectors ≈ 2·2n³, stage 1's 2·2n³) at the GEMM ceiling; stage 2 and the
-solvers are latency-bound chains whose floor is reported as none. Accuracy of each result
-by gpusvd._bench.accuracy (residual, orthogonality, value error in units of n·ε) against
-float64 cuSOLVER values of the same matrix.
+Floors, from DESIGN.md's ceilings: stage 1 8n³/3 flops (LAPACK's count), at the GEMM
+ceiling; the back-transformations 8n³ flops (stage 2's blocked reflectors ≈ 2·2n³, stage
+1's 2·2n³) at the GEMM ceiling; stage 2 and the solvers are latency-bound chains whose
+floor is reported as none. Accuracy of each result by gpusvd._bench.accuracy (residual,
+orthogonality, value error in units of n·ε) against float64 cuSOLVER values of the same
+matrix.
 """
 
 from __future__ import annotations
@@ -51,8 +52,7 @@ SCHEMA = "gpusvd-bench-two-stage-paths/1"
 GEMM_CEILING = {"float64": 60e12, "float32": 51e12}  # DESIGN.md, "Ceilings", flop/s
 # Each phase's floor in flops as a function of n (None: a latency-bound chain).
 FLOORS = {"values_stage1": lambda n: 8 * n ** 3 / 3, "svd_stage1": lambda n: 8 * n ** 3 / 3,
-          "svd_back_transform": lambda n: 8 * n ** 3, "eigen_stage1": lambda n: 4 * n ** 3 / 3,
-          "eigh_stage1": lambda n: 4 * n ** 3 / 3, "eigh_back_transform": lambda n: 4 * n ** 3}
+          "svd_back_transform": lambda n: 8 * n ** 3}
 
 
 # The peers' variants (no phases to record).
@@ -63,7 +63,6 @@ def _variants(mode):
     import cupy
 
     import gpusvd
-    from gpusvd.condensed import driver
 
     if mode == "values":
         return {"two_stage": lambda a: gpusvd.svdvals(a, method="gr", reduction="two-stage"),
@@ -79,11 +78,7 @@ def _variants(mode):
                 "polar": svd(method="polar"),
                 "cupy_gesvd": lambda a: cupy.linalg.svd(a, full_matrices=False),
                 "jax_gesvdp": common.jax_polar_svd(True)}
-    out = {"two_stage_values": driver.two_stage_eigenvalues,
-           "syevd_values": cupy.linalg.eigvalsh, "syevd": cupy.linalg.eigh}
-    if hasattr(driver, "two_stage_eigh"):
-        out["two_stage"] = driver.two_stage_eigh
-    return out
+    return {"syevd_values": cupy.linalg.eigvalsh, "syevd": cupy.linalg.eigh}
 
 
 def _accuracy(mode, a, out, ref, dtype):

@@ -2,7 +2,7 @@
 private name crosses a package boundary, and no two modules import each other.
 
 A private name (``_x``) may be imported only by a module of the same subpackage
-(``gpusvd.condensed.sym_band`` from ``gpusvd.condensed.band``); never from another
+(``gpusvd.condensed.driver`` from ``gpusvd.condensed.band``); never from another
 subpackage, never from a module above the importer, and never between the modules of
 the top-level package, which are the public layer. A helper that two packages need lives
 below both of them, public. Imports inside functions count: a lazy import is still an

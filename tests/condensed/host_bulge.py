@@ -23,12 +23,12 @@ KERNEL = _ROOT / "src/gpusvd/condensed/kernels/bulge.cu"
 sys.path.insert(0, str(_ROOT / "tests/jacobi"))
 import host_kernel as _HOST  # noqa: E402  (the CUDA stubs of every host build)
 
-# What the host builds of the chase kernels (this one and host_sym_bulge.py's) add to
-# host_kernel.STUBS before the kernel, and their schedules after it: ``one_block``, the
-# persistent kernel's one block; ``interleaved``, a wavefront of at most ``window`` sweeps
-# in flight, each step running the next task of a random in-flight sweep whose
-# dependency on the sweep before it is met at ``lag`` (chase_common.cuh's ready), as
-# concurrent blocks may; it returns the most sweeps started and unfinished at once.
+# What the host build of the chase kernel adds to host_kernel.STUBS before the kernel,
+# and its schedules after it: ``one_block``, the persistent kernel's one block;
+# ``interleaved``, a wavefront of at most ``window`` sweeps in flight, each step running
+# the next task of a random in-flight sweep whose dependency on the sweep before it is
+# met at ``lag`` (chase_common.cuh's ready), as concurrent blocks may; it returns the most
+# sweeps started and unfinished at once.
 CHASE_STUBS = _HOST.STUBS + """
 #include <random>
 #include <vector>

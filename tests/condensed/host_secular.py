@@ -2,9 +2,9 @@
 tests/jacobi/host_kernel.py): the CUDA source run on the CPU.
 
 One "thread" per block (``blockDim.x = 1``), so a root's group has one lane: the sums over
-the poles run in the Numba twins' order, the shuffles are never called, and g++ with
+the poles run in the Numba twin's order, the shuffles are never called, and g++ with
 ``-ffp-contract=off`` does the kernel's IEEE operations in the kernel's order (mul_rn a
-plain product), so the roots and step counts must be the Numba ``_root``s' bit for bit.
+plain product), so the roots and step counts must be secular_svd._root's bit for bit.
 """
 
 import ctypes
@@ -27,14 +27,6 @@ static void one_lane(long long root)
     threadIdx.x = 0;
     blockIdx.x = (unsigned)root;
 }}
-extern "C" void eigh(const double *d, const double *z, double rho, long long k,
-                     long long max_steps, double eps, long long *origin, double *tau,
-                     long long *steps)
-{{
-    for (long long i = 0; i < k; ++i)
-        one_lane(i), eigh_secular_roots<double>(d, z, rho, k, max_steps, eps, origin, tau,
-                                                steps);
-}}
 extern "C" void svd(const double *d, const double *z, long long k, long long max_steps,
                     double eps, long long *origin, double *tau, long long *steps)
 {{
@@ -49,25 +41,17 @@ def _pointer(x):
 
 
 class HostSecular:
-    """The host build's kernels with the contracts of secular_cuda's launchers, on NumPy
+    """The host build's kernel with the contract of secular_cuda's launcher, on NumPy
     arrays: (origin, tau, steps)."""
 
     def __init__(self, lib):
         self._lib = lib
         pointer, long, double = ctypes.c_void_p, ctypes.c_longlong, ctypes.c_double
-        lib.eigh.argtypes = [pointer, pointer, double, long, long, double] + [pointer] * 3
         lib.svd.argtypes = [pointer, pointer, long, long, double] + [pointer] * 3
 
     @staticmethod
     def _outputs(k):
         return np.empty(k, np.int64), np.empty(k), np.empty(k, np.int64)
-
-    def eigh_roots(self, d, z, rho, max_steps, eps):
-        d, z = np.ascontiguousarray(d, np.float64), np.ascontiguousarray(z, np.float64)
-        out = self._outputs(d.shape[0])
-        self._lib.eigh(_pointer(d), _pointer(z), rho, d.shape[0], max_steps, eps,
-                       *map(_pointer, out))
-        return out
 
     def svd_roots(self, d, z, max_steps, eps):
         d, z = np.ascontiguousarray(d, np.float64), np.ascontiguousarray(z, np.float64)
@@ -78,7 +62,7 @@ class HostSecular:
 
 
 def build(folder):
-    """Compile the kernels for the host in ``folder``: a :class:`HostSecular`, or None
+    """Compile the kernel file for the host in ``folder``: a :class:`HostSecular`, or None
     when g++ is not on PATH."""
     lib = _HOST.compile_host(folder, SHIM, "secular")
     return None if lib is None else HostSecular(lib)

@@ -124,6 +124,26 @@ def test_deflation_paths_taken(monkeypatch):
     assert deflated > 0 and closes > 0 and into_zero > 0
 
 
+def test_rotations_on_whole_columns_match_the_numba_loop(monkeypatch):
+    """Deflation's rotations (the equal-values family takes both kinds) by the Numba loop
+    and on whole columns (the path of other namespaces) give the same bits."""
+    calls = []
+
+    def recorded(q, pairs, cs):
+        calls.append(pairs.shape[0])
+        dc._rotate_host(q, pairs, cs)
+
+    d, e = _family("equal", 200, seed=2)
+    d[::4] = 1e-17
+    monkeypatch.setitem(dc._ROTATE, "numpy", recorded)
+    u, s, vt = _check(d, e)
+    assert sum(calls) > 0
+    monkeypatch.setattr(dc, "_ROTATE", {})
+    u_columns, s_columns, vt_columns = bidiagonal_svd_dc(d, e)
+    assert (np.array_equal(u, u_columns) and np.array_equal(s, s_columns)
+            and np.array_equal(vt, vt_columns))
+
+
 @pytest.mark.parametrize("n", [12, 200])
 @pytest.mark.parametrize("scale", [1e-300, 1e300])
 def test_extreme_scales(n, scale):

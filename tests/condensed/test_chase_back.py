@@ -7,8 +7,8 @@ BOUND_ORACLE = 4: each row of C meets at most one reflector per sweep (a sweep's
 are disjoint), n − 1 in all, each applied backward stably (Higham, Lemma 19.3), so the two
 results differ by O(n·ε) in the worst case and by less in practice; the largest seen over
 these cases is 0.42, so 4 leaves a factor ten without hiding an error of a misplaced
-reflector, which is O(1) (a wrong order gives ≈ 1/(n·ε)).  End to end as test_bulge.py and
-test_sym_bulge.py: max-norm relative to ‖A‖, and ‖QᴴQ − I‖_F/(n·ε), BOUND = 30.
+reflector, which is O(1) (a wrong order gives ≈ 1/(n·ε)).  End to end as test_bulge.py:
+max-norm relative to ‖A‖, and ‖QᴴQ − I‖_F/(n·ε), BOUND = 30.
 """
 
 import numpy as np
@@ -17,8 +17,7 @@ import pytest
 from gpusvd import testing
 from gpusvd._core import tunables
 from gpusvd.condensed import band as stage1
-from gpusvd.condensed import bulge, chase_back, sym_bulge
-from gpusvd.condensed.sym_band import hermitian_band_matrix
+from gpusvd.condensed import bulge, chase_back
 
 import naive_chase_back as naive
 
@@ -73,8 +72,7 @@ def _synthetic(n, b, sweeps, dtype, seed):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n, b", CASES)
 def test_matches_the_oracle(n, b, dtype, group):
-    """Both sides of the chase (sweeps 0 … n−2) and the symmetric one (0 … n−3), g = b,
-    g = 1, g not dividing b, g > b."""
+    """Both sides of the chase (sweeps 0 … n−2), g = b, g = 1, g not dividing b, g > b."""
     g = 2 * b if group == "2b" else group
     c = testing.random_matrix(n, 4, dtype=dtype, seed=n + b)
     saved = c.copy()
@@ -85,10 +83,6 @@ def test_matches_the_oracle(n, b, dtype, group):
     assert _oracle_units(chase_back.apply_q(refl, c, group=g), ref, c) < BOUND_ORACLE
     ref = naive.apply_reflectors(u, np.nan_to_num(sigma), b, c)
     assert _oracle_units(chase_back.apply_p(refl, c, group=g), ref, c) < BOUND_ORACLE
-    v, tau = _synthetic(n, b, max(n - 2, 0), dtype, seed=n * b + 2)
-    ref = naive.apply_reflectors(v, np.nan_to_num(tau), b, c)
-    got = chase_back.apply_sym_q(sym_bulge.ChaseReflectors(v, tau, b), c, group=g)
-    assert _oracle_units(got, ref, c) < BOUND_ORACLE
     assert np.array_equal(c, saved)
 
 
@@ -97,10 +91,10 @@ def test_matches_the_oracle(n, b, dtype, group):
 def test_column_panels(n, b, dtype, monkeypatch):
     """C taken 3 columns at a time (the CPU's panel width set small), a short last panel."""
     c = testing.random_matrix(n, 8, dtype=dtype, seed=n)
-    v, tau = _synthetic(n, b, max(n - 2, 0), dtype, seed=b)
+    v, tau = _synthetic(n, b, max(n - 1, 0), dtype, seed=b)
     ref = naive.apply_reflectors(v, np.nan_to_num(tau), b, c)
     with tunables.override(chase_back_panel_columns_cpu=3):
-        got = chase_back.apply_sym_q(sym_bulge.ChaseReflectors(v, tau, b), c)
+        got = chase_back.apply_q(bulge.ChaseReflectors(v, tau, v, tau, b), c)
     assert _oracle_units(got, ref, c) < BOUND_ORACLE
 
 
@@ -125,23 +119,6 @@ def test_bidiagonal_reflectors_reconstruct_the_band(n, b, dtype, group):
     assert _units(q @ b_real @ p.conj().T - a, a) < BOUND
 
 
-@pytest.mark.parametrize("group", [None, 3])
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n, b", CASES)
-def test_tridiagonal_reflectors_reconstruct_the_band(n, b, dtype, group):
-    """A = (Q·D)·T·(Q·D)ᴴ with Q unitary, and Q as sym_bulge's unblocked loop gives it."""
-    band = testing.random_matrix(n, b + 1, dtype=dtype, seed=n * b)
-    a = hermitian_band_matrix(band)
-    t = sym_bulge.band_to_tridiagonal(band, record=True)
-    eye = np.eye(n, dtype=dtype)
-    q = chase_back.apply_sym_q(t.reflectors, eye, group=group)
-    assert _oracle_units(q, sym_bulge.apply_chase_q(t.reflectors, eye), eye) < BOUND_ORACLE
-    q = q * t.phase
-    assert testing.orthogonality(q) < BOUND
-    tri = (np.diag(t.d) + np.diag(t.e, 1) + np.diag(t.e, -1)).astype(dtype)
-    assert _units(q @ tri @ q.conj().T - a, a) < BOUND
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_structured_bands_with_identity_reflectors(dtype):
     """Zero rows and an already bidiagonal band: the chase records τ = 0."""
@@ -157,11 +134,6 @@ def test_structured_bands_with_identity_reflectors(dtype):
         p = chase_back.apply_p(bd.reflectors, np.eye(n, dtype=dtype)) * bd.phase_right
         a = stage1.band_matrix(band)
         assert _units(q @ (np.diag(bd.d) + np.diag(bd.e, 1)) @ p.conj().T - a, a) < BOUND
-        t = sym_bulge.band_to_tridiagonal(band, record=True)
-        q = chase_back.apply_sym_q(t.reflectors, np.eye(n, dtype=dtype)) * t.phase
-        tri = np.diag(t.d) + np.diag(t.e, 1) + np.diag(t.e, -1)
-        a = hermitian_band_matrix(band)
-        assert _units(q @ tri @ q.conj().T - a, a) < BOUND
 
 
 def test_shapes_and_dtypes():
@@ -194,17 +166,12 @@ def test_cupy_matches_numpy(n, b, group, dtype):
     import cupy
     band = testing.random_matrix(n, b + 1, dtype=dtype, seed=n)
     bd = bulge.band_to_bidiagonal(band, record=True)
-    t = sym_bulge.band_to_tridiagonal(band, record=True)
     c = testing.random_matrix(n, 2 * n, dtype=dtype, seed=b)
     on_gpu = bulge.ChaseReflectors(*map(cupy.asarray, bd.reflectors[:4]), b)
-    sym_gpu = sym_bulge.ChaseReflectors(cupy.asarray(t.reflectors.v),
-                                        cupy.asarray(t.reflectors.tau), b)
-    for apply, refl, gpu_refl in [(chase_back.apply_q, bd.reflectors, on_gpu),
-                                  (chase_back.apply_p, bd.reflectors, on_gpu),
-                                  (chase_back.apply_sym_q, t.reflectors, sym_gpu)]:
-        got = apply(gpu_refl, cupy.asarray(c), group=group)
+    for apply in (chase_back.apply_q, chase_back.apply_p):
+        got = apply(on_gpu, cupy.asarray(c), group=group)
         assert isinstance(got, cupy.ndarray)
-        assert _oracle_units(got.get(), apply(refl, c, group=group), c) < BOUND_ORACLE
+        assert _oracle_units(got.get(), apply(bd.reflectors, c, group=group), c) < BOUND_ORACLE
 
 
 def _emulate(gemm, buffers, count):
@@ -232,7 +199,7 @@ def test_cuda_step_plan_is_the_host_step(n, b, g, dtype):
     run by a NumPy emulation of gemmStridedBatched gives the host step's C, to rounding."""
     from gpusvd.condensed import chase_back_cuda
 
-    v, tau = _synthetic(n, b, max(n - 2, 0), dtype, seed=b)
+    v, tau = _synthetic(n, b, max(n - 1, 0), dtype, seed=b)
     c = testing.random_matrix(n, 7, dtype=dtype, seed=n)
     vs, wy, last, blocks = chase_back._factors(np.asarray(v, dtype), np.asarray(tau, dtype),
                                                b, g, n)

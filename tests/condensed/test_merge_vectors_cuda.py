@@ -1,7 +1,7 @@
-"""The CUDA twins of the divide-and-conquer merges' vectors and leaves
+"""The CUDA twins of the bidiagonal divide and conquer's merge vectors and leaves
 (condensed/merge_vectors_cuda.py, kernels/merge_vectors.cu) against the NumPy code they
-replace: bidiagonal_svd_dc._merge_vectors, tridiagonal_dc._rank_one_vectors and the
-leaves' setitems (tridiagonal_dc._place_host).
+replace: bidiagonal_svd_dc._merge_vectors and the leaves' setitems
+(bidiagonal_svd_dc._place_host).
 
 The merges' inputs are real ones: the poles, weights and roots each merge of a host solve
 passes to its vectors (random, clustered, graded and mass-deflating problems), k from 1
@@ -11,7 +11,7 @@ entries, at most 1 in size, agree to BOUND·k·ε. The placement copies: bit for
 
 Without a GPU the kernel file runs on the host (g++, one thread per block, the stubs of
 tests/jacobi/host_kernel.py), which checks the same arithmetic and indexing in CI; the
-GPU tests (pytest -m gpu) run the kernels themselves and the solvers end to end.
+GPU tests (pytest -m gpu) run the kernels themselves and the solver end to end.
 """
 
 import ctypes
@@ -24,11 +24,9 @@ import pytest
 from gpusvd import testing
 from gpusvd._core import tunables
 from gpusvd.condensed import bidiagonal_svd_dc as svd_dc
-from gpusvd.condensed import tridiagonal_dc as eigh_dc
 from gpusvd.condensed.merge_vectors_cuda import pack_blocks
 
 import test_bidiagonal_svd_dc as svd_tests
-import test_tridiagonal_dc as eigh_tests
 
 _ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(_ROOT / "tests/jacobi"))
@@ -55,14 +53,6 @@ extern "C" void svd_vectors(const double *d, const double *z, const double *tau,
         start(i), svd_merge_weights<double>(d, z, tau, origin, k, zhat);
     for (long long j = 0; j < k; ++j)
         start(j), svd_merge_columns<double>(d, tau, origin, zhat, k, u, v);
-}}
-extern "C" void eigh_vectors(const double *d, const double *z, const double *tau,
-                             const long long *origin, long long k, double *zhat, double *u)
-{{
-    for (long long i = 0; i < k; ++i)
-        start(i), eigh_merge_weights<double>(d, z, tau, origin, k, zhat);
-    for (long long j = 0; j < k; ++j)
-        start(j), eigh_merge_columns<double>(d, tau, origin, zhat, k, u);
 }}
 extern "C" void place(double *out, long long ld, const double *packed, long long size,
                       const long long *starts, const long long *sizes, long long count)
@@ -92,20 +82,11 @@ def _svd_solve(kind, n):
     svd_dc.bidiagonal_svd_dc(*svd_tests._family(kind, n, seed=n))
 
 
-def _eigh_solve(kind, n):
-    eigh_dc.tridiagonal_eigh(*eigh_tests._tridiagonal(kind, n, seed=n))
-
-
 SVD_KINDS = ("random", "clustered", "graded", "gaussian", "equal", "rank-deficient")
-EIGH_KINDS = ("random", "glued wilkinson", "1-2-1", "graded", "equal diagonal, tiny e")
 
 
 def svd_merges(kind, n, monkeypatch):
     return _record(_svd_solve, svd_dc._MERGE_VECTORS, kind, n, monkeypatch)
-
-
-def eigh_merges(kind, n, monkeypatch):
-    return _record(_eigh_solve, eigh_dc._RANK_ONE_VECTORS, kind, n, monkeypatch)
 
 
 def _assert_close(got, want, k):
@@ -144,13 +125,6 @@ def test_host_build_svd_matches_numpy(host, kind, monkeypatch):
         _assert_close(v, v_np, len(poles))
 
 
-@pytest.mark.parametrize("kind", EIGH_KINDS)
-def test_host_build_eigh_matches_numpy(host, kind, monkeypatch):
-    for poles, z, origin, tau in eigh_merges(kind, 500, monkeypatch):
-        (u,) = _host_vectors(host, "eigh_vectors", poles, z, origin, tau, 1)
-        _assert_close(u, eigh_dc._rank_one_vectors(poles, z, origin, tau, np), len(poles))
-
-
 def _leaves(seed):
     """Blocks of sizes 1 to 33 along a diagonal with gaps (the SVD's coupling rows)."""
     rng = np.random.default_rng(seed)
@@ -173,7 +147,7 @@ def test_pack_blocks():
 def test_host_build_places_leaves(host):
     blocks, starts, n = _leaves(1)
     want = np.zeros((n, n), order="F")
-    eigh_dc._place_host(want[1:, 1:], blocks, starts)
+    svd_dc._place_host(want[1:, 1:], blocks, starts)
     got = np.zeros((n, n), order="F")
     packed, sizes = pack_blocks(blocks)
     host.place(_pointer(got[1:, 1:]), ctypes.c_longlong(n), _pointer(packed),
@@ -201,34 +175,16 @@ def test_gpu_svd_merge_vectors(kind, n, monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("n", [700, 2500])
-@pytest.mark.parametrize("kind", EIGH_KINDS)
-def test_gpu_eigh_merge_vectors(kind, n, monkeypatch):
-    import cupy
-
-    from gpusvd.condensed.merge_vectors_cuda import eigh_merge_vectors
-
-    for poles, z, origin, tau in eigh_merges(kind, n, monkeypatch):
-        u = eigh_merge_vectors(poles, z, origin, tau)
-        assert u.flags.f_contiguous
-        _assert_close(cupy.asnumpy(u), eigh_dc._rank_one_vectors(poles, z, origin, tau, np),
-                      len(poles))
-
-
-@pytest.mark.gpu
 def test_gpu_single_pole():
     """k = 1: M is 1×1, its vectors ±1."""
     import cupy
 
-    from gpusvd.condensed.merge_vectors_cuda import eigh_merge_vectors, svd_merge_vectors
+    from gpusvd.condensed.merge_vectors_cuda import svd_merge_vectors
 
     poles, z, origin, tau = np.zeros(1), np.array([-0.5]), np.zeros(1, np.int64), np.array([0.5])
     u, v = svd_merge_vectors(poles, z, origin, tau)
     u_np, v_np = svd_dc._merge_vectors(poles, z, origin, tau, np)
     assert np.array_equal(cupy.asnumpy(u), u_np) and np.array_equal(cupy.asnumpy(v), v_np)
-    poles, tau = np.array([0.25]), np.array([0.5 ** 2])
-    assert np.array_equal(cupy.asnumpy(eigh_merge_vectors(poles, z, origin, tau)),
-                          eigh_dc._rank_one_vectors(poles, z, origin, tau, np))
 
 
 @pytest.mark.gpu
@@ -239,7 +195,7 @@ def test_gpu_places_leaves():
 
     blocks, starts, n = _leaves(2)
     want = np.zeros((n, n), order="F")
-    eigh_dc._place_host(want[1:, 1:], blocks, starts)
+    svd_dc._place_host(want[1:, 1:], blocks, starts)
     got = cupy.zeros((n, n), order="F")
     place_blocks(got[1:, 1:], blocks, starts)
     assert np.array_equal(cupy.asnumpy(got), want)
@@ -247,7 +203,7 @@ def test_gpu_places_leaves():
         place_blocks(cupy.zeros((n, n)), blocks, starts)
 
 
-# The solvers end to end on CuPy (merges' vectors and leaves by the kernels).
+# The solver end to end on CuPy (merges' vectors and leaves by the kernels).
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("leaf", [4, 32])
@@ -262,17 +218,3 @@ def test_gpu_bidiagonal_svd_dc(kind, leaf):
     assert testing.svd_residual(b, u, s, vt) <= END_TO_END
     assert testing.orthogonality(u) <= END_TO_END
     assert testing.orthogonality(vt, rows=True) <= END_TO_END
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("leaf", [4, 32])
-@pytest.mark.parametrize("kind", EIGH_KINDS)
-def test_gpu_tridiagonal_eigh(kind, leaf):
-    import cupy
-
-    d, e = eigh_tests._tridiagonal(kind, 1200, seed=3)
-    with tunables.override(divide_conquer_leaf_size=leaf):
-        w, z = (cupy.asnumpy(x) for x in eigh_dc.tridiagonal_eigh(d, e, xp=cupy))
-    t = eigh_tests._dense(d, e)
-    assert testing.svd_residual(t, z, w, z.T) <= END_TO_END
-    assert testing.orthogonality(z) <= END_TO_END

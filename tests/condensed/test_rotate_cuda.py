@@ -1,10 +1,10 @@
 """The CUDA rotations of deflation (condensed/rotate_cuda.py) against their Numba twin,
-tridiagonal_dc._rotate_host, on column-major views with chained pairs."""
+bidiagonal_svd_dc._rotate_host, on column-major views with chained pairs."""
 
 import numpy as np
 import pytest
 
-from gpusvd.condensed.tridiagonal_dc import _rotate_host
+from gpusvd.condensed.bidiagonal_svd_dc import _rotate_host
 
 pytestmark = pytest.mark.gpu
 

@@ -1,19 +1,17 @@
-"""The CUDA twins of the secular equations' roots (condensed/secular_cuda.py,
-kernels/secular.cu) against the Numba solvers they replace: secular._root (dlaed4) and
-secular_svd._root (dlasd4).
+"""The CUDA twin of the bidiagonal SVD's secular equation roots (condensed/secular_cuda.py,
+kernels/secular.cu) against the Numba solver it replaces: secular_svd._root (dlasd4).
 
-The problems: test_secular's and test_secular_svd's families (random, clustered, tiny
-weights, graded), poles a few ε apart (as deflation lets them be), and the real merges of
-host solves of the divide-and-conquer solvers' test families (glued Wilkinson, 1-2-1,
-graded, mass deflation, ...), k from 1 to 5000.
+The problems: test_secular_svd's families (random, clustered, tiny weights, graded), poles
+a few ε apart (as deflation lets them be), and the real merges of host solves of the
+divide-and-conquer SVD's test families (clustered, graded, mass deflation, ...), k from 1
+to 5000.
 
 Without a GPU the kernel file runs on the host (host_secular.py: g++, one lane per root),
 where each step's sums over the poles run in the Numba order: the origins, offsets and
-step counts must be the Numba twins' bit for bit. On the GPU (pytest -m gpu) the 32 lanes
+step counts must be the Numba twin's bit for bit. On the GPU (pytest -m gpu) the 32 lanes
 of a root add those sums in another order, so the roots may differ by its rounding: the
-origins must agree and each root to within BOUND·k·ε·max(|d|, |root|) (absolute, the max
-over the problem's poles and roots, ε NumPy's machine epsilon; the root is λ for the
-eigenvalue problem, σ for the SVD).
+origins must agree and each root σ to within BOUND·k·ε·max(|d|, |σ|) (absolute, the max
+over the problem's poles and roots, ε NumPy's machine epsilon).
 """
 
 import numpy as np
@@ -21,24 +19,18 @@ import pytest
 
 from gpusvd._core.errors import LinAlgError
 from gpusvd.condensed import bidiagonal_svd_dc as svd_dc
-from gpusvd.condensed import secular, secular_svd
-from gpusvd.condensed import tridiagonal_dc as eigh_dc
-from gpusvd.condensed.secular import _UNIT_ROUNDOFF, MAX_STEPS
-from gpusvd.condensed.secular_cuda import check_converged
+from gpusvd.condensed import secular_svd
+from gpusvd.condensed.secular import _UNIT_ROUNDOFF, MAX_STEPS, check_converged
 
 import host_secular
 import host_kernel  # tests/jacobi, on sys.path once host_secular is imported
 import test_bidiagonal_svd_dc as svd_tests
-import test_secular as eigh_problems
 import test_secular_svd as svd_problems
-import test_tridiagonal_dc as eigh_tests
 
-BOUND = 4  # roots within BOUND·k·ε·max(|d|, |root|) of the Numba twin's (GPU)
+BOUND = 4  # roots within BOUND·k·ε·max(|d|, |σ|) of the Numba twin's (GPU)
 EPS = np.finfo(np.float64).eps
 KINDS = ("random", "clustered", "tiny weights", "graded", "close")
 SIZES = (1, 2, 3, 10, 33, 200, 1000)
-EIGH_SOLVES = ("random", "glued wilkinson", "wilkinson", "1-2-1", "graded",
-               "equal diagonal, tiny e", "rank-one-like")
 SVD_SOLVES = ("random", "clustered", "graded", "gaussian", "equal", "rank-deficient")
 
 
@@ -51,14 +43,6 @@ def _close(k, seed):
     return d, z / np.linalg.norm(z)
 
 
-def eigh_problem(kind, k, seed):
-    """(d, z, rho) of the symmetric secular equation."""
-    if kind == "close":
-        d, z = _close(k, seed)
-        return d, z, 0.7
-    return eigh_problems._problem(kind, k, seed)
-
-
 def svd_problem(kind, k, seed):
     """(d, z) of the SVD's secular equation, d[0] = 0."""
     if kind == "close":
@@ -68,38 +52,20 @@ def svd_problem(kind, k, seed):
     return svd_problems._problem(kind, k, seed)
 
 
-def _record(module, solve):
-    """The inputs of every call of ``module``'s Numba ``_roots`` during ``solve()``:
-    (d, z, rho) for secular, (d, z) for secular_svd."""
+def svd_merges(kind, n):
+    """The (d, z) of every call of secular_svd's Numba ``_roots`` in a host solve of the
+    family ``kind``."""
     calls = []
-    numba_roots = module._roots
+    numba_roots = secular_svd._roots
 
     def recorded(d, z, *rest):
-        scalars = rest[:1] if module is secular else ()
-        calls.append((d.copy(), z.copy(), *scalars))
+        calls.append((d.copy(), z.copy()))
         return numba_roots(d, z, *rest)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(module, "_roots", recorded)
-        solve()
+        patch.setattr(secular_svd, "_roots", recorded)
+        svd_dc.bidiagonal_svd_dc(*svd_tests._family(kind, n, seed=n))
     return calls
-
-
-def eigh_merges(kind, n):
-    return _record(secular, lambda: eigh_dc.tridiagonal_eigh(
-        *eigh_tests._tridiagonal(kind, n, seed=n)))
-
-
-def svd_merges(kind, n):
-    return _record(secular_svd, lambda: svd_dc.bidiagonal_svd_dc(
-        *svd_tests._family(kind, n, seed=n)))
-
-
-def numba_eigh(d, z, rho, max_steps=MAX_STEPS):
-    """secular._root on every root: (origin, tau, steps), unchecked."""
-    out = np.empty(d.shape[0], np.int64), np.empty(d.shape[0]), np.empty(d.shape[0], np.int64)
-    secular._roots(d, z, float(rho), *out, max_steps, _UNIT_ROUNDOFF)
-    return out
 
 
 def numba_svd(d, z, max_steps=MAX_STEPS):
@@ -109,7 +75,7 @@ def numba_svd(d, z, max_steps=MAX_STEPS):
     return out
 
 
-# The kernel file built for the host: the Numba twins' bits.
+# The kernel file built for the host: the Numba twin's bits.
 
 @pytest.fixture(scope="module")
 def host(tmp_path_factory):
@@ -124,26 +90,9 @@ def _assert_same_bits(got, want):
 
 @pytest.mark.parametrize("k", SIZES + (5000,))
 @pytest.mark.parametrize("kind", KINDS)
-def test_host_build_eigh_bit_for_bit(host, kind, k):
-    d, z, rho = eigh_problem(kind, k, seed=k)
-    _assert_same_bits(host.eigh_roots(d, z, rho, MAX_STEPS, _UNIT_ROUNDOFF),
-                      numba_eigh(d, z, rho))
-
-
-@pytest.mark.parametrize("k", SIZES + (5000,))
-@pytest.mark.parametrize("kind", KINDS)
 def test_host_build_svd_bit_for_bit(host, kind, k):
     d, z = svd_problem(kind, k, seed=k)
     _assert_same_bits(host.svd_roots(d, z, MAX_STEPS, _UNIT_ROUNDOFF), numba_svd(d, z))
-
-
-@pytest.mark.parametrize("kind", EIGH_SOLVES)
-def test_host_build_eigh_merges_bit_for_bit(host, kind):
-    merges = eigh_merges(kind, 700)
-    assert merges
-    for d, z, rho in merges:
-        _assert_same_bits(host.eigh_roots(d, z, rho, MAX_STEPS, _UNIT_ROUNDOFF),
-                          numba_eigh(d, z, rho))
 
 
 @pytest.mark.parametrize("kind", SVD_SOLVES)
@@ -155,21 +104,18 @@ def test_host_build_svd_merges_bit_for_bit(host, kind):
 
 
 def test_host_build_step_limit(host, monkeypatch):
-    """With no steps allowed every root but a lone pole's fails, as in the Numba twins,
-    and check_converged raises the host solvers' message."""
-    d, z, rho = eigh_problem("random", 10, seed=1)
-    got = host.eigh_roots(d, z, rho, 0, _UNIT_ROUNDOFF)
-    np.testing.assert_array_equal(got[2], numba_eigh(d, z, rho, 0)[2])
+    """With no steps allowed every root but a lone pole's fails, as in the Numba twin,
+    and check_converged raises the host solver's message."""
+    d, z = svd_problem("random", 10, seed=1)
+    got = host.svd_roots(d, z, 0, _UNIT_ROUNDOFF)
+    np.testing.assert_array_equal(got[2], numba_svd(d, z, 0)[2])
     assert np.all(got[2] == 1)
-    monkeypatch.setattr(secular, "MAX_STEPS", 0)
+    monkeypatch.setattr(secular_svd, "MAX_STEPS", 0)
     with pytest.raises(LinAlgError) as numba_error:
-        secular.secular_roots(d, z, rho)
+        secular_svd.secular_singular_values(d, z)
     with pytest.raises(LinAlgError) as error:
         check_converged(got[2], 0)
     assert str(error.value) == str(numba_error.value)
-    d, z = svd_problem("random", 10, seed=1)
-    np.testing.assert_array_equal(host.svd_roots(d, z, 0, _UNIT_ROUNDOFF)[2],
-                                  numba_svd(d, z, 0)[2])
 
 
 def test_check_converged_passes_converged_roots():
@@ -179,15 +125,6 @@ def test_check_converged_passes_converged_roots():
 
 
 # The kernels on the device.
-
-def _gpu_eigh(d, z, rho, max_steps=MAX_STEPS):
-    import cupy
-
-    from gpusvd.condensed.secular_cuda import eigh_roots
-
-    return [cupy.asnumpy(x) for x in eigh_roots(cupy.asarray(d), cupy.asarray(z), rho,
-                                                max_steps)]
-
 
 def _gpu_svd(d, z, max_steps=MAX_STEPS):
     import cupy
@@ -211,24 +148,9 @@ def _assert_close(d, got, want):
 @pytest.mark.gpu
 @pytest.mark.parametrize("k", SIZES + (5000,))
 @pytest.mark.parametrize("kind", KINDS)
-def test_gpu_eigh_roots(kind, k):
-    d, z, rho = eigh_problem(kind, k, seed=k)
-    _assert_close(d, _gpu_eigh(d, z, rho), numba_eigh(d, z, rho))
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("k", SIZES + (5000,))
-@pytest.mark.parametrize("kind", KINDS)
 def test_gpu_svd_roots(kind, k):
     d, z = svd_problem(kind, k, seed=k)
     _assert_close(d, _gpu_svd(d, z), numba_svd(d, z))
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("kind", EIGH_SOLVES)
-def test_gpu_eigh_merges(kind):
-    for d, z, rho in eigh_merges(kind, 2500):
-        _assert_close(d, _gpu_eigh(d, z, rho), numba_eigh(d, z, rho))
 
 
 @pytest.mark.gpu
@@ -240,21 +162,16 @@ def test_gpu_svd_merges(kind):
 
 @pytest.mark.gpu
 def test_gpu_one_pole_is_exact():
-    origin, tau, steps = _gpu_eigh(np.array([2.0]), np.array([1.0]), 0.5)
-    assert origin[0] == 0 and tau[0] == 0.5 and steps[0] == 0
     origin, tau, steps = _gpu_svd(np.array([0.0]), np.array([-0.75]))
     assert origin[0] == 0 and tau[0] == 0.75 and steps[0] == 0
 
 
 @pytest.mark.gpu
 def test_gpu_step_limit_raises():
-    d, z, rho = eigh_problem("random", 10, seed=1)
-    _, _, steps = _gpu_eigh(d, z, rho, max_steps=0)
-    with pytest.raises(LinAlgError, match="10 of 10 roots .* did not converge in 0 steps"):
-        check_converged(steps, 0)
     d, z = svd_problem("random", 10, seed=1)
     _, _, steps = _gpu_svd(d, z, max_steps=0)
-    with pytest.raises(LinAlgError, match="did not converge in 0 steps"):
+    with pytest.raises(LinAlgError, match=f"{len(d)} of {len(d)} roots .* did not converge "
+                                          "in 0 steps"):
         check_converged(steps, 0)
 
 
@@ -262,9 +179,9 @@ def test_gpu_step_limit_raises():
 def test_gpu_rejects_mismatched_shapes():
     import cupy
 
-    from gpusvd.condensed.secular_cuda import eigh_roots, svd_roots
+    from gpusvd.condensed.secular_cuda import svd_roots
 
     with pytest.raises(ValueError, match="k >= 1 poles"):
         svd_roots(cupy.zeros(0), cupy.zeros(0))
     with pytest.raises(ValueError, match="as many weights"):
-        eigh_roots(cupy.zeros(3), cupy.zeros(2), 1.0)
+        svd_roots(cupy.zeros(3), cupy.zeros(2))

@@ -64,8 +64,6 @@ REGISTRY = {
         f"gram_cholesky<{ctype}>" for ctype in _ALL)),
     "jacobi/kernels/small_qr.cu": KernelFile(tuple(f"small_qr<{ctype}>" for ctype in _ALL)),
     "condensed/kernels/bulge.cu": KernelFile(tuple(f"chase_band<{ctype}>" for ctype in _REAL)),
-    "condensed/kernels/sym_bulge.cu": KernelFile(tuple(
-        f"sym_chase_band<{ctype}>" for ctype in _REAL)),
     "condensed/kernels/wy.cu": KernelFile(tuple(
         f"{kernel}<{ctype}>" for kernel in ("unit_lower", "larft_gram") for ctype in _ALL)),
     "condensed/kernels/bisection.cu": KernelFile(tuple(
@@ -74,10 +72,8 @@ REGISTRY = {
         f"rotate_pairs<{ctype}>" for ctype in _REAL)),
     "condensed/kernels/merge_vectors.cu": KernelFile(tuple(
         f"{kernel}<double>" for kernel in ("svd_merge_weights", "svd_merge_columns",
-                                           "eigh_merge_weights", "eigh_merge_columns",
                                            "place_blocks"))),
-    "condensed/kernels/secular.cu": KernelFile(tuple(
-        f"{kernel}<double>" for kernel in ("eigh_secular_roots", "svd_secular_roots"))),
+    "condensed/kernels/secular.cu": KernelFile(("svd_secular_roots<double>",)),
 }
 
 # How the shipped binaries are built (scripts/build-kernels reads these). SASS for the

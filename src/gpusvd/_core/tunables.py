@@ -221,10 +221,9 @@ class Tunables:
     # 8 bands on the H100 were finite and bitwise identical run to run
     # (bench/results/stress_bulge_h100_s8.json).
     chase_on_gpu: bool = True
-    # Leaves of the divide-and-conquer solvers (condensed/tridiagonal_dc.py,
-    # bidiagonal_svd_dc.py): at most this many rows, solved by LAPACK on the host. dlaed0's
-    # and dlasd0's SMLSIZ is 25 (ILAENV ispec 9); 32, a power of two, halves evenly. Not
-    # yet measured against other sizes.
+    # Leaves of the bidiagonal divide and conquer (condensed/bidiagonal_svd_dc.py): at most
+    # this many rows, solved by LAPACK on the host. dlasd0's SMLSIZ is 25 (ILAENV ispec 9);
+    # 32 is a power of two. Not yet measured against other sizes.
     divide_conquer_leaf_size: int = 32
     # Merges of bidiagonal_svd_dc.py with at most this many rows update U and V by one
     # dense GEMM each (U·W, W the identity but for the merge's vectors) instead of the

@@ -275,8 +275,7 @@ def apply_p(reduction, c):
 def _apply_blocks(c, blocks, b):
     """c ← H_m·…·H_2·H_1·c for ``blocks`` [(row j, h, T)] = H_1, …, H_m (the first acts
     first), H = I − V·T·Vᴴ on rows j: of c, V the unit lower part of h (at most b
-    columns): three GEMMs per block in place (:data:`_TWINS`) with one b-row workspace.
-    Also sym_band.apply_q's."""
+    columns): three GEMMs per block in place (:data:`_TWINS`) with one b-row workspace."""
     xp = array_namespace(c)
     gemm, _, unit_lower, _ = _TWINS[xp.__name__]
     work = c if c.flags.f_contiguous else xp.asfortranarray(c)

@@ -3,12 +3,14 @@
 The vectors solver of the two-stage SVD (issue 18), in place of LAPACK's dbdsdc
 (:mod:`.bidiagonal_dc`) on the host: Gu & Eisenstat, "A divide-and-conquer algorithm for
 the bidiagonal SVD", SIAM J. Matrix Anal. Appl. 16 (1995) 79–92, in the form of LAPACK's
-dbdsdc → dlasd0 → dlasd1/2/3/4, written as :mod:`.tridiagonal_dc` is: U and V (n×n) and
-the merges' GEMMs in the array namespace ``xp``, only O(n) data on the host.
+dbdsdc → dlasd0 → dlasd1/2/3/4: U and V (n×n) and the merges' GEMMs in the array
+namespace ``xp``, only O(n) data on the host. (Its twin for the symmetric tridiagonal
+eigenproblem, Cuppen's divide and conquer as dstedc → dlaed0–4 in tridiagonal_dc.py, was
+removed with the two-stage symmetric eigensolver in issue 28; git keeps it.)
 
-1. Split. B falls apart where |e_i| ≤ ε·sqrt(|d_i|·|d_{i+1}|) (:mod:`.tridiagonal_dc`'s
-   test, a perturbation of at most ε·‖B‖); each block is scaled by a power of two to
-   max |entry| ≈ 1 (exact).
+1. Split. B falls apart where |e_i| ≤ ε·sqrt(|d_i|·|d_{i+1}|) (dstedc's test, a
+   perturbation of at most ε·‖B‖; :func:`_blocks`); each block is scaled by a power of
+   two to max |entry| ≈ 1 (exact).
 2. Tree (dlasdt): a block of m rows, n×(n + sqre) with sqre ∈ {0, 1}, is cut at its
    middle row k into B₁ (rows above k: k × (k + 1), sqre = 1), the coupling row
    (α = d_k, β = e_k) and B₂ (rows below, of the parent's sqre), until at most
@@ -36,13 +38,14 @@ the merges' GEMMs in the array namespace ``xp``, only O(n) data on the host.
      v_j = (ẑ_i/((d_i − σ_j)(d_i + σ_j)))_i, u_j = (−1, d_i·v_{ij})_{i≥2}, normalized
      (dlasd3, dividing twice as it does to spare underflow).
    - U ← U·U_M and V ← V·V_M on the kept columns as GEMMs in xp, each half's rows
-     against only the columns that can be nonzero there (as :mod:`.tridiagonal_dc`):
-     U's coupling row is e_k's, so its new row is U_M's first; V's rows split at k.
+     against only the columns that can be nonzero there (:func:`_supports`; dlasd3's
+     GEMMs on dlasd2's column types): U's coupling row is e_k's, so its new row is
+     U_M's first; V's rows split at k.
 
 Departures from LAPACK: leaves of 32 rows (SMLSIZ = 25), by gesdd on the dense block
 rather than dlasdq. Columns are never sorted between merges; a host array of values
-follows them and each merge sorts its poles through an index (as :mod:`.tridiagonal_dc`).
-Each block and each merge is scaled by a power of two, not by its norm.
+follows them and each merge sorts its poles through an index. Each block and each merge
+is scaled by a power of two, not by its norm.
 
 On a GPU (``xp`` = CuPy; issue 18, NOTES.md session 10): the n×n work stays on the
 device and the host keeps O(n) per merge. A tree level's merges touch disjoint blocks, so
@@ -50,8 +53,9 @@ their coupling rows are read in one transfer (:func:`_coupling_rows`), the one w
 level; each merge's deflation runs on the host while the device still works on the
 previous merge; its secular equation (secular_cuda.py), vectors (merge_vectors_cuda.py)
 and rotations (rotate_cuda.py) are a few launches; its values come back at the level's
-end. Merges of up to ``divide_conquer_dense_merge_rows`` rows update U and V by one
-dense GEMM each (:func:`_times_embedded`), the larger by the GEMMs split by support.
+end. The leaves cross to the device in one copy (merge_vectors_cuda.py). Merges of up to
+``divide_conquer_dense_merge_rows`` rows update U and V by one dense GEMM each
+(:func:`_times_embedded`), the larger by the GEMMs split by support.
 H100, 2026-11-25, n = 8192, inside the two-stage SVD: 0.5 s, where the QR took 3.3 s.
 
 Accuracy: backward stable, ‖B − U·S·Vᵀ‖ and ‖UᵀU − I‖, ‖VᵀV − I‖ of order n·ε; the
@@ -68,14 +72,17 @@ from .._core import profile, tunables
 from .._core.backend import to_host
 from .._core.errors import LinAlgError
 from .._core.validation import working_dtype
-from . import merge_vectors_cuda, secular_cuda
+from . import merge_vectors_cuda, rotate_cuda, secular_cuda
+from .secular import check_converged
 from .secular_svd import secular_singular_values
-from .tridiagonal_dc import _PLACE, _ROTATE, _blocks, _place_blocks, _rotate_columns, supports
 
 # dlamch('E'): LAPACK's unit roundoff, half of NumPy's machine epsilon.
 _UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
 # dlasd2's deflation tolerance, TOL = 8·8·ε·max(|α|, |β|, max |D|).
 _DEFLATION_FACTOR = 64.0
+# Rows of U or V rotated together, contiguous in their Fortran-ordered columns: a block of
+# one column stays in L1 (256 × 8 bytes) while every rotation passes over it.
+_ROW_BLOCK = 256
 
 
 def _check(d, e):
@@ -90,6 +97,60 @@ def _check(d, e):
         raise LinAlgError("the bidiagonal holds NaN or infinity: the input was not finite "
                           "(check_finite=True rejects such input up front)")
     return d.astype(np.float64), e.astype(np.float64), dtype
+
+
+def _blocks(d, e):
+    """Start and end of the blocks B splits into (dstedc's test)."""
+    tiny = _UNIT_ROUNDOFF * np.sqrt(np.abs(d[:-1])) * np.sqrt(np.abs(d[1:]))
+    cuts = np.flatnonzero(np.abs(e) <= tiny) + 1
+    edges = np.concatenate(([0], cuts, [d.shape[0]]))
+    return [(start, end) for start, end in zip(edges[:-1], edges[1:]) if end > start]
+
+
+@numba.njit(parallel=True, cache=True)
+def _rotate_host(q, pairs, cs):
+    """Columns p, r of q ← (c·q_p + s·q_r, c·q_r − s·q_p) for each (p, r), in order
+    (dlasd2's DROT), a block of rows at a time through all of them."""
+    m = q.shape[0]
+    for block in numba.prange((m + _ROW_BLOCK - 1) // _ROW_BLOCK):
+        for t in range(pairs.shape[0]):
+            p, r, c, s = pairs[t, 0], pairs[t, 1], cs[t, 0], cs[t, 1]
+            for i in range(block * _ROW_BLOCK, min(m, (block + 1) * _ROW_BLOCK)):
+                x, y = q[i, p], q[i, r]
+                q[i, p] = c * x + s * y
+                q[i, r] = c * y - s * x
+
+
+def _rotate_columns(q, pairs, cs):
+    """The rotations of _rotate_host as whole-column operations, for any namespace."""
+    for (p, r), (c, s) in zip(pairs, cs):
+        x, y = q[:, p].copy(), q[:, r].copy()
+        q[:, p] = c * x + s * y
+        q[:, r] = c * y - s * x
+
+
+# Deflation's rotations of U's and V's columns, by the name of their namespace (the CUDA
+# twin: one launch per merge); others take _rotate_columns.
+_ROTATE = {"numpy": _rotate_host, "cupy": rotate_cuda.rotate_pairs}
+
+
+def _place_host(q, blocks, starts):
+    """q[s:s + m, s:s + m] = block for each host block (m×m) and start."""
+    for block, start in zip(blocks, starts):
+        q[start:start + block.shape[0], start:start + block.shape[0]] = block
+
+
+def _place_blocks(q, blocks, starts, xp):
+    """_place_host in any namespace, the blocks crossing to it in one transfer."""
+    packed, sizes = merge_vectors_cuda.pack_blocks(blocks)
+    packed = xp.asarray(packed)
+    for slot, size, start in zip(packed, sizes, starts):
+        q[start:start + size, start:start + size] = slot[:size, :size].T
+
+
+# The leaves' blocks onto U's and V's diagonals, by the name of their namespace (the CUDA
+# twin: one copy and one launch for all leaves); others take _place_blocks.
+_PLACE = {"numpy": _place_host, "cupy": merge_vectors_cuda.place_blocks}
 
 
 def _tree(start, end, sqre, depth, leaves, merges):
@@ -162,6 +223,18 @@ def _deflate(d, z, tol):
     kept[nk] = previous
     nk += 1
     return kept[:nk], deflated[:nd], upairs[:nu], ucs[:nu], vpairs[:nv], vcs[:nv]
+
+
+@numba.njit(cache=True)
+def _supports(columns, above, below, pairs):
+    """Positions in ``columns`` that can be nonzero above and below a cut, from each
+    column's support (boolean masks ``above``, ``below``, overwritten): a rotation of a
+    pair (in order) gives both columns the union of their supports."""
+    for t in range(pairs.shape[0]):
+        p, r = pairs[t, 0], pairs[t, 1]
+        above[p] = above[r] = above[p] or above[r]
+        below[p] = below[r] = below[p] or below[r]
+    return np.flatnonzero(above[columns]), np.flatnonzero(below[columns])
 
 
 def _merge_vectors(poles, z, origin, tau, xp):
@@ -280,7 +353,7 @@ def _merge(s, u, v, cut, alpha, beta, sqre, xp, row, first):
             _times_embedded(v, v_m, columns, xp)
             return _values(s, columns, poles, origin, tau, exponent, xp, steps)
         index = np.arange(m)
-        up, low = supports(columns, index < cut, index > cut, order[upairs])
+        up, low = _supports(columns, index < cut, index > cut, order[upairs])
         top = u[:cut, xp.asarray(columns[up])] @ u_m[xp.asarray(up)]
         bottom = u[cut + 1:, xp.asarray(columns[low])] @ u_m[xp.asarray(low)]
         u[:cut, xp.asarray(columns)] = top
@@ -288,7 +361,7 @@ def _merge(s, u, v, cut, alpha, beta, sqre, xp, row, first):
         u[cut + 1:, xp.asarray(columns)] = bottom
         below = index > cut
         below[cut] = b1 != 0.0
-        up, low = supports(columns, index <= cut, below, order[vpairs])
+        up, low = _supports(columns, index <= cut, below, order[vpairs])
         top = v[:cut + 1, xp.asarray(columns[up])] @ v_m[xp.asarray(up)]
         bottom = v[cut + 1:, xp.asarray(columns[low])] @ v_m[xp.asarray(low)]
         v[:cut + 1, xp.asarray(columns)] = top
@@ -302,7 +375,7 @@ def _values(s, columns, poles, origin, tau, exponent, xp, steps):
     the level's work is queued, so their read does not wait on this merge's GEMMs."""
     def store():
         if steps is not None:
-            secular_cuda.check_converged(to_host(steps))
+            check_converged(to_host(steps))
         s[columns] = np.ldexp(poles[to_host(origin)] + to_host(tau), -exponent)
     if steps is None:
         store()

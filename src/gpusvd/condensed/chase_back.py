@@ -1,7 +1,7 @@
 """The back-transformation of stage 2: Q₂·C and P₂·C from the chase's recorded reflectors,
 in blocks, as GEMMs.
 
-Both chases (bulge.py, sym_bulge.py) record reflector (s, k), block k of sweep s,
+The chase (bulge.py) records reflector (s, k), block k of sweep s, on each side,
 H = I − τ·v·vᴴ on the indices s+1+k·b … s+k·b+b (cut at n); Q = ∏ H(s, k) in the
 order (s, k), s major.  Applied one at a time, Q·C for C of n×m is 2n²·m flops in rank-1
 updates, each reading b rows of C: memory bound.
@@ -36,14 +36,13 @@ triangles nearly double the work at g = b (≈ 4n²·m in all for n²/(2b) refle
 costs ≈ 4g·(b+g−1) per reflector, independent of m.  Groups wholly past row n are
 skipped; the others, partly past it, are padded with zero rows.
 
-Measured (C = I, b = 32, sym_bulge's reflectors, float64).  One core of an AMD EPYC
-(OpenBLAS, ≈ 30 GFLOP/s on a large GEMM): n = 1000, 0.15–0.18 s against 0.14 s for the
-unblocked Numba loop (sym_bulge._apply_reflectors, whose C fits in cache); n = 2000,
+Measured (C = I, b = 32, float64) on the reflectors of the symmetric chase of the
+two-stage eigensolver (sym_bulge.py, n − 2 sweeps; removed in issue 28, git keeps it).
+One core of an AMD EPYC (OpenBLAS, ≈ 30 GFLOP/s on a large GEMM): n = 1000, 0.15–0.18 s
+against 0.14 s for that chase's unblocked Numba loop (whose C fits in cache); n = 2000,
 1.3–1.5 s (g = 8 … 32) against 1.7 s.  An H100 (CuPy): n = 8000, 0.39 s at g = 32
 (5 TFLOP/s counting the padding), 0.35 s at g = 64, where the CPU chase takes 6.7 s.
 """
-
-import numpy as np  # noqa: F401 (the Examples below)
 
 from .._core import tunables
 from .._core.backend import array_namespace
@@ -131,15 +130,15 @@ def _step_host(work, r0, count, span, period, vs, wy, first, stride):
 _STEPS = {"numpy": _step_host, "cupy": chase_back_cuda.wavefront_step}
 
 
-def _apply(v, tau, b, c, group, sweeps_short):
-    """Q·c for reflectors (S, K, b) on windows s+1+k·b, S = n − ``sweeps_short``."""
+def _apply(v, tau, b, c, group):
+    """Q·c for reflectors (S, K, b) on windows s+1+k·b, S = n − 1."""
     xp = array_namespace(c)
     if c.ndim not in (1, 2):
         raise ValueError(f"c must be 1-D or 2-D, got shape {c.shape}")
     n = c.shape[0]
-    if v.shape[0] != max(n - sweeps_short, 0) and v.size:
+    if v.shape[0] != max(n - 1, 0) and v.size:
         raise ValueError(f"c has {n} rows; the reflectors are of a matrix of order "
-                         f"{v.shape[0] + sweeps_short}")
+                         f"{v.shape[0] + 1}")
     g = b if group is None else int(group)
     if g < 1:
         raise ValueError(f"group must be at least 1, got {group}")
@@ -190,7 +189,7 @@ def apply_q(refl, c, *, group=None):
     >>> bool(np.allclose(q @ (np.diag(bd.d) + np.diag(bd.e, 1)) @ p.T, dense))
     True
     """
-    return _apply(refl.v_left, refl.tau_left, refl.bandwidth, c, group, 1)
+    return _apply(refl.v_left, refl.tau_left, refl.bandwidth, c, group)
 
 
 def apply_p(refl, c, *, group=None):
@@ -207,22 +206,4 @@ def apply_p(refl, c, *, group=None):
     >>> bool(np.allclose(p.T @ p, np.eye(7)))
     True
     """
-    return _apply(refl.v_right, refl.tau_right, refl.bandwidth, c, group, 1)
-
-
-def apply_sym_q(refl, c, *, group=None):
-    """Q·c for the reflectors of :func:`gpusvd.condensed.sym_bulge.band_to_tridiagonal`
-    (A = Q·T_chased·Qᴴ), the blocked form of :func:`sym_bulge.apply_chase_q`; parameters
-    as :func:`apply_q`, with a sym_bulge.ChaseReflectors.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from gpusvd.condensed import sym_bulge
-    >>> band = np.random.default_rng(2).standard_normal((8, 3))
-    >>> t = sym_bulge.band_to_tridiagonal(band, record=True)
-    >>> x = np.random.default_rng(3).standard_normal((8, 2))
-    >>> bool(np.allclose(apply_sym_q(t.reflectors, x), sym_bulge.apply_chase_q(t.reflectors, x)))
-    True
-    """
-    return _apply(refl.v, refl.tau, refl.bandwidth, c, group, 2)
+    return _apply(refl.v_right, refl.tau_right, refl.bandwidth, c, group)

@@ -1,5 +1,5 @@
-"""Singular values by the two-stage reduction: dense → band → bidiagonal → values solver;
-and Hermitian eigenvalues by its symmetric twin (:func:`two_stage_eigenvalues`).
+"""Singular values, and the SVD, by the two-stage reduction: dense → band → bidiagonal →
+values solver (or the bidiagonal's SVD and the back-transformations: :func:`two_stage_svd`).
 
 1. Stage 1 (band.py): A = Q·B_band·Pᴴ, all but the panel QRs as GEMMs, on the device that
    holds A.
@@ -27,12 +27,18 @@ reduced through its transpose (same values), and for m ≥ 1.6·n a QR of A leav
 to reduce. Through ``svdvals`` the front end (_core/front_end.py) has already brought
 max|A| into that range by the same rule, so the scale here is 1 and nothing is scaled
 twice.
+
+The symmetric twin, Hermitian eigenvalues and eigenvectors by dense → Hermitian band →
+tridiagonal (``two_stage_eigenvalues`` and ``two_stage_eigh``, with ``sym_band.py``,
+``sym_bulge.py`` and its CUDA kernel, and the tridiagonal divide and conquer
+``tridiagonal_dc.py`` with its secular-equation and vector kernels), was removed in issue
+28: no public function called it, and on the H100 it took 1.22 s at 8192² float64 against
+cuSOLVER syevd's 0.63 s (NOTES.md); git keeps it.
 """
 
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import scipy.linalg
 
 from .._core import profile, tunables
 from .._core.backend import array_namespace, to_host
@@ -44,10 +50,6 @@ from .bidiagonal_dc import bidiagonal_svd
 from .bidiagonal_svd_dc import bidiagonal_svd_dc
 from .bisection import bidiagonal_singular_values_bisection
 from .bulge import band_to_bidiagonal
-from .sym_band import apply_q as apply_hermitian_q
-from .sym_band import hermitian_band_of, reduce_to_hermitian_band
-from .sym_bulge import band_to_tridiagonal
-from .tridiagonal_dc import tridiagonal_eigh
 
 # dgesvd's crossover (LAPACK ILAENV ispec 6: MNTHR = 1.6·min(m, n)): from m ≥ 1.6·n a QR
 # first makes stage 1 reduce n×n instead of m×n (2mn² flops of QR instead of 4mn²).
@@ -252,129 +254,3 @@ def two_stage_svd(a, xp=None, *, full_matrices=False, bandwidth=None):
         u, s, vh = _vectors_tall(work, xp, b, full_matrices)
     s = scale_values(s.astype(real, copy=False), -k, xp)
     return xp.ascontiguousarray(u), s, xp.ascontiguousarray(vh)
-
-
-def two_stage_eigenvalues(a, xp=None, *, bandwidth=None):
-    """Eigenvalues of one finite Hermitian matrix by the two-stage reduction, ascending.
-
-    Dense → Hermitian band (sym_band.py, on the device that holds A), band → real
-    symmetric tridiagonal by bulge chasing where the band lies (sym_bulge.py: the Numba
-    loop, or its CUDA twin for a real CuPy band), then LAPACK's tridiagonal eigenvalues
-    (``scipy.linalg.eigvalsh_tridiagonal``: dstebz/dsterf) on the host. The values of
-    :func:`two_stage_eigh` (issue 18); not called by a public function: on the H100 it
-    took 2.02 s at n = 8192 against syevd's 0.58 (NOTES.md, session 10), its host
-    tridiagonal solver 1.37 s of it. Both reductions are unitary, so every eigenvalue
-    moves by at most a modest multiple of n·ε·‖A‖ (Weyl).
-
-    Parameters
-    ----------
-    a : (n, n) NumPy or CuPy array, float32, float64, complex64 or complex128
-        Hermitian (only its lower triangle and the real part of its diagonal are read),
-        finite; not modified.
-    xp : module, optional
-        ``numpy`` or ``cupy``, the namespace of ``a`` (taken from ``a`` when omitted).
-    bandwidth : int, optional
-        b of stage 1, as :func:`two_stage_singular_values`.
-
-    Returns
-    -------
-    w : (n,) array of the real dtype, in the namespace of ``a``, ascending
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> g = np.random.default_rng(0).standard_normal((30, 30))
-    >>> w = two_stage_eigenvalues(g + g.T, bandwidth=4)
-    >>> bool(np.allclose(w, np.linalg.eigvalsh(g + g.T), rtol=0, atol=1e-12))
-    True
-    """
-    xp = array_namespace(a) if xp is None else xp
-    real = np.finfo(a.dtype).dtype
-    n = a.shape[0]
-    if a.ndim != 2 or a.shape[1] != n:
-        raise ValueError(f"two_stage_eigenvalues needs a square matrix, got shape {a.shape}")
-    if n == 0:
-        return xp.zeros(0, dtype=real)
-    b = _bandwidth(n, bandwidth, xp)
-    k, work = _scaled_copy(a, xp)
-    with profile.phase("eigen_stage1", xp):
-        band = hermitian_band_of(reduce_to_hermitian_band(work, bandwidth=b))
-    with profile.phase("eigen_stage2", xp):
-        tri = band_to_tridiagonal(band)
-    with profile.phase("eigen_solver", xp):
-        w = scipy.linalg.eigvalsh_tridiagonal(to_host(tri.d).astype(np.float64),
-                                              to_host(tri.e).astype(np.float64))
-    return scale_values(xp.asarray(w.astype(real)), -k, xp)
-
-
-def two_stage_eigh(a, xp=None, *, bandwidth=None):
-    """Eigenvalues and eigenvectors of one finite Hermitian matrix by the two-stage
-    reduction: A = V·diag(w)·Vᴴ, w ascending.
-
-    :func:`two_stage_eigenvalues` with vectors, as LAPACK's dsyevd_2stage: dense →
-    Hermitian band, A = Q₁·B·Q₁ᴴ (sym_band.py, GEMMs on the device that holds A); band →
-    real tridiagonal by bulge chasing with its reflectors recorded, B = (Q₂·D)·T·(Q₂·D)ᴴ
-    (sym_bulge.py, where the band lies: the CUDA kernel for a real CuPy band, the Numba
-    loop on the host otherwise, complex bands included); T = Z·diag(w)·Zᵀ by divide and
-    conquer (tridiagonal_dc.py: O(n) work on the host in float64, its GEMMs in ``xp``);
-    then V = Q₁·(Q₂·(D·Z)), stage 2's reflectors in blocks (chase_back.py) and stage 1's
-    compact WY factors, all GEMMs. Every step is backward stable, so ‖A − V·W·Vᴴ‖,
-    ‖VᴴV − I‖ and each eigenvalue's error are a modest multiple of n·ε·‖A‖ (Weyl).
-    Not yet called by a public function: the polar method's ``eigh`` of H is to become
-    it where it beats syevd (issue 18); H100, 2026-11-25, n = 8192 float64: 1.24–1.66 s
-    against syevd's 0.63 (NOTES.md, session 10).
-
-    Parameters
-    ----------
-    a : (n, n) NumPy or CuPy array, float32, float64, complex64 or complex128
-        Hermitian (only its lower triangle and the real part of its diagonal are read),
-        finite; not modified.
-    xp : module, optional
-        ``numpy`` or ``cupy``, the namespace of ``a`` (taken from ``a`` when omitted).
-    bandwidth : int, optional
-        b of stage 1, as :func:`two_stage_singular_values`.
-
-    Returns
-    -------
-    w : (n,) array of the real dtype, in the namespace of ``a``, ascending
-    v : (n, n) array of ``a``'s dtype, in the namespace of ``a``, Fortran order
-        The orthonormal eigenvectors, as columns.
-
-    Raises
-    ------
-    ValueError
-        If ``a`` is not square, or ``bandwidth`` < 1.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> g = np.random.default_rng(0).standard_normal((30, 30))
-    >>> a = g + g.T
-    >>> w, v = two_stage_eigh(a, bandwidth=4)
-    >>> bool(np.allclose(w, np.linalg.eigvalsh(a), rtol=0, atol=1e-12))
-    True
-    >>> bool(np.allclose((v * w) @ v.T, a, rtol=0, atol=1e-12))
-    True
-    """
-    xp = array_namespace(a) if xp is None else xp
-    real = np.finfo(a.dtype).dtype
-    n = a.shape[0]
-    if a.ndim != 2 or a.shape[1] != n:
-        raise ValueError(f"two_stage_eigh needs a square matrix, got shape {a.shape}")
-    if n == 0:
-        return xp.zeros(0, dtype=real), xp.zeros((0, 0), dtype=a.dtype)
-    b = _bandwidth(n, bandwidth, xp)
-    k, work = _scaled_copy(a, xp)
-    with profile.phase("eigh_stage1", xp):
-        red = reduce_to_hermitian_band(work, bandwidth=b)
-    with profile.phase("eigh_stage2", xp):
-        tri = band_to_tridiagonal(hermitian_band_of(red), record=True)
-    with profile.phase("eigh_solver", xp):
-        # T's values from the solver: each to n·ε·‖T‖ (tridiagonal_dc.py), in float64
-        w, z = tridiagonal_eigh(np.asarray(to_host(tri.d), np.float64),
-                                np.asarray(to_host(tri.e), np.float64), xp=xp)
-        z = z.astype(a.dtype, copy=False)
-    with profile.phase("eigh_back_transform", xp):
-        v = xp.asfortranarray(chase_back.apply_sym_q(tri.reflectors, tri.phase[:, None] * z))
-        v = apply_hermitian_q(red, v)
-    return scale_values(xp.asarray(w).astype(real, copy=False), -k, xp), v

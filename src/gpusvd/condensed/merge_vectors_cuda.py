@@ -1,13 +1,14 @@
-"""The GPU twins of the divide-and-conquer solvers' per-merge vectors and per-leaf
+"""The GPU twins of the bidiagonal divide and conquer's per-merge vectors and per-leaf
 placement: the launchers of ``kernels/merge_vectors.cu``.
 
 A merge's k×k vectors (Gu & Eisenstat's ẑ, then the normalized columns) take about 25
-CuPy operations on k×k arrays in the xp twins, :func:`.bidiagonal_svd_dc._merge_vectors`
-(dlasd3) and :func:`.tridiagonal_dc._rank_one_vectors` (dlaed3): fancy-index gathers,
-products, reductions, each a launch and its Python overhead, 255 merges at n = 8192 (H100:
-0.42 s for the SVD's, 0.24 s for the eigensolver's). Here a merge is one host→device copy
-of its O(k) inputs and two launches, the weights then the columns, doing the same
-arithmetic per entry (the kernel file says where the order of sums differs).
+CuPy operations on k×k arrays in the xp twin, :func:`.bidiagonal_svd_dc._merge_vectors`
+(dlasd3): fancy-index gathers, products, reductions, each a launch and its Python
+overhead, 255 merges at n = 8192 (H100: 0.42 s). Here a merge is one host→device copy of
+its O(k) inputs and two launches, the weights then the columns, doing the same arithmetic
+per entry (the kernel file says where the order of sums differs). (The tridiagonal
+eigensolver's twin, ``eigh_merge_vectors`` of dlaed3, was removed with that solver and
+the two-stage symmetric eigensolver in issue 28; git keeps it.)
 
 The leaves likewise: computed on the host (LAPACK), they cross to the device in one copy
 (:func:`pack_blocks`) and one launch places them all, where each took a copy and a
@@ -48,13 +49,18 @@ def upload(poles, z):
     return _upload(np.asarray(poles, np.float64), np.asarray(z, np.float64))
 
 
-def _launch(kind, poles, z, origin, tau, outputs):
-    """The weights and columns kernels of ``kind`` ("svd" or "eigh") for one merge; its
-    inputs all on the host (one copy), or all on the device (the roots from
-    secular_cuda.py, the poles and weights from :func:`upload`)."""
+def svd_merge_vectors(poles, z, origin, tau):
+    """(U_M, V_M), k×k column-major float64 CuPy arrays, of the merge whose poles
+    (ascending, ``poles[0] = 0``), weights and roots (offsets ``tau`` from
+    ``poles[origin]``) are the host arrays given (one copy), or all device arrays (the
+    roots from secular_cuda.py, the poles and weights from :func:`upload`): the twin of
+    ``bidiagonal_svd_dc._merge_vectors``."""
     import cupy
 
     k = poles.shape[0]
+    u, v = cupy.empty((k, k), order="F"), cupy.empty((k, k), order="F")
+    if k == 0:
+        return u, v
     if isinstance(tau, cupy.ndarray):
         d = poles
     else:
@@ -63,37 +69,11 @@ def _launch(kind, poles, z, origin, tau, outputs):
     ctype = kernels.CTYPE[np.dtype(np.float64)]
     zhat = cupy.empty(k)
     rows = _WEIGHT_THREADS // _LANES
-    kernels.get_kernel(_KERNEL_FILE, f"{kind}_merge_weights<{ctype}>")(
+    kernels.get_kernel(_KERNEL_FILE, f"svd_merge_weights<{ctype}>")(
         ((k + rows - 1) // rows,), (_WEIGHT_THREADS,), (d, z, tau, origin, np.int64(k), zhat))
-    kernels.get_kernel(_KERNEL_FILE, f"{kind}_merge_columns<{ctype}>")(
-        (k,), (_COLUMN_THREADS,), (d, tau, origin, zhat, np.int64(k), *outputs))
-
-
-def svd_merge_vectors(poles, z, origin, tau):
-    """(U_M, V_M), k×k column-major float64 CuPy arrays, of the merge whose poles
-    (ascending, ``poles[0] = 0``), weights and roots (offsets ``tau`` from
-    ``poles[origin]``) are the host arrays given, or all device arrays: the twin of
-    ``bidiagonal_svd_dc._merge_vectors``."""
-    import cupy
-
-    k = poles.shape[0]
-    u, v = cupy.empty((k, k), order="F"), cupy.empty((k, k), order="F")
-    if k:
-        _launch("svd", poles, z, origin, tau, (u, v))
+    kernels.get_kernel(_KERNEL_FILE, f"svd_merge_columns<{ctype}>")(
+        (k,), (_COLUMN_THREADS,), (d, tau, origin, zhat, np.int64(k), u, v))
     return u, v
-
-
-def eigh_merge_vectors(poles, z, origin, tau):
-    """The eigenvectors, a k×k column-major float64 CuPy array, of the rank-one merge
-    whose poles (ascending), weights and roots (offsets ``tau`` from ``poles[origin]``)
-    are the host arrays given: the twin of ``tridiagonal_dc._rank_one_vectors``."""
-    import cupy
-
-    k = poles.shape[0]
-    u = cupy.empty((k, k), order="F")
-    if k:
-        _launch("eigh", poles, z, origin, tau, (u,))
-    return u
 
 
 def pack_blocks(blocks):
@@ -111,7 +91,7 @@ def pack_blocks(blocks):
 def place_blocks(target, blocks, starts):
     """``target[s:s + m, s:s + m] = block`` for each host block (m×m) and start, into the
     column-major float64 CuPy view ``target``: one copy and one launch for all of them
-    (the twin of the setitems in the solvers' ``_solve_block``)."""
+    (the twin of ``bidiagonal_svd_dc._place_host``)."""
     if not blocks:
         return
     if target.strides[0] != target.itemsize:

@@ -1,8 +1,8 @@
-"""The GPU twin of deflation's column rotations in the divide-and-conquer solvers
-(:func:`gpusvd.condensed.tridiagonal_dc._rotate_host`): the launcher of
+"""The GPU twin of deflation's column rotations in the bidiagonal divide and conquer
+(:func:`gpusvd.condensed.bidiagonal_svd_dc._rotate_host`): the launcher of
 ``kernels/rotate_pairs.cu``, one thread per row through every rotation in order.
 
-Whole-column CuPy operations (``tridiagonal_dc._rotate_columns``) cost six launches per
+Whole-column CuPy operations (``bidiagonal_svd_dc._rotate_columns``) cost six launches per
 rotation, and a merge of clustered values deflates by rotation up to k − 1 times; here a
 merge's rotations are one launch.
 """

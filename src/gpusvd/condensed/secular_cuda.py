@@ -1,16 +1,18 @@
-"""The roots of a divide-and-conquer merge's secular equation on the GPU: the launchers
-of ``kernels/secular.cu``.
+"""The roots of a bidiagonal divide-and-conquer merge's secular equation on the GPU: the
+launcher of ``kernels/secular.cu``.
 
-Both divide-and-conquer solvers find each merge's k roots on the host with Numba, one
-root per thread: :func:`.secular._root` (dlaed4, the symmetric tridiagonal solver) and
-:func:`.secular_svd._root` (dlasd4, the bidiagonal SVD), O(k) work per step and O(k²) per
-merge. At n = 8192 that is 0.23 s on a 16-core H100 host over 255 merges, on the critical
-path between two GPU phases, with the merge's poles and weights crossing to the host and
-its roots back. Here a merge's roots are one launch on device arrays, a warp (32 lanes)
-per root, with no synchronization: the caller checks convergence (:func:`check_converged`)
-once the step counts reach the host for another reason.
+On the host the bidiagonal SVD (bidiagonal_svd_dc.py) finds each merge's k roots with
+Numba, one root per thread (:func:`.secular_svd._root`, dlasd4), O(k) work per step and
+O(k²) per merge. At n = 8192 that is 0.23 s on a 16-core H100 host over 255 merges, on the
+critical path between two GPU phases, with the merge's poles and weights crossing to the
+host and its roots back. Here a merge's roots are one launch on device arrays, a warp (32
+lanes) per root, with no synchronization: the caller checks convergence
+(:func:`.secular.check_converged`) once the step counts reach the host for another
+reason. (The twin of the tridiagonal eigensolver's roots, ``eigh_roots`` of dlaed4, was
+removed with that solver and the two-stage symmetric eigensolver in issue 28; git keeps
+it.)
 
-The kernels are the Numba ``_root``s operation by operation (the same models, safeguards,
+The kernel is the Numba ``_root`` operation by operation (the same models, safeguards,
 stopping test, constants, origin choice and the k = 1 and last-root cases); the one
 difference is the order of each step's sums over the poles j, split over the 32 lanes and
 added by shuffles. A root may then differ from the Numba twin's by the rounding of those
@@ -22,7 +24,7 @@ twin's bit for bit.
 import numpy as np
 
 from .._core import kernels
-from .secular import _UNIT_ROUNDOFF, MAX_STEPS, check_converged  # noqa: F401 (its API)
+from .secular import _UNIT_ROUNDOFF, MAX_STEPS
 
 _KERNEL_FILE = "condensed/kernels/secular.cu"
 # Threads per block: 8 roots of 32 lanes (a warp per root, as merge_vectors_cuda's rows).
@@ -30,59 +32,10 @@ _THREADS = 256
 _LANES = 32
 
 
-def _launch(name, d, z, scalars, max_steps):
-    """``name``'s kernel on the k poles ``d`` and weights ``z``: (origin, tau, steps)."""
-    import cupy
-
-    k = d.shape[0]
-    if k < 1 or z.shape != (k,):
-        raise ValueError(f"secular equation: need k >= 1 poles and as many weights, got "
-                         f"{d.shape} and {z.shape}")
-    d = cupy.ascontiguousarray(d, np.float64)
-    z = cupy.ascontiguousarray(z, np.float64)
-    origin, tau, steps = cupy.empty(k, np.int64), cupy.empty(k), cupy.empty(k, np.int64)
-    roots = _THREADS // _LANES
-    kernels.get_kernel(_KERNEL_FILE, f"{name}<{kernels.CTYPE[np.dtype(np.float64)]}>")(
-        ((k + roots - 1) // roots,), (_THREADS,),
-        (d, z, *scalars, np.int64(k), np.int64(max_steps), np.float64(_UNIT_ROUNDOFF),
-         origin, tau, steps))
-    return origin, tau, steps
-
-
-def eigh_roots(d, z, rho, max_steps=MAX_STEPS):
-    """The roots of f(λ) = 1/ρ + Σ z_j²/(d_j − λ) on the GPU, each as an offset from a
-    pole: the twin of :func:`.secular.secular_roots`, without its convergence check.
-
-    Parameters
-    ----------
-    d, z : (k,) CuPy arrays of float64, k ≥ 1
-        The poles, strictly increasing, and the weights, all nonzero.
-    rho : float
-        ρ > 0.
-    max_steps : int
-        Steps per root before it counts as not converged.
-
-    Returns
-    -------
-    origin, tau, steps : (k,) CuPy arrays of int64, float64, int64
-        Root i is ``d[origin[i]] + tau[i]``; ``steps[i] > max_steps`` where it did not
-        converge (pass ``steps`` on the host to :func:`check_converged`). Not synchronized.
-
-    Examples
-    --------
-    >>> import cupy as cp  # doctest: +SKIP
-    >>> d, z = cp.array([0.0, 1.0, 2.0]), cp.array([0.6, 0.64, 0.48])  # doctest: +SKIP
-    >>> origin, tau, steps = eigh_roots(d, z, 1.0)  # doctest: +SKIP
-    >>> check_converged(steps.get())  # doctest: +SKIP
-    >>> d[origin] + tau  # the eigenvalues of diag(d) + z zᵀ  # doctest: +SKIP
-    """
-    return _launch("eigh_secular_roots", d, z, (np.float64(rho),), max_steps)
-
-
 def svd_roots(d, z, max_steps=MAX_STEPS):
-    """The roots of f(σ) = 1 + Σ z_j²/((d_j − σ)(d_j + σ)) on the GPU, each as an offset
-    from a pole: the twin of :func:`.secular_svd.secular_singular_values`, without its
-    convergence check.
+    """The roots of f(σ) = 1 + Σ z_j²/((d_j − σ)(d_j + σ)) on the GPU, each as an
+    offset from a pole: the twin of :func:`.secular_svd.secular_singular_values`, without
+    its convergence check.
 
     Parameters
     ----------
@@ -95,15 +48,33 @@ def svd_roots(d, z, max_steps=MAX_STEPS):
     Returns
     -------
     origin, tau, steps : (k,) CuPy arrays of int64, float64, int64
-        As for :func:`eigh_roots`, with σ_i = ``d[origin[i]] + tau[i]``.
+        Root i is σ_i = ``d[origin[i]] + tau[i]``; ``steps[i] > max_steps`` where it did
+        not converge (pass ``steps`` on the host to :func:`.secular.check_converged`).
+        Not synchronized.
 
     Examples
     --------
     The singular values of e₁zᵀ + diag(d) (on a GPU):
 
     >>> import cupy as cp  # doctest: +SKIP
+    >>> from gpusvd.condensed.secular import check_converged  # doctest: +SKIP
     >>> origin, tau, steps = svd_roots(cp.array([0.0, 1.0, 2.0]),
     ...                                cp.array([0.6, 0.64, 0.48]))  # doctest: +SKIP
     >>> check_converged(steps.get())  # doctest: +SKIP
     """
-    return _launch("svd_secular_roots", d, z, (), max_steps)
+    import cupy
+
+    k = d.shape[0]
+    if k < 1 or z.shape != (k,):
+        raise ValueError(f"secular equation: need k >= 1 poles and as many weights, got "
+                         f"{d.shape} and {z.shape}")
+    d = cupy.ascontiguousarray(d, np.float64)
+    z = cupy.ascontiguousarray(z, np.float64)
+    origin, tau, steps = cupy.empty(k, np.int64), cupy.empty(k), cupy.empty(k, np.int64)
+    roots = _THREADS // _LANES
+    ctype = kernels.CTYPE[np.dtype(np.float64)]
+    kernels.get_kernel(_KERNEL_FILE, f"svd_secular_roots<{ctype}>")(
+        ((k + roots - 1) // roots,), (_THREADS,),
+        (d, z, np.int64(k), np.int64(max_steps), np.float64(_UNIT_ROUNDOFF), origin, tau,
+         steps))
+    return origin, tau, steps

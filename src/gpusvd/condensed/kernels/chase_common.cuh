@@ -1,17 +1,19 @@
-// What the two bulge chasing kernels share: bulge.cu (upper band -> bidiagonal, the SVD's
-// stage 2) and sym_bulge.cu (Hermitian band -> tridiagonal, the eigensolver's). Both are
-// persistent kernels that run one sweep per thread block with task h of sweep s waiting
-// for task h + lag of sweep s-1 (each file derives its own lag), and both form their
-// reflectors as the Numba loops do (bulge._reflector, LAPACK's dlarfg). Each kernel file
-// includes this header by its relative path, as complex.cuh, so NVRTC
-// (kernels.expanded_source inlines it), nvcc and the host builds of the tests
-// (tests/condensed/host_bulge.py, host_sym_bulge.py) all find it.
+// The scheduling and reflector pieces of the bulge chasing kernel bulge.cu (upper band ->
+// bidiagonal, the SVD's stage 2): a persistent kernel that runs one sweep per thread
+// block with task h of sweep s waiting for task h + lag of sweep s-1 (the kernel file
+// derives its lag), forming its reflectors as the Numba loop does (bulge._reflector,
+// LAPACK's dlarfg). They were shared with sym_bulge.cu (Hermitian band -> tridiagonal, the
+// two-stage eigensolver's stage 2) until that eigensolver was removed in issue 28 (1.22 s
+// at 8192^2 float64 on the H100 against cuSOLVER syevd's 0.63 s; git keeps it). The kernel
+// file includes this header by its relative path, as complex.cuh, so NVRTC
+// (kernels.expanded_source inlines it), nvcc and the host build of the tests
+// (tests/condensed/host_bulge.py) all find it.
 //
 // Rounding: products are rounded before they are added (__fmul_rn, __dmul_rn), so nothing
-// is contracted into an fma the Numba loops do not do; the reflector's scalars are
-// computed in double for float data too, as the Numba loops compute them. hypot is
-// CUDA's (within 2 ulp), where the Numba loops call the C library's: on the GPU the twins
-// agree to rounding, in the host builds bit for bit.
+// is contracted into an fma the Numba loop does not do; the reflector's scalars are
+// computed in double for float data too, as the Numba loop computes them. hypot is
+// CUDA's (within 2 ulp), where the Numba loop calls the C library's: on the GPU the twins
+// agree to rounding, in the host build bit for bit.
 
 #pragma once
 
@@ -22,8 +24,8 @@ constexpr int CHASE_MAX_THREADS = 256;
 // reflector whose entries are all below it is formed on x * 2^969, exactly. Down the
 // trailing block of a long chase the entries shrink like products of earlier ones and
 // reach subnormals (n = 3000, b = 16 on a random band): without the rescaling
-// 1 / (alpha - beta) is inf there, and d, e come out NaN, in the kernels and in the
-// Numba loops alike.
+// 1 / (alpha - beta) is inf there, and d, e come out NaN, in the kernel and in the
+// Numba loop alike.
 constexpr double REFLECTOR_SAFMIN = 0x1p-969;
 constexpr double REFLECTOR_RSAFMN = 0x1p+969;
 // Pause between two readings of a progress counter: spinning blocks leave the issue slots
@@ -47,8 +49,8 @@ __device__ __forceinline__ int smaller(int a, int b) { return a < b ? a : b; }
 // __launch_bounds__(CHASE_MAX_THREADS, 1), registers over occupancy (228 registers a
 // thread in double: 4 blocks of 64 threads per SM, where the 171 sweeps in flight at
 // n = 8192 need 2); with no minimum, ptxas holds its float kernel to 128 and spills.
-// (sym_bulge.cu does not hold: the same scheme on its three windows, its rows read
-// along the band's diagonals, took its chase from 0.31 to 0.34 s at n = 8192 on the
+// (The removed sym_bulge.cu did not hold: the same scheme on its three windows, its rows
+// read along the band's diagonals, took its chase from 0.31 to 0.34 s at n = 8192 on the
 // H100, where bulge.cu's went from 0.28 to 0.18; NOTES.md, session 11.)
 constexpr int CHASE_HELD = 32;
 
@@ -166,7 +168,7 @@ __device__ __forceinline__ void store_release(int *p, int v)
 // running, and no co-residency is needed: the grid only bounds the number of sweeps in
 // flight. Every entry is reduced by the same operations in the same order as in the
 // sequential loop whatever the schedule, when the lag orders every pair of tasks that
-// share an entry (each kernel's comment derives its lag): the kernels are deterministic,
+// share an entry (the kernel's comment derives its lag): the kernel is deterministic,
 // bit for bit from run to run (no atomics on data; which block runs a sweep does not
 // matter).
 template <int Lag, typename Task> __device__ void run_sweeps(int n, int *sync, Task task)

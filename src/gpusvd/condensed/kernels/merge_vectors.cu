@@ -1,13 +1,14 @@
-// The k x k vectors of one divide-and-conquer merge (Gu & Eisenstat), and the leaves'
-// blocks placed on the diagonal: the CUDA twins of bidiagonal_svd_dc._merge_vectors
-// (dlasd3), tridiagonal_dc._rank_one_vectors (dlaed3) and the leaves' setitems of both
-// solvers' _solve_block. The modules' docstrings give the formulas and the papers.
+// The k x k vectors of one bidiagonal divide-and-conquer merge (Gu & Eisenstat), and the
+// leaves' blocks placed on the diagonal: the CUDA twins of bidiagonal_svd_dc._merge_vectors
+// (dlasd3) and bidiagonal_svd_dc._place_host. The module's docstring gives the formulas
+// and the papers. (The tridiagonal eigensolver's kernels, eigh_merge_weights and
+// eigh_merge_columns of dlaed3, were removed with that solver in issue 28; git keeps them.)
 //
 // A merge is two launches instead of ~25 CuPy operations on k x k arrays:
-//   *_merge_weights: a group of `lanes` threads (a warp) per row i forms the factors of
+//   svd_merge_weights: a group of `lanes` threads (a warp) per row i forms the factors of
 //     z_hat_i (the ratios of the xp code, with its differences and operation order), each
 //     lane a strided share of j, and multiplies the lanes' partial products by shuffles.
-//   *_merge_columns: one thread block per column j, threads over rows i: the column's
+//   svd_merge_columns: one thread block per column j, threads over rows i: the column's
 //     entries, its 2-norm by a block sum, the column divided by it. The matrices are
 //     column-major (k x k, leading dimension k): consecutive threads write consecutive
 //     entries of one column (coalesced).
@@ -125,48 +126,6 @@ __global__ void svd_merge_columns(const T *__restrict__ d, const T *__restrict__
         vj[i] /= nv;
         uj[i] /= nu;
     }
-}
-
-// z_hat_i = sqrt(-prod_j delta_ij / (d_i - d_j)), the j = i denominator 1, times
-// sign(z_i); delta_ij = (d_i - d_origin_j) - tau_j (dlaed3, Loewner's formula).
-template <typename T>
-__global__ void eigh_merge_weights(const T *__restrict__ d, const T *__restrict__ z,
-                                   const T *__restrict__ tau,
-                                   const long long *__restrict__ origin, long long k,
-                                   T *__restrict__ zhat)
-{
-    const long long i = group_row();
-    if (i >= k)
-        return;
-    const T di = d[i];
-    const T product = row_product<T>(k, [&](long long j) {
-        const T delta = (di - d[origin[j]]) - tau[j];
-        return delta / (j == i ? T(1) : di - d[j]);
-    });
-    if (threadIdx.x % group_lanes() == 0)
-        zhat[i] = sqrt(-product) * sign_of(z[i]);
-}
-
-// Column j of the eigenvectors: u_ij = z_hat_i / delta_ij, divided by its 2-norm.
-template <typename T>
-__global__ void eigh_merge_columns(const T *__restrict__ d, const T *__restrict__ tau,
-                                   const long long *__restrict__ origin,
-                                   const T *__restrict__ zhat, long long k,
-                                   T *__restrict__ u)
-{
-    __shared__ T partial[32];
-    const long long j = blockIdx.x;
-    const T dj = d[origin[j]], tj = tau[j];
-    T *uj = u + j * k;
-    T su = T(0);
-    for (long long i = threadIdx.x; i < k; i += blockDim.x) {
-        const T ui = zhat[i] / ((d[i] - dj) - tj);
-        uj[i] = ui;
-        su += ui * ui;
-    }
-    const T nu = sqrt(block_sum(su, partial));
-    for (long long i = threadIdx.x; i < k; i += blockDim.x)
-        uj[i] /= nu;
 }
 
 // The leaves' blocks onto the diagonal of the column-major out (leading dimension ld),

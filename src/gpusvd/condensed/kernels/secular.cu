@@ -1,7 +1,8 @@
-// The roots of a divide-and-conquer merge's secular equation, one group of lanes (a warp)
-// per root: the CUDA twins of secular._root (symmetric rank-one update, dlaed4) and
-// secular_svd._root (bidiagonal SVD, dlasd4), whose module docstrings give the equations,
-// the models, the safeguards, the stopping test and the papers.
+// The roots of a bidiagonal divide-and-conquer merge's secular equation, one group of
+// lanes (a warp) per root: the CUDA twin of secular_svd._root (dlasd4), whose module
+// docstring (and secular.py's) gives the equation, the models, the safeguards, the
+// stopping test and the papers. (The twin of the tridiagonal eigensolver's roots,
+// eigh_secular_roots of dlaed4, was removed with that solver in issue 28; git keeps it.)
 //
 // A group is min(blockDim.x, 32) lanes (blockDim.x a multiple of 32 on the GPU, 1 on the
 // host); root i is found by group i. Each step's sums over the poles j < k (psi,
@@ -11,22 +12,21 @@
 // every lane). The rest of a step is scalar code that every lane runs identically, so the
 // lanes never diverge and leave the loop together; lane 0 writes the root.
 //
-// The scalar operations and their order are the Numba twins', so that only the order of
+// The scalar operations and their order are the Numba twin's, so that only the order of
 // the sums over j differs: every product that feeds a sum is written mul_rn (__dmul_rn)
 // so that nvcc does not contract it into an fma where the Numba code rounds twice;
 // division and square root round correctly (nvcc's and NVRTC's defaults). With one lane
 // (blockDim.x = 1, the host build of tests/condensed/host_secular.py) the sums are in the
-// Numba order too, and the roots are the Numba twins' bit for bit.
+// Numba order too, and the roots are the Numba twin's bit for bit.
 //
 // d (poles ascending) and z (weights, all nonzero) hold k entries; root i is
-// d[origin[i]] + tau[i] (eigh) or its square root's offset (svd: sigma_i = d[o] + tau[i]);
-// steps[i] > max_steps where it did not converge.
+// sigma_i = d[origin[i]] + tau[i]; steps[i] > max_steps where it did not converge.
 
 __device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
 
-// The Numba twins' constants (secular.py, secular_svd.py: dlaed4's and dlasd4's): the
-// weight of sum |z_j^2/delta_j| in the rounding error bound of f, and the factor by which
-// f must fall in a step of the same sign not to switch model.
+// The Numba twin's constants (secular_svd.py: dlasd4's): the weight of sum |z_j^2/delta_j|
+// in the rounding error bound of f, and the factor by which f must fall in a step of the
+// same sign not to switch model.
 constexpr double ERROR_WEIGHT = 8.0;
 constexpr double SLOW = 10.0;
 
@@ -102,10 +102,10 @@ __device__ T model_step(int model, bool origin_is_lower, T x, T w, T dw, T dpsi,
     return next;
 }
 
-// The origin and bracket of root i, the start of both _root's: for an interior root by
-// the sign of f at the midpoint of its interval (in the iteration's variable: squared for
-// the SVD), pole_gap(j, i) the distance from pole i to pole j in that variable, `half` half
-// the interval, f0 f's constant; for the last, (0, top_scale z'z] above the last pole.
+// The origin and bracket of root i, the start of secular_svd._root: for an interior root
+// by the sign of f at the midpoint of its interval (in the iteration's variable, squared),
+// pole_gap(j, i) the distance from pole i to pole j in that variable, `half` half the
+// interval, f0 f's constant; for the last, (0, top_scale z'z] above the last pole.
 template <typename T>
 struct Start {
     long long origin, lower;  // the root's pole and the last pole below its interval
@@ -161,7 +161,7 @@ __device__ Sums<T> step_sums(long long k, long long lower, const T *__restrict__
             lanes_sum(s.size)};
 }
 
-// After f's value w at x in step `step` of both _root's: the bracket shrunk (f rises),
+// After f's value w at x in step `step` of secular_svd._root: the bracket shrunk (f rises),
 // and the next model where f kept its sign and fell by less than SLOW (dlaed4's SWTCH,
 // with secular.py's third model).
 template <typename T>
@@ -175,63 +175,6 @@ __device__ __forceinline__ void narrow(long long step, T x, T w, T &lo, T &hi, T
     if (step > 0 && mul_rn(w, previous) > T(0) && fabs(w) > fabs(previous) / T(SLOW))
         model = (model + 1) % 3;
     previous = w;
-}
-
-// secular._root: eigenvalue i of diag(d) + rho z z', lambda_i = d[origin] + tau.
-template <typename T>
-__global__ void eigh_secular_roots(const T *__restrict__ d, const T *__restrict__ z, T rho,
-                                   long long k, long long max_steps, T eps,
-                                   long long *__restrict__ origin_out, T *__restrict__ tau_out,
-                                   long long *__restrict__ steps_out)
-{
-    const long long i = group_root();
-    if (i >= k)
-        return;  // the whole group: its lanes share i
-    const bool writer = threadIdx.x % group_lanes() == 0;
-    const T rhoinv = T(1) / rho;
-    if (k == 1) {
-        if (writer) {
-            origin_out[i] = 0;
-            tau_out[i] = mul_rn(mul_rn(rho, z[0]), z[0]);
-            steps_out[i] = 0;
-        }
-        return;
-    }
-    const T half = i < k - 1 ? (d[i + 1] - d[i]) / T(2) : T(0);
-    const Start<T> s = start<T>(i, k, z, half, rhoinv, rho,
-                             [&](long long j, long long p) { return d[j] - d[p]; });
-    const long long origin = s.origin, lower = s.lower;
-    T lo = s.lo, hi = s.hi;
-    const T d_o = d[origin];
-    T tau = origin == i ? hi : lo;
-    const long long other = origin == lower + 1 ? lower : lower + 1;
-    int model = 0;
-    T previous = T(0);
-    long long steps = max_steps + 1;
-    for (long long step = 0; step < max_steps; ++step) {
-        const Sums<T> f = step_sums<T>(k, lower, z,
-                                       [&](long long j) { return (d[j] - d_o) - tau; });
-        const T w = (rhoinv + f.psi) + f.phi;
-        const T dw = f.dpsi + f.dphi;
-        const T terms = mul_rn(T(ERROR_WEIGHT), f.size) + mul_rn(T(2), rhoinv);
-        if (fabs(w) <= mul_rn(eps, terms + mul_rn(fabs(tau), dw))) {
-            steps = step;
-            break;
-        }
-        narrow(step, tau, w, lo, hi, previous, model);
-        const T next = model_step(model, origin == lower, tau, w, dw, f.dpsi, f.dphi, z[origin],
-                                  -tau, (d[other] - d_o) - tau, d[other] - d_o, lo, hi);
-        if (next == tau) {
-            steps = step;
-            break;
-        }
-        tau = next;
-    }
-    if (writer) {
-        origin_out[i] = origin;
-        tau_out[i] = tau;
-        steps_out[i] = steps;
-    }
 }
 
 // secular_svd._sigma_offset: tau = sigma - d_o for sigma^2 = d_o^2 + x.
