@@ -313,7 +313,8 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
       stack (batched QDWH, then one batched Hermitian eigensolver);
     - on the GPU, values only of a real matrix with min(M, N) >= 8192 (tunable
       ``auto_values_gr_min_n_gpu``): ``"gr"`` through the two-stage reduction;
-    - anything else: ``"polar"``, one matrix at a time.
+    - anything else: ``"polar"``, one matrix at a time (up to 512 real columns: one CUDA
+      graph, replayed from the second call of a shape on).
 
     Every path has gesvd's accuracy or better: residual and orthogonality of a few n·ε.
     The measurements behind the rule are in BENCHMARKS.md and ``docs/guide.md``.
