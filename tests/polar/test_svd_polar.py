@@ -250,6 +250,22 @@ def test_cholesky_qr_factors(dtype, cond):
     assert np.array_equal(r, np.triu(r))
 
 
+@pytest.mark.parametrize(("cond", "passes"), [(1.0, 2), (100.0, 2), (1e6, 3), (1e12, 3)])
+def test_cholesky_qr_passes(cond, passes, monkeypatch):
+    """Two passes (CholeskyQR2 after the shift) where the shifted pass's Q₁ is within
+    ACCEPT of orthonormal, three otherwise; either way Q orthonormal and A = Q·R to
+    30 units (cholesky_qr.ACCEPT)."""
+    calls = []
+    factor = np.linalg.cholesky
+    monkeypatch.setattr(np.linalg, "cholesky", lambda g: calls.append(1) or factor(g))
+    m, n = 400, 30
+    a = testing.with_condition(m, n, cond, dtype=np.float64, seed=3)
+    q, r = cholesky_qr.cholesky_qr(a, np)
+    assert len(calls) == passes
+    assert testing.orthogonality(q) < BOUND
+    assert np.linalg.norm(a - q @ r) / (np.linalg.norm(a) * m * np.finfo(float).eps) < BOUND
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", TALL_DTYPES)
 @pytest.mark.parametrize("cond", [1.0, 1e9])

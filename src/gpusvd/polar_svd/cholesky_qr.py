@@ -20,10 +20,12 @@ from ..batched.cholesky_qr import PLAIN_PASSES, SHIFT_CONSTANT
 # shifted CholeskyQR3 in float64 (:func:`cholesky_qr`); past it, or where it fails, by
 # Householder QR. Its work is three float64 copies of A.
 MAX_ENTRIES = 2 ** 28
-# Shifted CholeskyQR3's Q is accepted when the Gram matrix of its third pass is within
-# this of I in the Frobenius norm: CholeskyQR of a Q₂ with ‖Q₂ᴴQ₂ − I‖ ≤ 0.1 (κ(Q₂)² ≤ 1.25)
-# is orthonormal to O(u) (Yamamoto et al. 2015), and a rank-deficient A, whose Q₁ is
-# singular, shows here as a large or non-finite deviation.
+# Shifted CholeskyQR3's Q is accepted when the Gram matrix of its last pass is within
+# this of I in the Frobenius norm: CholeskyQR of a Q_k with ‖Q_kᴴQ_k − I‖ ≤ 0.1 (κ(Q_k)² ≤
+# 1.25) is orthonormal to O(u) (Yamamoto et al. 2015), and a rank-deficient A, whose Q₁ is
+# singular, shows here as a large or non-finite deviation. Where the shifted pass's Q₁ is
+# within it already (κ(A) up to about 1e3 at 100000 × 1000 in float64), the second pass
+# is the last: CholeskyQR2 after the shift, one Gram product and one GEMM fewer.
 ACCEPT = 0.1
 # Float64 input: the second pass multiplies by the explicit L₂⁻ᴴ (a GEMM) instead of
 # solving when ‖Q₁ᴴQ₁ − I‖_F is at most this, so κ(L₂) = κ(Q₁) ≤ √3 and the product's
@@ -106,9 +108,13 @@ def cholesky_qr(a, xp, *, with_r=True):
              * xp.linalg.norm(w) ** 2 + np.finfo(np.float64).tiny)
     sla = scipy_linalg(xp)
     eye = xp.eye(n, dtype=wide)
-    factors = []
+    factors, deviation = [], np.inf
     try:
         for step in range(1 + PLAIN_PASSES):
+            if step == 2 and float(deviation) <= ACCEPT:
+                # Q₁ was within ACCEPT of orthonormal: the plain pass on it made Q₂
+                # orthonormal to O(u) (ACCEPT's argument), and a third would not change it.
+                break
             g = xp.ascontiguousarray(_ct(w) @ w)
             if step == 0:
                 g.reshape(-1)[::n + 1] += shift
@@ -129,4 +135,7 @@ def cholesky_qr(a, xp, *, with_r=True):
     q = w.astype(a.dtype, copy=False)
     if not with_r:
         return q, None
-    return q, (factors[2] @ factors[1] @ factors[0]).astype(a.dtype)
+    r = factors[0]
+    for factor in factors[1:]:
+        r = factor @ r
+    return q, r.astype(a.dtype)
