@@ -43,7 +43,7 @@ def _matrix_by_matrix(decompose_one):
 
 
 def _unscanned_polar(job, *, full_matrices, compute_uv):
-    """One matrix by the polar method's fixed sequence (a real matrix of up to 512
+    """One matrix by the polar method's fixed sequence (a real matrix of up to 1024
     columns on the GPU) before the front end's scan: the sequence measures max|A| in its
     CUDA graph, which saves the scan's reduction and host synchronization; its result
     stands where the scan would have left A as it is (``job.unchanged_by_scan``). None
@@ -313,7 +313,7 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
       stack (batched QDWH, then one batched Hermitian eigensolver);
     - on the GPU, values only of a real matrix with min(M, N) >= 8192 (tunable
       ``auto_values_gr_min_n_gpu``): ``"gr"`` through the two-stage reduction;
-    - anything else: ``"polar"``, one matrix at a time (up to 512 real columns: one CUDA
+    - anything else: ``"polar"``, one matrix at a time (up to 1024 real columns: a CUDA
       graph, replayed from the second call of a shape on).
 
     Every path has gesvd's accuracy or better: residual and orthogonality of a few n·ε.

@@ -85,9 +85,8 @@ def test_applies(monkeypatch):
     monkeypatch.setattr(fixed_schedule, "ON", {"numpy", "cupy"})
     assert fixed_schedule.applies(a, np)
     assert not fixed_schedule.applies(a.astype(np.complex128), np)
-    assert not fixed_schedule.applies(np.zeros((600, fixed_schedule.MAX_N + 1)), np)
-    # The schedule is fixed only where QDWH takes no estimates.
-    assert fixed_schedule.MAX_N < driver.ESTIMATES_FROM_N
+    n = fixed_schedule.MAX_N + 1
+    assert not fixed_schedule.applies(np.zeros((n, n)), np)
 
 
 @pytest.mark.gpu

@@ -16,16 +16,18 @@ The policy, per key (the caller's: shapes, dtypes, options):
 3. every call from then on copies its inputs into the graph's input buffers, launches
    the graph on the current stream and returns copies of the outputs.
 
-At most :data:`CACHED_GRAPHS` graphs are kept (least recently used first out), with the
-device memory their pools hold; :func:`clear` frees them all. Calls are serialized by a
+At most :data:`CACHED_GRAPHS` graphs holding :data:`CACHED_BYTES` of device memory in
+their pools are kept (least recently used first out); :func:`clear` frees them all. Calls are serialized by a
 lock: a graph's buffers serve one call at a time.
 """
 
 import collections
 import threading
 
-# Graphs kept, with their memory pools: eight 767² float64 SVDs hold about 0.3 GB.
+# Graphs kept, and the device memory their pools may hold together (the newest graph is
+# kept whatever its size): a 512² float64 SVD holds 27.5 MB (H100, 2026-11-27).
 CACHED_GRAPHS = 8
+CACHED_BYTES = 2 ** 29
 # Keys remembered as seen once, so that their second call captures.
 REMEMBERED_KEYS = 256
 
@@ -79,7 +81,8 @@ def replayed(key, fn, *inputs):
                     _seen.popitem(last=False)
                 return tuple(fn(*inputs))
             graph = _graphs[key] = _Graph(fn, inputs)
-            while len(_graphs) > CACHED_GRAPHS:
+            while len(_graphs) > 1 and (len(_graphs) > CACHED_GRAPHS or sum(
+                    g.pool.total_bytes() for g in _graphs.values()) > CACHED_BYTES):
                 _graphs.popitem(last=False)
         _graphs.move_to_end(key)
         return graph.replay(inputs)

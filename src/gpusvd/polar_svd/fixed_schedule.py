@@ -1,16 +1,24 @@
-"""The polar SVD of one real matrix of up to 512 columns as one fixed sequence of GPU work.
+"""The polar SVD of one real matrix of up to 1024 columns as one fixed sequence of GPU work.
 
-Below ``driver.ESTIMATES_FROM_N`` columns QDWH takes no estimates: α = √(‖A‖₁‖A‖_∞) and
-l₀ = ε (qdwh.py), so the weights of every step, and so every step's kind, follow from the
-dtype alone. With α computed on the device, the whole SVD (the QDWH steps, H = U_pᴴA, its
+Without estimates QDWH's α = √(‖A‖₁‖A‖_∞) and l₀ = ε (qdwh.py, as JAX's QDWH takes them),
+so the weights of every step, and so every step's kind, follow from the dtype alone.
+With α computed on the device, the whole SVD (the QDWH steps, H = U_pᴴA, its
 eigendecomposition by cuSOLVER's XsyevBatched, the ordering of the values and U = U_p·V)
-needs no host synchronization and no branch on a computed value: it is replayed as one
-CUDA graph (:mod:`gpusvd._core.graphs`) from the second call of a shape on, with the
-library calls made directly (:mod:`gpusvd._core.libraries`). One host synchronization
-reads three numbers at the end: the largest deviation of U's column norms from 1
-(driver.py's test for a partial isometry), whether the result is finite, and max|A|,
-the front end's scan done inside the graph (its result stands where the scan would
-have left A as it is: finite, inside the safe range).
+needs no host synchronization and no branch on a computed value: up to
+:data:`GRAPH_EIGH_MAX_N` columns it is replayed as one CUDA graph
+(:mod:`gpusvd._core.graphs`) from the second call of a shape on, with the library calls
+made directly (:mod:`gpusvd._core.libraries`); above, the QDWH steps and H are, and the
+eigendecomposition and U follow eagerly (XsyevBatched cannot be captured there). One
+host synchronization reads three numbers at the end: the largest deviation of U's
+column norms from 1 (driver.py's test for a partial isometry), whether the result is
+finite, and max|A|, the front end's scan done inside the graph (its result stands where
+the scan would have left A as it is: finite, inside the safe range).
+
+The eager driver takes estimates of α and l₀ in double precision from
+``driver.ESTIMATES_FROM_N`` = 768 columns, one QR step fewer for a well-conditioned A;
+replayed, the estimate-free schedule is faster up to 1024 columns (H100, 2026-11-27, an
+A/B in one machine session, float64: 768² 25.6–29.2 → 18.5–19.1 ms, 1024² 30.4–36.0 →
+25.0–26.2; float32 1024² 25.4–26.9 → 17.9–18.0).
 
 The arithmetic is the one of :func:`gpusvd.polar_svd.qdwh.qdwh` and
 :func:`gpusvd.polar_svd.driver.svd` with the same schedule (QR steps, Cholesky steps,
@@ -46,10 +54,13 @@ from . import qdwh
 # Where the fixed sequence runs: the GPU, where it is captured into a graph. The CPU
 # tests route their suites through it with {"numpy", "cupy"} (its NumPy twin, eager).
 ON = {"cupy"}
+# Columns up to which the fixed sequence serves (the module docstring's A/B; past it the
+# eager driver's estimates and its host cost were not measured against it). Above
+# GRAPH_EIGH_MAX_N only its QDWH part and H are replayed as a graph.
+MAX_N = 1024
 # Columns up to which cuSOLVER's XsyevBatched can be captured into a graph: at 512 it
-# is, at 767 the capture fails (XsyevBatched status 6; H100, CUDA 13, 2026-11-27). Below
-# driver.ESTIMATES_FROM_N, where the schedule is fixed.
-MAX_N = 512
+# is, from 513 the capture fails (XsyevBatched status 6; H100, CUDA 13, 2026-11-27).
+GRAPH_EIGH_MAX_N = 512
 _REAL = (np.dtype(np.float32), np.dtype(np.float64))
 # Halley's step (l = 1: a = 3, b = 1, c = 3), the one qdwh.qdwh adds where the schedule's
 # last step had not settled.
@@ -138,12 +149,12 @@ def _largest(xp, a):
     return top.reshape(1).view(a.dtype)[0]
 
 
-def _sequence(xp, steps, settle, compute_uv):
-    """The fixed sequence for one schedule: a function of A (m×n) returning
-    (U, S, Vᴴ, checks) or (S, checks), checks = [deviation, finite, max|A|]. ``settle``: the
-    change ‖X_k − X_{k−1}‖_F up to which the last step counts as settled."""
+def _polar_part(xp, steps, settle):
+    """QDWH on A (m×n) by the fixed schedule ``steps``, then H = U_pᵀ·A: a function of A
+    returning (U_p, H, max|A|). ``settle``: the change ‖X_k − X_{k−1}‖_F up to which the
+    last step counts as settled."""
     def run(a):
-        m, n = a.shape
+        n = a.shape[1]
         absolute = xp.abs(a)
         alpha = xp.sqrt(absolute.sum(axis=0).max() * absolute.sum(axis=1).max())
         # A zero A stays zero (U from its norms' test: driver.py completes it).
@@ -157,22 +168,27 @@ def _sequence(xp, steps, settle, compute_uv):
         unsettled = xp.sqrt(((x - previous) ** 2).sum()) > settle
         x = xp.where(unsettled, _step(xp, x, _HALLEY), x)
         h = libraries.gemm(xp, x, a, out=xp.empty((n, n), a.dtype), trans_a=True)
-        h = (h + h.T) * a.dtype.type(0.5)
-        lam, v = batched_eigh.eigh(h[None], xp, vectors=compute_uv)
-        order = _descending(xp, lam[0])
-        s = xp.abs(lam[0])[order]
-        finite = xp.isfinite(s).all().astype(a.dtype)
-        largest = _largest(xp, a)
-        if not compute_uv:
-            return s, xp.stack([xp.zeros((), a.dtype), finite, largest])
-        vh = xp.ascontiguousarray(v[0].T[order])
-        # H is positive semidefinite; an eigenvalue below 0 is rounding: σ = |λ| with
-        # u = −U_p·v keeps A = U·Σ·Vᵀ exact (driver._svd_square).
-        signed = vh * xp.where(lam[0][order] < 0, -1, 1).astype(a.dtype)[:, None]
-        u = libraries.gemm(xp, x, signed, out=xp.empty((m, n), a.dtype), trans_b=True)
-        deviation = xp.abs(xp.sqrt((u * u).sum(axis=0)) - 1).max()
-        return u, s, vh, xp.stack([deviation, finite, largest])
+        return x, (h + h.T) * a.dtype.type(0.5), _largest(xp, a)
     return run
+
+
+def _eigen_part(xp, x, h, largest, compute_uv):
+    """H = V·Λ·Vᵀ and U = U_p·V: (U, S, Vᴴ, checks) or (S, checks), checks =
+    [deviation, finite, max|A|]."""
+    m, n = x.shape
+    lam, v = batched_eigh.eigh(h[None], xp, vectors=compute_uv)
+    order = _descending(xp, lam[0])
+    s = xp.abs(lam[0])[order]
+    finite = xp.isfinite(s).all().astype(x.dtype)
+    if not compute_uv:
+        return s, xp.stack([xp.zeros((), x.dtype), finite, largest])
+    vh = xp.ascontiguousarray(v[0].T[order])
+    # H is positive semidefinite; an eigenvalue below 0 is rounding: σ = |λ| with
+    # u = −U_p·v keeps A = U·Σ·Vᵀ exact (driver._svd_square).
+    signed = vh * xp.where(lam[0][order] < 0, -1, 1).astype(x.dtype)[:, None]
+    u = libraries.gemm(xp, x, signed, out=xp.empty((m, n), x.dtype), trans_b=True)
+    deviation = xp.abs(xp.sqrt((u * u).sum(axis=0)) - 1).max()
+    return u, s, vh, xp.stack([deviation, finite, largest])
 
 
 class Found(NamedTuple):
@@ -200,13 +216,17 @@ def svd(a, xp, *, compute_uv):
     """
     eps = float(np.finfo(a.dtype).eps)
     settle = (qdwh.STOP_CHANGE_FACTOR * eps) ** (1.0 / 3.0)
-    run = _sequence(xp, schedule(eps), settle, compute_uv)
+    polar = _polar_part(xp, schedule(eps), settle)
     a = xp.ascontiguousarray(a)
-    if xp.__name__ == "cupy":
-        found = graphs.replayed(("polar_svd", a.shape, a.dtype.str, compute_uv), run, a)
-    else:
+    if xp.__name__ != "cupy":
         with np.errstate(all="ignore"):   # input the scan has not seen may overflow
-            found = run(a)
+            found = _eigen_part(xp, *polar(a), compute_uv)
+    elif a.shape[1] <= GRAPH_EIGH_MAX_N:
+        found = graphs.replayed(("polar_svd", a.shape, a.dtype.str, compute_uv),
+                                lambda b: _eigen_part(xp, *polar(b), compute_uv), a)
+    else:
+        found = _eigen_part(xp, *graphs.replayed(("qdwh", a.shape, a.dtype.str), polar, a),
+                            compute_uv)
     deviation, finite, largest = (float(c) for c in to_host(found[-1]))
     if not finite:
         return None

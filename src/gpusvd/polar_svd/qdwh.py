@@ -34,7 +34,9 @@ Departures, each measured or argued in NOTES.md ("polar"):
   √(‖A‖₁‖A‖_∞) and ε (JAX's choice): there the estimate saves no step, or costs more
   than the step it saves. An estimate that is too large costs only extra (cheap,
   Cholesky) steps, never accuracy: the iteration stops on NH's criterion on the
-  iterates themselves, not on l_k alone.
+  iterates themselves, not on l_k alone. On the GPU a real matrix of up to 1024
+  columns takes none either: the fixed sequence replayed as a CUDA graph
+  (fixed_schedule.py) is faster there than the estimates' saved step.
 - l₀ too large is caught: the iterate still moves SETTLE_STEPS steps after l_k reached 1.
   The weights then restart from l = ε at the current iterate (valid: its singular values
   lie in [0, 1], where every step's rational function is increasing), which bounds the
