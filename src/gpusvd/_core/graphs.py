@@ -4,7 +4,8 @@ A small matrix's SVD is a few hundred launches of microseconds each; issued one 
 from Python, the host's cost per launch (10–190 µs through CuPy) is most of the call.
 Where the sequence depends only on the shapes and dtypes of its inputs (no host
 synchronization, no branch on a computed value), it is captured once into a CUDA graph
-and then replayed with one launch (NOTES.md, "One matrix below 513 columns: a CUDA graph").
+and then replayed with one launch (NOTES.md, "One matrix below 1025 columns: a CUDA
+graph").
 
 The policy, per key (the caller's: shapes, dtypes, options):
 
@@ -17,8 +18,8 @@ The policy, per key (the caller's: shapes, dtypes, options):
    the graph on the current stream and returns copies of the outputs.
 
 At most :data:`CACHED_GRAPHS` graphs holding :data:`CACHED_BYTES` of device memory in
-their pools are kept (least recently used first out); :func:`clear` frees them all. Calls are serialized by a
-lock: a graph's buffers serve one call at a time.
+their pools are kept (least recently used first out); :func:`clear` frees them all.
+Calls are serialized by a lock: a graph's buffers serve one call at a time.
 """
 
 import collections
