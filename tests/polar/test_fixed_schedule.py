@@ -91,11 +91,12 @@ def test_applies(monkeypatch):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n", [16, 130, 300])
+@pytest.mark.parametrize("n", [16, 130, 300, 600])
 def test_graph_replays(dtype, n):
-    """First call eager, second captured, third and later replayed: the same bits
-    every time, a new matrix of the same shape gives its own SVD, and the GPU result
-    agrees with the NumPy twin within 30 n·ε."""
+    """First call eager, second captured, third and later replayed (above
+    GRAPH_EIGH_MAX_N, n = 600: the QDWH part only, the eigendecomposition eager): the
+    same bits every time, a new matrix of the same shape gives its own SVD, and the GPU
+    result agrees with the NumPy twin within 30 n·ε."""
     import cupy
 
     from gpusvd._core import graphs
