@@ -132,3 +132,35 @@ def test_graph_cache_is_bounded():
     assert graphs.cached() == graphs.CACHED_GRAPHS
     graphs.clear()
     assert graphs.cached() == 0
+
+
+@pytest.mark.parametrize("check_finite", [False, True])
+def test_unscanned_non_finite_input(check_finite, monkeypatch):
+    """NaN reaches the fixed sequence before the front end's scan: its result is not
+    kept, and the scan then raises (check_finite) or the values come back NaN."""
+    import gpusvd
+
+    monkeypatch.setattr(fixed_schedule, "ON", {"numpy", "cupy"})
+    a = testing.random_matrix(20, 20, dtype=np.float64, seed=4)
+    a[3, 4] = np.nan
+    if check_finite:
+        with pytest.raises(ValueError):
+            gpusvd.svdvals(a, method="polar", device="cpu")
+    else:
+        s = gpusvd.svdvals(a, method="polar", device="cpu", check_finite=False)
+        assert np.isnan(s).all()
+    assert fixed_schedule.svd(a, np, compute_uv=False) is None
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e300])
+def test_unscanned_outside_the_safe_range(scale, monkeypatch):
+    """A matrix the scan would rescale: the fixed sequence's result is set aside and the
+    scanned call's values stand, within 30 n·ε of LAPACK's."""
+    import gpusvd
+
+    monkeypatch.setattr(fixed_schedule, "ON", {"numpy", "cupy"})
+    n = 30
+    a = testing.random_matrix(n, n, dtype=np.float64, seed=6) * scale
+    s = gpusvd.svdvals(a, method="polar", device="cpu")
+    ref = np.linalg.svd(a / scale, compute_uv=False) * scale
+    assert np.abs(s - ref).max() <= 30 * n * np.finfo(float).eps * ref[0]

@@ -219,8 +219,13 @@ def svd(a, xp, *, compute_uv):
     polar = _polar_part(xp, schedule(eps), settle)
     a = xp.ascontiguousarray(a)
     if xp.__name__ != "cupy":
-        with np.errstate(all="ignore"):   # input the scan has not seen may overflow
-            found = _eigen_part(xp, *polar(a), compute_uv)
+        # Input the scan has not seen may hold NaN or overflow: where the GPU's calls
+        # return NaN, LAPACK's refuse; either way the result is not finite.
+        try:
+            with np.errstate(all="ignore"):
+                found = _eigen_part(xp, *polar(a), compute_uv)
+        except np.linalg.LinAlgError:
+            return None
     elif a.shape[1] <= GRAPH_EIGH_MAX_N:
         found = graphs.replayed(("polar_svd", a.shape, a.dtype.str, compute_uv),
                                 lambda b: _eigen_part(xp, *polar(b), compute_uv), a)
