@@ -25,6 +25,8 @@ from .._core.backend import scipy_linalg
 SHIFT_CONSTANT = 11.0
 # Cholesky QRs after the shifted one (FKNYY Algorithm 4.2: CholeskyQR2).
 PLAIN_PASSES = 2
+# The passes run in float64 (complex128): its unit roundoff.
+_UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
 
 
 def solve_lower(xp, low, b, *, conjugate=False):
@@ -63,6 +65,18 @@ def add_to_diagonal(xp, g, shift):
     return g
 
 
+def shift(rows, cols, norm2):
+    """FKNYY eq. (4.2)'s shift s = 11·(p·n + n·(n + 1))·u·‖W‖₂² of a float64 (complex128)
+    p×n matrix W, ``norm2`` an upper bound on ‖W‖₂² (a float or an array).
+
+    Examples
+    --------
+    >>> bool(shift(100, 10, 1.0) == 11 * (1000 + 110) * 2.0 ** -53)
+    True
+    """
+    return SHIFT_CONSTANT * (rows * cols + cols * (cols + 1)) * _UNIT_ROUNDOFF * norm2
+
+
 def shifted_cholesky_qr(xp, wh, norm2):
     """Qᴴ of W = Q·R for each matrix, from Wᴴ (batch, n, p), p >= n, W of full rank with
     κ₂(W) ≲ 1/u; ``norm2`` (batch,) an upper bound on ‖W‖₂² (0 where W is 0).
@@ -75,10 +89,9 @@ def shifted_cholesky_qr(xp, wh, norm2):
     True
     """
     _, n, p = wh.shape
-    u = np.finfo(wh.dtype).eps / 2
-    shift = SHIFT_CONSTANT * (p * n + n * (n + 1)) * u * norm2
-    shift = xp.where(shift > 0, shift, np.finfo(wh.dtype).tiny)
-    low = cholesky(xp, add_to_diagonal(xp, gram(xp, wh), shift))
+    shifts = shift(p, n, norm2)
+    shifts = xp.where(shifts > 0, shifts, np.finfo(wh.dtype).tiny)
+    low = cholesky(xp, add_to_diagonal(xp, gram(xp, wh), shifts))
     qh = solve_lower(xp, low, wh)
     for _ in range(PLAIN_PASSES):
         qh = solve_lower(xp, cholesky(xp, gram(xp, qh)), qh)

@@ -14,7 +14,8 @@ import numpy as np
 import scipy.linalg
 
 from .._core.backend import scipy_linalg
-from ..batched.cholesky_qr import PLAIN_PASSES, SHIFT_CONSTANT
+from ..batched.cholesky_qr import PLAIN_PASSES
+from ..batched.cholesky_qr import shift as fknyy_shift
 
 # Tall matrices of at most this many entries (4 GiB in float64) are reduced on the GPU by
 # shifted CholeskyQR3 in float64 (:func:`cholesky_qr`); past it, or where it fails, by
@@ -103,9 +104,7 @@ def cholesky_qr(a, xp, *, with_r=True):
     w = xp.asarray(a, dtype=wide, order="F")
     if w is a:
         w = w.copy(order="F")
-    u = np.finfo(np.float64).eps / 2
-    shift = (SHIFT_CONSTANT * (m * n + n * (n + 1)) * u
-             * xp.linalg.norm(w) ** 2 + np.finfo(np.float64).tiny)
+    shift = fknyy_shift(m, n, xp.linalg.norm(w) ** 2) + np.finfo(np.float64).tiny
     sla = scipy_linalg(xp)
     eye = xp.eye(n, dtype=wide)
     factors, deviation = [], np.inf

@@ -46,6 +46,7 @@ import numpy as np
 
 from .._core import graphs, libraries
 from .._core.backend import to_host
+from .._core.scaling import largest_entries_on_device
 from ..batched import cholesky_qr as batched_cholesky_qr
 from ..batched import eigh as batched_eigh
 from ..batched import qdwh as batched_qdwh
@@ -106,9 +107,7 @@ def _qr_step(xp, x, a, b, c):
     w = xp.empty((m + n, n), x.dtype)
     w[:m] = x * x.dtype.type(np.sqrt(c))
     w[m:] = xp.eye(n, dtype=x.dtype)
-    u = float(np.finfo(x.dtype).eps) / 2
-    shift = (batched_cholesky_qr.SHIFT_CONSTANT * ((m + n) * n + n * (n + 1)) * u
-             * (1.0 + c * batched_qdwh.X_NORM2_BOUND))
+    shift = batched_cholesky_qr.shift(m + n, n, 1.0 + c * batched_qdwh.X_NORM2_BOUND)
     g = libraries.gemm(xp, w, w, out=xp.eye(n, dtype=x.dtype) * x.dtype.type(shift),
                        trans_a=True, beta=1.0)
     w = libraries.cholesky_qr_solve(xp, w, libraries.cholesky_factor(xp, g))
@@ -141,14 +140,6 @@ def _descending(xp, lam):
     return order
 
 
-def _largest(xp, a):
-    """max|a_ij| from the bits with the sign cleared, as the front end's scan takes it
-    (scaling.largest_entries: a float32 reduction on the GPU flushes subnormals)."""
-    ints = np.dtype(f"int{8 * a.dtype.itemsize}")
-    top = (a.view(ints) & ints.type(np.iinfo(ints).max)).max()
-    return top.reshape(1).view(a.dtype)[0]
-
-
 def _polar_part(xp, steps, settle):
     """QDWH on A (m×n) by the fixed schedule ``steps``, then H = U_pᵀ·A: a function of A
     returning (U_p, H, max|A|). ``settle``: the change ‖X_k − X_{k−1}‖_F up to which the
@@ -168,7 +159,8 @@ def _polar_part(xp, steps, settle):
         unsettled = xp.sqrt(((x - previous) ** 2).sum()) > settle
         x = xp.where(unsettled, _step(xp, x, _HALLEY), x)
         h = libraries.gemm(xp, x, a, out=xp.empty((n, n), a.dtype), trans_a=True)
-        return x, (h + h.T) * a.dtype.type(0.5), _largest(xp, a)
+        largest = largest_entries_on_device(a[None], xp)[0]   # the front end's scan
+        return x, (h + h.T) * a.dtype.type(0.5), largest
     return run
 
 
