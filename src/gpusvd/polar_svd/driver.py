@@ -66,8 +66,12 @@ ESTIMATES_FROM_N = 768
 # Matrices up to this many columns take their QDWH estimates from the Gram matrix in
 # one host synchronization, where the power and inverse iterations with the LU factors
 # synchronize about 20 times: on the H100 (2026-11-27) they took 8.1 ms of an 18.4 ms SVD
-# at 256², 12.7 of 43 ms at 512², 6.5 of 33 ms at 200000 × 256 float32.
-GRAM_ESTIMATES_MAX_N = 2048
+# at 256², 12.7 of 43 ms at 512², 6.5 of 33 ms at 200000 × 256 float32. From 2048 to
+# 8192 columns (same H100 run, Gaussian float64, estimates / SVD, Gram against LU):
+# 3072² 9.5 / 149 against 21 / 161 ms, 4096² 14.5 / 265 against 31 / 281, 8192² 58 /
+# 1308 against 69 / 1317. Where the Gram matrix's σ_min is not trusted (κ ≳ 1e5 there)
+# l₀ = ε costs no more: κ = 1e8 at 4096², 317 ms either way (LU found l₀ = 5e-9).
+GRAM_ESTIMATES_MAX_N = 8192
 
 
 def _ct(x):
