@@ -122,6 +122,31 @@ def test_shared_memory_layout_and_what_fits():
     assert config.threads <= 512 and config.threads % config.lanes == 0
 
 
+def test_lanes_by_shape_and_batch():
+    """Every dtype and pivot order has a measured lanes count at each grid batch; a batch
+    takes the nearest grid point on a log scale; X with many more rows than its order
+    gets more lanes; an explicit count is checked."""
+    for char, orders in small_svd_cuda.LANES_BY_BATCH.items():
+        assert sorted(orders) == [2, 4, 8, 16, 32, 64]
+        for row in orders.values():
+            assert len(row) == len(small_svd_cuda.BATCH_GRID)
+            assert set(row) <= set(small_svd_cuda.LANES)
+    square = twin.Shape(32, 32, False)
+    row = small_svd_cuda.LANES_BY_BATCH["f"][32]
+    for batch, point in [(1, 0), (2, 0), (3, 1), (8, 1), (600, 3), (20000, 5), (10**6, 5)]:
+        assert small_svd_cuda.lanes_for(square, np.float32, batch) == row[point]
+    assert small_svd_cuda.lanes_for(twin.Shape(30, 30, False), np.float32, 1) == row[0]
+    tall = small_svd_cuda.lanes_for(twin.Shape(200, 16, False), np.float64, 1)
+    assert tall == 32 and small_svd_cuda.lanes_for(twin.Shape(5, 200, False), np.float64,
+                                                   1) == 32
+    assert small_svd_cuda.lanes_for(twin.Shape(40, 32, False), np.float64, 1) == 16
+    for lanes in small_svd_cuda.LANES:
+        config = small_svd_cuda.launch_config(square, np.float64, True, lanes=lanes)
+        assert config.lanes == lanes and config.threads == lanes * min(16, 512 // lanes)
+    with pytest.raises(ValueError, match="lanes"):
+        small_svd_cuda.launch_config(square, np.float64, True, lanes=3)
+
+
 @pytest.fixture(scope="module")
 def host_small(tmp_path_factory):
     import host_kernel
@@ -164,6 +189,26 @@ def test_kernel_against_the_twin(dtype, full_matrices):
                                           full_matrices=full_matrices)[1].get()
         for si, vi in zip(s, values):
             assert testing.sv_error(vi, si.astype(np.float64)) < 4 * max(shape)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lanes", small_svd_cuda.LANES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_lanes_count_against_the_twin(dtype, lanes):
+    """Each instantiated lanes count (the table picks among them by batch) meets the
+    contract and agrees with the twin to rounding."""
+    import cupy
+
+    for shape in [(2, 2), (16, 16), (33, 17), (17, 33), (64, 64), (90, 64)]:
+        a = testing.mixed_stack(STACK_KINDS, *shape, dtype=dtype, seed=12)
+        for full in (False, True):
+            u, s, vh, status = small_svd_cuda.small_svd(
+                cupy.asarray(a), compute_uv=True, full_matrices=full, lanes=lanes)
+            assert int(status.get()[0]) == 0
+            _check(a, u.get(), s.get(), vh.get(), full)
+            _, s_twin, _, _ = twin.small_svd(a, compute_uv=False, full_matrices=full)
+            for si, ti in zip(s.get(), s_twin):
+                assert testing.sv_error(si, ti.astype(np.float64)) < 4 * max(shape)
 
 
 @pytest.mark.gpu

@@ -57,7 +57,7 @@ REGISTRY = {
         f"inner_jacobi<{ctype}, {lanes}>" for ctype in _ALL for lanes in (4, 8, 16, 32))
         + tuple(f"rotation_table<{ctype}>" for ctype in _REAL)),
     "jacobi/kernels/small_svd.cu": KernelFile(tuple(
-        f"small_svd<{ctype}, {lanes}>" for ctype in _ALL for lanes in (4, 8, 16, 32))),
+        f"small_svd<{ctype}, {lanes}>" for ctype in _ALL for lanes in (2, 4, 8, 16, 32))),
     "jacobi/kernels/block_copy.cu": KernelFile(
         ("copy_blocks<ulonglong2>", "copy_blocks<unsigned int>")),
     "jacobi/kernels/gram_cholesky.cu": KernelFile(tuple(

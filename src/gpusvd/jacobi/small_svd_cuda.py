@@ -9,12 +9,13 @@ Python, tested without a GPU.
 """
 
 import functools
+import math
 from typing import NamedTuple
 
 import numpy as np
 
 from .._core import kernels
-from .inner_cuda import _DEFAULT_SHARED, block_shape, optin_shared
+from .inner_cuda import _DEFAULT_SHARED, _MAX_THREADS, optin_shared
 from .rotations import orthogonality_tol
 from .small_svd import MAX_SWEEPS, STRATEGY, Shape
 from .strategies import pivot_strategy
@@ -49,17 +50,68 @@ def shared_bytes(shape, dtype, want_uv):
     return nbytes + (mp + kc) * work + shape.k * (np.finfo(dtype).dtype.itemsize + 8)
 
 
-def launch_config(shape, dtype, want_uv):
-    """Lanes, threads and shared memory for a :class:`Shape` (the inner kernel's
-    automatic block shape, :func:`.inner_cuda.block_shape`).
+# Lanes per pivot pair, by the matrix's dtype character and pivot order k (rounded up to
+# a power of two, at most 64), one entry per batch of BATCH_GRID: the fastest of 2, 4, 8,
+# 16 and 32 for square Gaussian matrices on the H100 (2026-11-27, one run,
+# bench/results/small_lanes_h100.json; k = 8 takes 8 everywhere and k <= 4 takes 4, where
+# the counts differ by less than the noise). Few matrices leave most of the GPU idle and
+# each step's latency decides: 16 lanes, few rows each (16² float64, one matrix: 0.115
+# ms against 4 lanes' 0.166). Many fill it and the lanes' redundant work decides, since
+# every lane of a group computes its pair's rotation: 32768 × 32² float32 12.4 ms with 2
+# lanes against 8 lanes' 21.9 and 16 lanes' 38.4.
+BATCH_GRID = (1, 8, 64, 512, 4096, 32768)
+_SMALL_ORDERS = {2: (4,) * 6, 4: (4,) * 6, 8: (8,) * 6}
+LANES_BY_BATCH = {
+    "f": {**_SMALL_ORDERS, 16: (16, 16, 16, 16, 4, 4), 32: (16, 16, 16, 8, 2, 2),
+          64: (16, 16, 16, 4, 4, 4)},
+    "d": {**_SMALL_ORDERS, 16: (16, 16, 16, 8, 2, 2), 32: (16, 16, 16, 8, 2, 2),
+          64: (16, 16, 16, 8, 8, 8)},
+    "F": {**_SMALL_ORDERS, 16: (16, 16, 16, 8, 4, 4), 32: (16, 16, 16, 8, 2, 2),
+          64: (16, 16, 16, 8, 8, 8)},
+    "D": {**_SMALL_ORDERS, 16: (16, 16, 16, 8, 4, 4), 32: (16, 16, 16, 8, 8, 8),
+          64: (16, 16, 16, 8, 8, 8)},
+}
+LANES = (2, 4, 8, 16, 32)  # the instantiations in kernels.REGISTRY
+
+
+def lanes_for(shape, dtype, batch):
+    """Lanes per pivot pair for ``batch`` matrices of a :class:`Shape`: LANES_BY_BATCH's
+    entry at the grid batch nearest on a log scale, doubled (up to 32) while X has at least
+    twice the rows per lane of the measured square.
 
     Examples
     --------
-    >>> launch_config(Shape(16, 16, False), np.float64, True)
+    >>> lanes_for(Shape(16, 16, False), np.float64, 1) in LANES
+    True
+    """
+    order = min(64, 1 << max(1, (shape.k - 1).bit_length()))
+    point = min(len(BATCH_GRID) - 1, round(math.log(max(batch, 1), BATCH_GRID[1])))
+    measured = lanes = LANES_BY_BATCH[np.dtype(dtype).char][order][point]
+    while lanes < LANES[-1] and 2 * lanes * order <= max(shape.m, shape.k) * measured:
+        lanes *= 2
+    return lanes
+
+
+def launch_config(shape, dtype, want_uv, batch=1, lanes=0):
+    """Lanes, threads and shared memory for ``batch`` matrices of a :class:`Shape`;
+    ``lanes`` 0 picks them (:func:`lanes_for`), else one of :data:`LANES`.
+
+    Examples
+    --------
+    >>> launch_config(Shape(16, 16, False), np.float64, True, lanes=4)
     LaunchConfig(lanes=4, threads=32, shared_bytes=4864)
     """
-    lanes, threads = block_shape(max(shape.m, shape.k), shape.k)
+    if lanes == 0:
+        lanes = lanes_for(shape, dtype, batch)
+    elif lanes not in LANES:
+        raise ValueError(f"lanes per pivot pair must be one of {LANES} (or 0: automatic), "
+                         f"got {lanes}")
+    threads = lanes * max(1, min(shape.k // 2, _MAX_THREADS // lanes))
     return LaunchConfig(lanes, threads, shared_bytes(shape, dtype, want_uv))
+
+
+# Per call, cached: a small matrix's call is host-bound (the shape is _plan's own object).
+_launch_config = functools.lru_cache(maxsize=256)(launch_config)
 
 
 def _max_shared(device_id):
@@ -68,7 +120,7 @@ def _max_shared(device_id):
 
 class _Plan(NamedTuple):
     shape: Shape
-    config: LaunchConfig
+    shared_bytes: int
     fits: bool
     tolerance: float
 
@@ -78,8 +130,8 @@ def _plan(rows, cols, dtype, full_matrices, compute_uv, device_id):
     """What a call computes from its shape alone, once per shape: a small matrix's call
     is host-bound (16×16 float64: 0.28 ms, of which the kernel 0.21; H100, 2026-11-27)."""
     shape = Shape(rows, cols, full_matrices)
-    config = launch_config(shape, dtype, compute_uv)
-    return _Plan(shape, config, config.shared_bytes <= _max_shared(device_id),
+    nbytes = shared_bytes(shape, dtype, compute_uv)
+    return _Plan(shape, nbytes, nbytes <= _max_shared(device_id),
                  orthogonality_tol(dtype, shape.m))
 
 
@@ -100,21 +152,23 @@ def _pairs(k, device_id):
         return cupy.asarray(pivot_strategy(STRATEGY, k))
 
 
-def small_svd(a, *, compute_uv, full_matrices, max_sweeps=MAX_SWEEPS):
+def small_svd(a, *, compute_uv, full_matrices, max_sweeps=MAX_SWEEPS, lanes=0):
     """The SVD of each matrix of the CuPy stack ``a`` (batch, rows, cols) in one launch.
 
     Same contract as :func:`gpusvd.jacobi.small_svd.small_svd` (results NaN for a matrix
     that is not finite), except that the status comes back as a (1,) int32 CuPy array,
     so that the caller decides when to wait for it. ``a`` must fit one block
-    (:func:`fits`); ``ValueError`` otherwise.
+    (:func:`fits`); ``ValueError`` otherwise. ``lanes``: threads per pivot pair, one of
+    :data:`LANES`, or 0 to pick them by shape and batch (:func:`lanes_for`).
     """
     import cupy
 
     batch, rows, cols = a.shape
     a = cupy.ascontiguousarray(a)
     device = a.device.id
-    shape, config, fitting, tolerance = _plan(rows, cols, a.dtype, full_matrices,
+    shape, nbytes, fitting, tolerance = _plan(rows, cols, a.dtype, full_matrices,
                                               compute_uv, device)
+    config = _launch_config(shape, a.dtype, compute_uv, batch, lanes)
     real = np.finfo(a.dtype).dtype
     status = cupy.zeros(1, np.int32)
     s = cupy.empty((batch, shape.n), real)
@@ -124,7 +178,7 @@ def small_svd(a, *, compute_uv, full_matrices, max_sweeps=MAX_SWEEPS):
         return (u if compute_uv else None), s, (vh if compute_uv else None), status
     if not fitting:
         raise ValueError(f"a {rows}x{cols} {a.dtype} matrix does not fit one block of the "
-                         f"small-SVD kernel ({config.shared_bytes} bytes of shared memory)")
+                         f"small-SVD kernel ({nbytes} bytes of shared memory)")
     kernel = kernels.get_kernel(_KERNEL_FILE,
                                 f"small_svd<{kernels.CTYPE[a.dtype]}, {config.lanes}>")
     if config.shared_bytes > _DEFAULT_SHARED:
