@@ -92,3 +92,53 @@ def test_twins_agree(dtype):
     device = libraries.cholesky_qr_solve(cupy, cupy.asarray(w),
                                          libraries.cholesky_factor(cupy, g)).get()
     assert np.abs(device - host).max() <= 30 * n * eps * 1e3
+
+
+def test_host_workspace_outside_a_capture():
+    """A buffer of the size asked (at least one byte) wherever no stream is captured."""
+    assert len(libraries.host_workspace(0, "none")) == 1
+    assert len(libraries.host_workspace(4096, "some")) == 4096
+
+
+@pytest.mark.gpu
+def test_uncapturable_work_runs_eagerly():
+    """Work that asks for host workspace under capture is refused there (graphs.Uncapturable)
+    and its key then runs eagerly on every call, with the eager call's result; clear()
+    forgets it."""
+    import cupy
+
+    from gpusvd._core import graphs
+
+    graphs.clear()
+    calls = []
+
+    def work(x):
+        calls.append(graphs.capturing())
+        libraries.host_workspace(64, "test work")
+        return (x * 2,)
+
+    x = cupy.arange(5.0)
+    for _ in range(4):
+        (y,) = graphs.replayed(("uncapturable",), work, x)
+        assert bool((y == 2 * x).all())
+    assert calls == [False, True, False, False, False]
+    assert graphs.cached() == 0
+    graphs.clear()
+    graphs.replayed(("uncapturable",), work, x)
+    graphs.replayed(("uncapturable",), work, x)
+    assert calls[-2:] == [False, True]
+
+
+@pytest.mark.gpu
+def test_memory_release_frees_the_graphs():
+    """After a MemoryError the kept graphs and their pools are gone too."""
+    import cupy
+
+    from gpusvd._core import graphs, memory
+
+    x = cupy.arange(5.0)
+    for _ in range(3):
+        graphs.replayed(("kept",), lambda v: (v + 1,), x)
+    assert graphs.cached() >= 1
+    memory.release_pools()
+    assert graphs.cached() == 0

@@ -18,11 +18,18 @@ The policy, per key (the caller's: shapes, dtypes, options):
    the graph on the current stream and returns copies of the outputs.
 
 At most :data:`CACHED_GRAPHS` graphs holding :data:`CACHED_BYTES` of device memory in
-their pools are kept (least recently used first out); :func:`clear` frees them all.
+their pools are kept (least recently used first out); :func:`clear` frees them all, and
+so does the release after a MemoryError (:func:`gpusvd._core.memory.release_pools`).
 Calls are serialized by a lock: a graph's buffers serve one call at a time.
+
+Work that cannot be captured says so by raising :class:`Uncapturable` while the stream
+is captured (:func:`capturing`): a cuSOLVER call that asks for host workspace, which the
+call frees when it returns, so a replay would read freed memory. Its key then runs
+eagerly on every call.
 """
 
 import collections
+import sys
 import threading
 
 # Graphs kept, and the device memory their pools may hold together (the newest graph is
@@ -35,6 +42,18 @@ REMEMBERED_KEYS = 256
 _lock = threading.Lock()
 _graphs = collections.OrderedDict()
 _seen = collections.OrderedDict()
+_eager = set()  # keys whose capture raised Uncapturable
+
+
+class Uncapturable(RuntimeError):
+    """GPU work that cannot be captured into a graph (module docstring)."""
+
+
+def capturing():
+    """Whether the current CuPy stream is being captured (False where CuPy was never
+    imported: nothing is)."""
+    cupy = sys.modules.get("cupy")
+    return cupy is not None and bool(cupy.cuda.get_current_stream().is_capturing())
 
 
 class _Graph:
@@ -69,19 +88,24 @@ def replayed(key, fn, *inputs):
     module docstring. ``fn`` must be a fixed sequence of GPU work for every input with
     this ``key``: no host synchronization, no CuPy library call (cuBLAS and cuSOLVER
     through :mod:`gpusvd._core.libraries`), no allocation it returns that an input
-    aliases."""
+    aliases; it raises :class:`Uncapturable` where it cannot be captured."""
     import cupy
 
     key = (cupy.cuda.Device().id, *key)
     with _lock:
         graph = _graphs.get(key)
         if graph is None:
-            if key not in _seen:
+            if key not in _seen or key in _eager:
                 _seen[key] = None
                 while len(_seen) > REMEMBERED_KEYS:
                     _seen.popitem(last=False)
                 return tuple(fn(*inputs))
-            graph = _graphs[key] = _Graph(fn, inputs)
+            try:
+                graph = _Graph(fn, inputs)
+            except Uncapturable:
+                _eager.add(key)
+                return tuple(fn(*inputs))
+            _graphs[key] = graph
             while len(_graphs) > 1 and (len(_graphs) > CACHED_GRAPHS or sum(
                     g.pool.total_bytes() for g in _graphs.values()) > CACHED_BYTES):
                 _graphs.popitem(last=False)
@@ -101,3 +125,4 @@ def clear():
             graph.pool.free_all_blocks()
         _graphs.clear()
         _seen.clear()
+        _eager.clear()

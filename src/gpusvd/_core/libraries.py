@@ -24,6 +24,8 @@ import functools
 import numpy as np
 import scipy.linalg
 
+from . import graphs
+
 _VOID = ctypes.c_void_p
 _I64 = ctypes.c_int64
 _SCALAR = {np.dtype(np.float32): ctypes.c_float, np.dtype(np.float64): ctypes.c_double}
@@ -125,6 +127,16 @@ def _gemm_host(a, b, trans_a, trans_b, out, alpha, beta):
     return out
 
 
+def host_workspace(nbytes, what):
+    """The ``nbytes`` of host workspace a cuSOLVER call asks for (a buffer of at least one
+    byte). Refused with :class:`.graphs.Uncapturable` while the stream is captured: the
+    buffer is freed when the call returns, before any replay would read it (the calls
+    captured so far asked for none: the replays matched the eager calls bit for bit)."""
+    if nbytes and graphs.capturing():
+        raise graphs.Uncapturable(f"{what} asks for {nbytes} bytes of host workspace")
+    return ctypes.create_string_buffer(max(nbytes, 1))
+
+
 def _cholesky_factor_cuda(z):
     """potrf of the symmetric ``z`` in place (its column-major lower triangle, which is
     z's own); returns ``z``, whose buffer then holds L with z = L·Lᵀ."""
@@ -139,7 +151,7 @@ def _cholesky_factor_cuda(z):
     check(lib.cusolverDnXpotrf_bufferSize(*head, ctypes.byref(on_device),
                                           ctypes.byref(on_host)), "Xpotrf_bufferSize")
     work = cupy.empty(max(on_device.value, 1), np.uint8)
-    host_work = ctypes.create_string_buffer(max(on_host.value, 1))
+    host_work = host_workspace(on_host.value, "cusolverDnXpotrf")
     info = cupy.empty(1, np.int32)
     check(lib.cusolverDnXpotrf(*head, _VOID(work.data.ptr), ctypes.c_size_t(on_device.value),
                                host_work, ctypes.c_size_t(on_host.value),

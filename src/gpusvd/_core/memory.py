@@ -9,10 +9,13 @@ and says what to try instead.
 Nothing may stay allocated: a traceback holds the frames of the failed call, and the
 frames hold its device arrays. So the original exception's traceback is dropped before
 the new error is raised (outside the ``except`` clause, so that it is not chained either),
-and CuPy's memory pools then return their cached blocks to the device.
+and CuPy's memory pools and the kept CUDA graphs' pools then return their blocks to the
+device.
 """
 
 import functools
+
+from . import graphs
 
 # Markers of an allocation failure in the messages of errors that are not MemoryError:
 # cuBLAS and cuSOLVER statuses, and the CUDA runtime's.
@@ -45,12 +48,14 @@ def is_exhaustion(exc):
 
 
 def release_pools():
-    """Return the blocks cached by CuPy's memory pools to the device (no-op without CuPy)."""
+    """Return the blocks cached by CuPy's memory pools, and the CUDA graphs kept with
+    their own pools (:func:`.graphs.clear`), to the device (no-op without CuPy)."""
     import sys
 
     cupy = sys.modules.get("cupy")  # never imported here: only if the call used it
     if cupy is None:
         return
+    graphs.clear()
     try:
         cupy.get_default_memory_pool().free_all_blocks()
         cupy.get_default_pinned_memory_pool().free_all_blocks()

@@ -66,7 +66,7 @@ def _cusolver_eigh(h, vectors):
     libraries.check(size_fn(*head, ctypes.byref(on_device), ctypes.byref(on_host), batch),
                     "XsyevBatched_bufferSize")
     work = cupy.empty(max(on_device.value, 1), np.uint8)
-    host_work = ctypes.create_string_buffer(max(on_host.value, 1))
+    host_work = libraries.host_workspace(on_host.value, "cusolverDnXsyevBatched")
     libraries.check(solve_fn(*head, work.data.ptr, on_device.value, host_work,
                              on_host.value, info.data.ptr, batch), "XsyevBatched")
     if not vectors:
