@@ -187,9 +187,11 @@ def place(a, device="auto"):
                          "no CUDA driver or no device)")
     if index is None:
         index = arr.device.id if home == "gpu" else cp.cuda.Device().id
-    if index >= cp.cuda.runtime.getDeviceCount():
+    elif index >= cp.cuda.runtime.getDeviceCount():
         raise ValueError(f"GPU index {index} out of range: "
                          f"{cp.cuda.runtime.getDeviceCount()} GPU(s) present")
+    if home == "gpu" and arr.device.id == index:
+        return arr, Placement(cp, index, restore, writable)  # already there: no copy
     if not arr.dtype.isnative:  # CuPy takes native byte order only
         arr = arr.astype(arr.dtype.newbyteorder("="))
     with cp.cuda.Device(index):
@@ -200,7 +202,9 @@ def place(a, device="auto"):
 def _to_cupy_on(device_id):
     def restore(r):
         import cupy
-        if is_cupy_array(r) and r.device.id != device_id:
+        if is_cupy_array(r) and r.device.id == device_id:
+            return r
+        if is_cupy_array(r):
             # A peer copy runs on the destination's stream, which does not wait for the
             # computing GPU's work.
             r.device.synchronize()
