@@ -27,7 +27,7 @@ _SHARED = 1 << 20
 # The CUDA keywords and intrinsics for a host build with one thread per block.
 STUBS = """
 #include <cmath>
-using std::sqrt; using std::fabs;
+using std::sqrt; using std::fabs; using std::copysign;
 #define __device__
 #define __global__
 #define __forceinline__ inline

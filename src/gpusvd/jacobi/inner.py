@@ -128,14 +128,18 @@ def _pair_step(gt, vt, signs, p, q, tol):
     Returns (rotated, proper)."""
     app, aqq, re, im = _gram(gt[p], gt[q])
     zero = np.float64(0)
-    apq_abs = np.sqrt(re * re + im * im)
+    real = im == 0  # |h_pq| and its phase without a square root or division (the kernel's)
+    apq_abs = abs(re) if real else np.sqrt(re * re + im * im)
     rotate = apq_abs > np.float64(tol) * (np.sqrt(app) * np.sqrt(aqq))
     hyperbolic = signs[p] != signs[q]
     proper = False
     if rotate:
         cs, tn = rotation(app, aqq, apq_abs, hyperbolic)
         proper = cs != 1
-        er, ei = re / apq_abs, im / apq_abs
+        if real:
+            er, ei = np.copysign(np.float64(1), re), zero
+        else:
+            er, ei = re / apq_abs, im / apq_abs
         t = -tn if hyperbolic else tn
         _rotate(gt[p], gt[q], cs, t * er, zero - t * ei, tn * er, tn * ei)
         _rotate(vt[p], vt[q], cs, t * er, zero - t * ei, tn * er, tn * ei)
