@@ -40,6 +40,21 @@ from gpusvd._bench import sv_accuracy as sv_error  # noqa: F401
 from gpusvd._bench import time_calls as time_gpu  # noqa: F401
 
 
+def torch_gesvdj_svd(compute_uv):
+    """torch's SVD by cuSOLVER's gesvdj (``driver="gesvdj"``, torch's default on the GPU)
+    of a CuPy array, shared through DLPack: the third peer of ``bench/exact.py`` (issue
+    28). Returns ``run(a)``; the results are torch tensors (the accuracy functions take
+    them through DLPack)."""
+    import torch
+
+    def run(a):
+        t = torch.from_dlpack(a)
+        if not compute_uv:
+            return torch.linalg.svdvals(t, driver="gesvdj")
+        return torch.linalg.svd(t, full_matrices=False, driver="gesvdj")
+    return run
+
+
 def jax_polar_svd(compute_uv):
     """JAX's POLAR SVD (cuSOLVER gesvdp) of a CuPy array, float64 enabled: the peer of
     ``bench/exact.py`` and ``bench/tall.py``. Returns ``run(a)``."""

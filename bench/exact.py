@@ -15,10 +15,11 @@ n, where one call costs seconds (``--variants`` picks some by name):
 
 * ``values``: ``svdvals(method="gr", reduction="two-stage")`` (phases ``values_stage1``,
   ``values_stage2``, ``values_solver``), one-stage ``gr``, ``polar``, cuSOLVER gesvd
-  (``cupy.linalg.svd(compute_uv=False)``), JAX's POLAR (cuSOLVER gesvdp);
+  (``cupy.linalg.svd(compute_uv=False)``), JAX's POLAR (cuSOLVER gesvdp), torch's
+  gesvdj (``torch_gesvdj``: ``svdvals(driver="gesvdj")``);
 * ``full``: ``svd(method="gr", reduction="two-stage")`` (phases ``svd_stage1``,
   ``svd_stage2``, ``svd_solver``, ``svd_back_transform``), one-stage ``gr``, ``polar``,
-  gesvd, gesvdp;
+  gesvd, gesvdp, gesvdj;
 * ``eigh``: of (A + Aᴴ)/2, cuSOLVER syevd alone (``cupy.linalg.eigvalsh``, ``eigh``), the
   polar method's eigensolver. gpusvd's two-stage eigensolver
   (``condensed.driver.two_stage_eigenvalues``, ``two_stage_eigh``) was removed in issue
@@ -56,7 +57,7 @@ FLOORS = {"values_stage1": lambda n: 8 * n ** 3 / 3, "svd_stage1": lambda n: 8 *
 
 
 # The peers' variants (no phases to record).
-PEERS = ("cupy_gesvd", "jax_gesvdp", "syevd_values", "syevd")
+PEERS = ("cupy_gesvd", "jax_gesvdp", "torch_gesvdj", "syevd_values", "syevd")
 
 
 def _variants(mode):
@@ -69,7 +70,8 @@ def _variants(mode):
                 "gr_one_stage": lambda a: gpusvd.svdvals(a, method="gr", reduction="one-stage"),
                 "polar": lambda a: gpusvd.svdvals(a, method="polar"),
                 "cupy_gesvd": lambda a: cupy.linalg.svd(a, compute_uv=False),
-                "jax_gesvdp": common.jax_polar_svd(False)}
+                "jax_gesvdp": common.jax_polar_svd(False),
+                "torch_gesvdj": common.torch_gesvdj_svd(False)}
     if mode == "full":
         def svd(**kw):
             return lambda a: gpusvd.svd(a, full_matrices=False, **kw)
@@ -77,7 +79,8 @@ def _variants(mode):
                 "gr_one_stage": svd(method="gr", reduction="one-stage"),
                 "polar": svd(method="polar"),
                 "cupy_gesvd": lambda a: cupy.linalg.svd(a, full_matrices=False),
-                "jax_gesvdp": common.jax_polar_svd(True)}
+                "jax_gesvdp": common.jax_polar_svd(True),
+                "torch_gesvdj": common.torch_gesvdj_svd(True)}
     return {"syevd_values": cupy.linalg.eigvalsh, "syevd": cupy.linalg.eigh}
 
 
