@@ -71,21 +71,16 @@ def _small_jacobi(job, *, full_matrices, compute_uv, check_finite, what):
     thread block (:func:`gpusvd.jacobi.small_svd_cuda.fits`), one or a stack: the whole
     one-sided Jacobi SVD of each matrix in one kernel launch, the finite check and the
     scaling inside it (``job`` is not scanned), then one host synchronization for its
-    status. gesvd's accuracy (not the relative accuracy of ``method="jacobi"``). Returns
-    the caller's results (:func:`svd`'s), put into the caller's shape and array type while
-    the kernel runs: the status is read last (a 16² call is host-bound: 117 µs of kernel
-    in 242, H100, 2026-11-27)."""
+    status. gesvd's accuracy (not the relative accuracy of ``method="jacobi"``)."""
     u, s, vh, status = small_svd_cuda.small_svd(job.stack, compute_uv=compute_uv,
                                                 full_matrices=full_matrices)
-    out = (SVDResult(job.vectors(u), job.values(s), job.vectors(vh)) if compute_uv
-           else job.values(s))
     flags = int(status.get()[0])
     if flags & small_svd.NOT_FINITE and check_finite:
         raise validation.not_finite(what)
     if flags & small_svd.NOT_CONVERGED:
         raise LinAlgError(f"{what}: no convergence in {small_svd.MAX_SWEEPS} sweeps of the "
                           "one-sided Jacobi method")
-    return out
+    return u, s, vh
 
 
 def _lapack(stack, xp, *, full_matrices, compute_uv, overwrite_a):
@@ -205,8 +200,8 @@ def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finit
             u, s, vh = _empty_stack(xp, (0,), m, n, job.stack.dtype, full_matrices,
                                     compute_uv)
         elif method == _SMALL:
-            return _small_jacobi(job, full_matrices=full_matrices, compute_uv=compute_uv,
-                                 check_finite=check_finite, what=what)
+            u, s, vh = _small_jacobi(job, full_matrices=full_matrices, compute_uv=compute_uv,
+                                     check_finite=check_finite, what=what)
         elif method == "polar" and (found := _unscanned_polar(
                 job, full_matrices=full_matrices, compute_uv=compute_uv)) is not None:
             u, s, vh = found

@@ -106,7 +106,19 @@ def block_shape(m, k, lanes=0):
     elif lanes not in _LANES:
         raise ValueError(f"lanes per pivot pair must be one of {_LANES} (or 0: automatic), "
                          f"got {lanes}")
-    return lanes, lanes * max(1, min(k // 2, _MAX_THREADS // lanes))
+    return lanes, threads_per_block(lanes, k)
+
+
+def threads_per_block(lanes, k):
+    """Threads of a block that runs the k/2 pivot pairs of a step with ``lanes`` each: as
+    many pairs at once as fit :data:`_MAX_THREADS` (the small-SVD kernel's too).
+
+    Examples
+    --------
+    >>> threads_per_block(16, 64), threads_per_block(2, 2)
+    (512, 2)
+    """
+    return lanes * max(1, min(k // 2, _MAX_THREADS // lanes))
 
 
 @functools.cache

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._core import kernels
-from .inner_cuda import _DEFAULT_SHARED, _MAX_THREADS, optin_shared
+from .inner_cuda import _DEFAULT_SHARED, optin_shared, threads_per_block
 from .rotations import orthogonality_tol
 from .small_svd import MAX_SWEEPS, STRATEGY, Shape
 from .strategies import pivot_strategy
@@ -106,8 +106,8 @@ def launch_config(shape, dtype, want_uv, batch=1, lanes=0):
     elif lanes not in LANES:
         raise ValueError(f"lanes per pivot pair must be one of {LANES} (or 0: automatic), "
                          f"got {lanes}")
-    threads = lanes * max(1, min(shape.k // 2, _MAX_THREADS // lanes))
-    return LaunchConfig(lanes, threads, shared_bytes(shape, dtype, want_uv))
+    return LaunchConfig(lanes, threads_per_block(lanes, shape.k),
+                        shared_bytes(shape, dtype, want_uv))
 
 
 # Per call, cached: a small matrix's call is host-bound (the shape is _plan's own object).
