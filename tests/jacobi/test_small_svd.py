@@ -109,6 +109,37 @@ def test_subnormal_and_huge_input(dtype):
         assert testing.orthogonality(vh[0], rows=True) < BOUND
 
 
+def _underflowing_columns(dtype):
+    """Stacks whose columns' squared norms underflow or whose entries are subnormal after
+    the scaling: one column of a random 6×4 matrix times 10^e down to the subnormal
+    range, and matrices of identical rows (ones, rank one), whose rotated-away columns
+    stay parallel to the kept one and shrink by ε at every sweep. Both once ran the kernel
+    to its sweep limit (the GPU tests' 3×3 ones, 2026-11-27)."""
+    tiny = np.finfo(dtype).bits <= 32 or dtype == np.complex64
+    exponents = range(-44, 0, 3) if tiny else range(-300, 0, 7)
+    rng = np.random.default_rng(14)
+    base = rng.standard_normal((len(exponents), 6, 4))
+    if np.dtype(dtype).kind == "c":
+        base = base + 1j * rng.standard_normal(base.shape)
+    base[:, :, 3] *= np.array([10.0 ** e for e in exponents])[:, None]
+    stacks = [base.astype(dtype)]
+    for n in (3, 16, 64):
+        row = rng.standard_normal(n)
+        stacks.append(np.stack([np.ones((n, n)), np.tile(row, (n, 1))]).astype(dtype))
+    return stacks
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_underflowing_columns_converge_with_orthogonal_vectors(dtype):
+    """A pair whose h_pq² underflows is not rotated, columns below U_FLOOR are not rotated
+    and are completed in U: no sweep limit, and U orthogonal to BOUND·n·ε."""
+    for a in _underflowing_columns(dtype):
+        for full in (False, True):
+            u, s, vh, status = twin.small_svd(a, compute_uv=True, full_matrices=full)
+            assert status == 0
+            _check(a, u, s, vh, full)
+
+
 def test_shared_memory_layout_and_what_fits():
     """The largest shapes of method="auto"'s small path fit an H100 block (227 kB opt-in),
     tall ones with many rows do not (they take the polar method)."""
@@ -165,6 +196,11 @@ def test_host_build_equals_the_twin_bit_for_bit(host_small, dtype, compute_uv):
             theirs = twin.small_svd(a, compute_uv=compute_uv, full_matrices=full)
             for x, y in zip(ours, theirs):
                 np.testing.assert_array_equal(x, y)
+    for a in _underflowing_columns(dtype):
+        ours = host_small(a, compute_uv=compute_uv, full_matrices=True)
+        theirs = twin.small_svd(a, compute_uv=compute_uv, full_matrices=True)
+        for x, y in zip(ours, theirs):
+            np.testing.assert_array_equal(x, y)
 
 
 # --------------------------------------------------------------------- on the GPU
@@ -209,6 +245,12 @@ def test_every_lanes_count_against_the_twin(dtype, lanes):
             _, s_twin, _, _ = twin.small_svd(a, compute_uv=False, full_matrices=full)
             for si, ti in zip(s.get(), s_twin):
                 assert testing.sv_error(si, ti.astype(np.float64)) < 4 * max(shape)
+    for a in _underflowing_columns(dtype):
+        for full in (False, True):
+            u, s, vh, status = small_svd_cuda.small_svd(
+                cupy.asarray(a), compute_uv=True, full_matrices=full, lanes=lanes)
+            assert int(status.get()[0]) == 0
+            _check(a, u.get(), s.get(), vh.get(), full)
 
 
 @pytest.mark.gpu

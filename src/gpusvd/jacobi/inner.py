@@ -9,7 +9,8 @@ pivot pair (p, q) of the step, in order:
    formulas of its ref. [13] are not used); complex entries in real arithmetic,
    ``h_pp += re·re + im·im`` and ``h_pq += conj(x)·y`` written out as
    ``(xr·yr + xi·yi) + i·(xr·yi − xi·yr)``; |h_pq| = √(re² + im²);
-2. the relative orthogonality test: rotate only if ``|h_pq| > tol·(√h_pp·√h_qq)``;
+2. the relative orthogonality test: rotate only if ``|h_pq| > tol·(√h_pp·√h_qq)``, and
+   not where a real h_pq's square underflows or h_pp or h_qq is at most ``floor2``;
 3. 𝔱 = −1 (hyperbolic) when ``signs[p] != signs[q]``, else +1;
 4. :func:`gpusvd.jacobi.rotations.rotation` gives (cs, tn); the pair is counted as a
    *proper* rotation when cs ≠ 1;
@@ -123,14 +124,17 @@ def _swap(x, y):
 
 
 @numba.njit(cache=True)
-def _pair_step(gt, vt, signs, p, q, tol):
-    """Steps 1–6 on columns p, q (rows of the transposed gt, vt) in float64.
-    Returns (rotated, proper)."""
+def _pair_step(gt, vt, signs, p, q, tol, floor2):
+    """Steps 1–6 on columns p, q (rows of the transposed gt, vt) in float64; never a
+    rotation where h_pp or h_qq <= floor2. Returns (rotated, proper)."""
     app, aqq, re, im = _gram(gt[p], gt[q])
     zero = np.float64(0)
     real = im == 0  # |h_pq| and its phase without a square root or division (the kernel's)
     apq_abs = abs(re) if real else np.sqrt(re * re + im * im)
-    rotate = apq_abs > np.float64(tol) * (np.sqrt(app) * np.sqrt(aqq))
+    # not where re² underflows, as when |h_pq| was sqrt(re²): a column whose squared norm
+    # underflows (aqq = 0) would rotate at every sweep and never pass the test
+    rotate = (apq_abs > np.float64(tol) * (np.sqrt(app) * np.sqrt(aqq))
+              and (not real or re * re != 0) and min(app, aqq) > floor2)
     hyperbolic = signs[p] != signs[q]
     proper = False
     if rotate:
@@ -152,7 +156,7 @@ def _pair_step(gt, vt, signs, p, q, tol):
 
 
 @numba.njit(parallel=True, cache=True)
-def _inner_jacobi(g, v, signs, pairs, max_sweeps, tol, rotations, sweeps):
+def _inner_jacobi(g, v, signs, pairs, max_sweeps, tol, floor2, rotations, sweeps):
     batch, m, k = g.shape
     for b in numba.prange(batch):
         gt = np.ascontiguousarray(g[b].T)  # columns contiguous while they are rotated
@@ -164,7 +168,8 @@ def _inner_jacobi(g, v, signs, pairs, max_sweeps, tol, rotations, sweeps):
             rotated = 0
             for step in range(pairs.shape[0]):
                 for j in range(pairs.shape[1]):
-                    r, pr = _pair_step(gt, vt, signs, pairs[step, j, 0], pairs[step, j, 1], tol)
+                    r, pr = _pair_step(gt, vt, signs, pairs[step, j, 0], pairs[step, j, 1], tol,
+                                       floor2)
                     rotated += r
                     proper_total += pr
             if rotated == 0:
@@ -175,7 +180,7 @@ def _inner_jacobi(g, v, signs, pairs, max_sweeps, tol, rotations, sweeps):
         sweeps[b] = done
 
 
-def inner_jacobi(g, v, signs, pairs, max_sweeps, tol):
+def inner_jacobi(g, v, signs, pairs, max_sweeps, tol, floor2=0.0):
     """One-sided Jacobi on each matrix of a batch, in place (CPU twin of the pStep core).
 
     Parameters
@@ -193,6 +198,9 @@ def inner_jacobi(g, v, signs, pairs, max_sweeps, tol):
         1 is the block-oriented variant's single inner sweep.
     tol : float
         Relative orthogonality threshold c(ε) (:func:`~gpusvd.jacobi.rotations.orthogonality_tol`).
+    floor2 : float, optional
+        A pair with h_pp or h_qq at or below it is never rotated (the small SVD's
+        columns below its U_FLOOR, :mod:`.small_svd`); 0 by default.
 
     Returns
     -------
@@ -218,7 +226,8 @@ def inner_jacobi(g, v, signs, pairs, max_sweeps, tol):
     if g.shape[0] and g.shape[2]:
         real = g.real.dtype.type
         with single_threaded_blas():  # the cores to Numba's threads (_core/threads.py)
-            _inner_jacobi(g, v, signs, pairs, int(max_sweeps), real(tol), rotations, sweeps)
+            _inner_jacobi(g, v, signs, pairs, int(max_sweeps), real(tol), np.float64(floor2),
+                          rotations, sweeps)
     return rotations, sweeps
 
 

@@ -15,11 +15,12 @@ that X is m × n with m >= n:
 4. σ_j = ‖g_j‖, summed in float64 row by row and rounded to the real dtype (the input is
    scaled, so gesvd's accuracy ε·σ₁);
 5. the padding columns found from V, the others ranked by descending σ, ties by position;
-6. S = σ·2^e; U = G·Σ⁻¹ where σ > 0, completed to ``ku`` orthonormal columns where σ = 0
-   (and past n for ``full_matrices``): each new column starts from the unit vector e_t
-   of the row t of least weight Σ_j |U_tj|² so far, whose component orthogonal to the
-   columns before it has norm² >= (m − c)/m, is orthogonalized against them by two passes
-   of classical Gram–Schmidt in float64, and normalized;
+6. S = σ·2^e; U = G·Σ⁻¹ where σ > :data:`U_FLOOR` (of the scaled g), completed to ``ku``
+   orthonormal columns where σ <= U_FLOOR (and past n for ``full_matrices``): each new
+   column starts from the unit vector e_t of the row t of least weight Σ_j |U_tj|² so
+   far, whose component orthogonal to the columns before it has norm² >= (m − c)/m, is
+   orthogonalized against them by two passes of classical Gram–Schmidt in float64, and
+   normalized;
 7. for a wide matrix U = V_x and Vh = U_xᴴ.
 
 Steps 4–6 are written as the kernel computes them with one thread (sums in index order,
@@ -40,6 +41,13 @@ STRATEGY = "row-reverse"
 # Sweeps allowed: the Jacobi driver's MAX_SWEEPS (the kernel runs one more, to tell).
 MAX_SWEEPS = 50
 NOT_FINITE, NOT_CONVERGED = 1, 2   # bits of the status
+# The least σ of the scaled G whose column of G·Σ⁻¹ is orthogonal to working accuracy, by
+# the real dtype's item size (the kernel's u_floor): a pair is not rotated once re²
+# underflows in float64 (|h_pq| < 2^-537), which leaves cos(g_p, g_q) <= 2^-53 only where
+# ‖g_p‖·‖g_q‖ >= 2^-484; a float32 column below 2^-102 has subnormal entries. Columns at or
+# below it are not rotated (inner_jacobi's floor2 = U_FLOOR²) and are completed as for
+# σ = 0, their σ kept (the residual moves by < 2^-101·‖A‖).
+U_FLOOR = {4: np.float32(2.0 ** -102), 8: np.float64(2.0 ** -242)}
 
 
 class Shape:
@@ -117,7 +125,7 @@ def _divided_impl(x, s):
 
 
 @numba.njit(cache=True)
-def _finish_one(g, v, n, m, ku, want_uv, s_out, u_x, v_x, w, h, weight):
+def _finish_one(g, v, n, m, ku, want_uv, s_out, u_x, v_x, w, h, weight, u_floor):
     """Steps 4–6 for one matrix: g (mp, k) after the sweeps, scaled; v (k, k). Writes σ
     sorted (before the factor 2^e) into s_out, U_x (m, ku) and the sorted V_x (n, n);
     w (m,) and h (ku,) are float64 or complex128 work arrays, weight (m,) float64."""
@@ -149,7 +157,7 @@ def _finish_one(g, v, n, m, ku, want_uv, s_out, u_x, v_x, w, h, weight):
     if not want_uv:
         return
     r = 0
-    while r < n and sv[order[r]] > 0:
+    while r < n and sv[order[r]] > u_floor:
         r += 1
     for c in range(n):
         j = order[c]
@@ -189,10 +197,10 @@ def _finish_one(g, v, n, m, ku, want_uv, s_out, u_x, v_x, w, h, weight):
 
 
 @numba.njit(parallel=True, cache=True)
-def _finish(g, v, n, m, ku, want_uv, s_out, u_x, v_x, w, h, weight):
+def _finish(g, v, n, m, ku, want_uv, s_out, u_x, v_x, w, h, weight, u_floor):
     for b in numba.prange(g.shape[0]):
         _finish_one(g[b], v[b], n, m, ku, want_uv, s_out[b], u_x[b], v_x[b], w[b], h[b],
-                    weight[b])
+                    weight[b], u_floor)
 
 
 def small_svd(a, *, compute_uv, full_matrices, max_sweeps=MAX_SWEEPS):
@@ -245,7 +253,8 @@ def small_svd(a, *, compute_uv, full_matrices, max_sweeps=MAX_SWEEPS):
         g[:, :m, :n] = np.ldexp(g[:, :m, :n], -exponent[:, None, None])
     v = np.repeat(np.eye(k, dtype=a.dtype)[None], batch, axis=0)
     _, sweeps = inner_jacobi(g, v, np.ones(k, real), pivot_strategy(STRATEGY, k),
-                             max_sweeps + 1, orthogonality_tol(a.dtype, m))
+                             max_sweeps + 1, orthogonality_tol(a.dtype, m),
+                             float(U_FLOOR[real.itemsize]) ** 2)
     status = (NOT_FINITE if not finite.all() else 0) | \
         (NOT_CONVERGED if (sweeps[finite] > max_sweeps).any() else 0)
     s = np.zeros((batch, n), real)
@@ -254,7 +263,8 @@ def small_svd(a, *, compute_uv, full_matrices, max_sweeps=MAX_SWEEPS):
     if batch:
         work = np.complex128 if a.dtype.kind == "c" else np.float64
         _finish(g, v, n, m, ku, compute_uv, s, u_x, v_x, np.zeros((batch, m), work),
-                np.zeros((batch, max(ku, 1)), work), np.zeros((batch, m)))
+                np.zeros((batch, max(ku, 1)), work), np.zeros((batch, m)),
+                U_FLOOR[real.itemsize])
     s = np.ldexp(s, exponent[:, None])
     s[~finite] = np.nan
     if not compute_uv:

@@ -194,11 +194,12 @@ __device__ __forceinline__ R group_sum(R v, unsigned mask)
 
 // Subphases 1-6 of §4.3 on columns gp, gq of g (m rows) and vp, vq of v (k rows), by the
 // L lanes of one group. Returns bit 0: the pair was rotated (it failed the orthogonality
-// test), bit 1: the rotation was proper (cs != 1).
+// test), bit 1: the rotation was proper (cs != 1). A pair with h_pp or h_qq at or below
+// floor2 is never rotated (the small SVD's columns below its u_floor; 0 elsewhere).
 template <typename T, int L>
 __device__ int pair_step(T *gp, T *gq, T *vp, T *vq, int m, int k, bool hyperbolic,
                          typename Scalar<T>::Real sign_p, typename Scalar<T>::Real tol,
-                         int lane, unsigned mask)
+                         int lane, unsigned mask, double floor2 = 0)
 {
     typedef Work R;  // steps 1-6 in Work; tol and sign_p widened exactly
     R app = 0, aqq = 0, re = 0, im = 0;
@@ -211,9 +212,14 @@ __device__ int pair_step(T *gp, T *gq, T *vp, T *vq, int m, int k, bool hyperbol
     // |h_pq| and its phase: for a real h_pq (every pair of real data) |re| and sign(re),
     // no square root or division (a 16² float64 step is ~300 instructions, ~60% of them in
     // the divisions' and square roots' sequences: Nsight Compute, H100, 2026-11-27).
+    // A real pair whose re² underflows is not rotated, as when |h_pq| was sqrt(re²): a
+    // column whose squared norm underflows (aqq = 0) would otherwise rotate at every sweep
+    // and never pass the test (the GPU tests' 3×3 ones, 2026-11-27).
     const bool real = im == R(0);
     const R apq_abs = real ? fabs(re) : sqrt(add_rn(mul_rn(re, re), mul_rn(im, im)));
-    const bool rotate = apq_abs > mul_rn(R(tol), mul_rn(sqrt(app), sqrt(aqq)));
+    const bool rotate = apq_abs > mul_rn(R(tol), mul_rn(sqrt(app), sqrt(aqq)))
+                        && (!real || mul_rn(re, re) != R(0))
+                        && (app < aqq ? app : aqq) > R(floor2);
     int result = 0;
     R cs = 1, cpr = 0, cpi = 0, cqr = 0, cqi = 0;
     if (rotate) {

@@ -14,8 +14,8 @@
 //      squares that underflow lie below ε²·σ₁²: gesvd's accuracy), rounded to R;
 //   5. the padding columns found from V (the one column nonzero in rows n..k-1), the
 //      others ranked by descending σ, ties by position (a stable sort);
-//   6. S = σ·2^e; U = G·Σ⁻¹ where σ > 0, completed to ku orthonormal columns where σ = 0
-//      and, for full_matrices, past n: each new column is the unit vector e_t of the row
+//   6. S = σ·2^e; U = G·Σ⁻¹ where σ > u_floor, completed to ku orthonormal columns where
+//      σ <= u_floor and, for full_matrices, past n: each new column is the unit vector e_t of the row
 //      t with the least weight Σ_j |U_tj|² so far (its projection onto the complement has
 //      norm² >= (m - c)/m >= 1/m), orthogonalized against the columns before it by two
 //      passes of classical Gram-Schmidt in double, and normalized;
@@ -27,6 +27,19 @@
 // the two agree to rounding.
 
 #include "inner_jacobi.cu"
+
+// The least σ (of the scaled g) whose column of G·Σ⁻¹ is orthogonal to working accuracy:
+// a pair is not rotated once re² underflows in double (2^-1075: |h_pq| < 2^-537), which
+// leaves cos(g_p, g_q) <= 2^-53 only where ‖g_p‖·‖g_q‖ >= 2^-484; a float column below
+// 2^-102 has subnormal entries whose rounding (2^-150) is not below ε_float·σ, and its
+// pairs could fail the test at every sweep. Columns at or below it are not rotated
+// (pair_step's floor2 = u_floor²) and are completed as for σ = 0, their σ kept: A's
+// residual moves by less than 2^-101·‖A‖, and the vectors of such a σ_j are not
+// determined to ε·‖A‖/gap anyway.
+template <typename R> __device__ __forceinline__ R u_floor()
+{
+    return sizeof(R) == 8 ? R(0x1p-242) : R(0x1p-102);
+}
 
 template <typename T> struct Widened { typedef double type; };
 template <typename R> struct Widened<Complex<R>> { typedef Complex<double> type; };
@@ -203,6 +216,7 @@ small_svd(const T *__restrict__ a, int rows, int cols, int wide, const int *__re
     const unsigned mask = L == 32 ? 0xffffffffu : ((1u << L) - 1u) << ((tid & 31) & ~(L - 1));
     const int per_step = k / 2;
     const int vrows = want_uv ? k : 0;
+    const double floor2 = (double)u_floor<R>() * (double)u_floor<R>();
     int done = 0;
     while (done < max_sweeps) {
         ++done;
@@ -213,7 +227,7 @@ small_svd(const T *__restrict__ a, int rows, int cols, int wide, const int *__re
                 const int p = __ldg(step + 2 * j), q = __ldg(step + 2 * j + 1);
                 T *vp = want_uv ? vs + p * ldv : gs, *vq = want_uv ? vs + q * ldv : gs;
                 rotated |= pair_step<T, L>(gs + p * ldg, gs + q * ldg, vp, vq, mp, vrows,
-                                           false, R(1), tol, lane, mask) & 1;
+                                           false, R(1), tol, lane, mask, floor2) & 1;
             }
             __syncthreads();
         }
@@ -250,7 +264,7 @@ small_svd(const T *__restrict__ a, int rows, int cols, int wide, const int *__re
     for (int c = tid; c < n; c += nt) s_out[b * n + c] = scaled(sv[order[c]], exponent);
     if (!want_uv) return;
     int r = 0;
-    while (r < n && sv[order[r]] > R(0)) ++r;
+    while (r < n && sv[order[r]] > u_floor<R>()) ++r;
     for (int e = tid; e < r * m; e += nt) {
         const int c = e / m, i = e - c * m;
         const int j = order[c];
