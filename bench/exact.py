@@ -5,21 +5,23 @@ paths against the GPU's peers, phase by phase, each phase against its floor.
 Run on the device from the repository root (each n and dtype is one process-level loop;
 ``--max-seconds`` skips a variant at the next n once one call of it took longer)::
 
-    PYTHONPATH=src python bench/exact.py --sizes 2048 4096 8192 16384 \\
-        --dtypes float64 float32 --out bench/results/two_stage_paths_h100.json
+    PYTHONPATH=src python bench/exact.py --sizes 1024 2048 4096 8192 16384 \\
+        --modes full values --out bench/results/exact_h100.json
 
 Per n, dtype and mode, on one Gaussian n×n matrix, median seconds of plain calls and the
 phases of one more call under the phase recorder (gpusvd's variants); each variant is warmed
 up by one call at the first n it runs at (compilation, JIT, handles), not again at larger
 n, where one call costs seconds (``--variants`` picks some by name):
 
-* ``values``: ``svdvals(method="gr", reduction="two-stage")`` (phases ``values_stage1``,
-  ``values_stage2``, ``values_solver``), one-stage ``gr``, ``polar``, cuSOLVER gesvd
-  (``cupy.linalg.svd(compute_uv=False)``), JAX's POLAR (cuSOLVER gesvdp), torch's
-  gesvdj (``torch_gesvdj``: ``svdvals(driver="gesvdj")``);
-* ``full``: ``svd(method="gr", reduction="two-stage")`` (phases ``svd_stage1``,
-  ``svd_stage2``, ``svd_solver``, ``svd_back_transform``), one-stage ``gr``, ``polar``,
-  gesvd, gesvdp, gesvdj;
+* ``values``: ``svdvals`` with ``method="auto"`` (``auto``), ``"gr"`` (``gr``: the
+  two-stage reduction from n = 4096, phases ``values_stage1``, ``values_stage2``,
+  ``values_solver``) and ``"polar"``; cuSOLVER gesvd (``cupy.linalg.svd(compute_uv=
+  False)``), JAX's POLAR (cuSOLVER gesvdp), torch's gesvdj (``torch_gesvdj``:
+  ``svdvals(driver="gesvdj")``);
+* ``full``: economy ``svd`` with ``method="auto"``, ``"gr"`` (phases ``svd_stage1``,
+  ``svd_stage2``, ``svd_solver``, ``svd_back_transform`` where two-stage) and ``"polar"``
+  (phases ``qdwh_estimates``, ``qdwh_qr``, ``qdwh_cholesky``, ``polar_h``, ``eigh``,
+  ``polar_u``); gesvd, gesvdp, gesvdj;
 * ``eigh``: of (A + Aᴴ)/2, cuSOLVER syevd alone (``cupy.linalg.eigvalsh``, ``eigh``), the
   polar method's eigensolver. gpusvd's two-stage eigensolver
   (``condensed.driver.two_stage_eigenvalues``, ``two_stage_eigh``) was removed in issue
@@ -27,10 +29,11 @@ n, where one call costs seconds (``--variants`` picks some by name):
 
 Floors, from DESIGN.md's ceilings: stage 1 8n³/3 flops (LAPACK's count), at the GEMM
 ceiling; the back-transformations 8n³ flops (stage 2's blocked reflectors ≈ 2·2n³, stage
-1's 2·2n³) at the GEMM ceiling; stage 2 and the solvers are latency-bound chains whose
-floor is reported as none. Accuracy of each result by gpusvd._bench.accuracy (residual,
-orthogonality, value error in units of n·ε) against float64 cuSOLVER values of the same
-matrix.
+1's 2·2n³) at the GEMM ceiling; the polar method's H = U_pᴴA and U = U_p·V 2n³ each at
+the GEMM ceiling; stage 2, the solvers, QDWH's iterations (their count depends on the
+matrix) and syevd are reported without a floor. Accuracy of each result by
+gpusvd._bench.accuracy (residual, orthogonality, value error in units of n·ε) against
+float64 cuSOLVER values of the same matrix.
 """
 
 from __future__ import annotations
@@ -53,11 +56,14 @@ SCHEMA = "gpusvd-bench-two-stage-paths/1"
 GEMM_CEILING = {"float64": 60e12, "float32": 51e12}  # DESIGN.md, "Ceilings", flop/s
 # Each phase's floor in flops as a function of n (None: a latency-bound chain).
 FLOORS = {"values_stage1": lambda n: 8 * n ** 3 / 3, "svd_stage1": lambda n: 8 * n ** 3 / 3,
-          "svd_back_transform": lambda n: 8 * n ** 3}
+          "svd_back_transform": lambda n: 8 * n ** 3,
+          "polar_h": lambda n: 2 * n ** 3, "polar_u": lambda n: 2 * n ** 3}
 
 
 # The peers' variants (no phases to record).
 PEERS = ("cupy_gesvd", "jax_gesvdp", "torch_gesvdj", "syevd_values", "syevd")
+# Not recorded either: ``auto`` takes the path of ``polar`` (full) or ``gr`` (values).
+UNRECORDED = PEERS + ("auto",)
 
 
 def _variants(mode):
@@ -66,8 +72,8 @@ def _variants(mode):
     import gpusvd
 
     if mode == "values":
-        return {"two_stage": lambda a: gpusvd.svdvals(a, method="gr", reduction="two-stage"),
-                "gr_one_stage": lambda a: gpusvd.svdvals(a, method="gr", reduction="one-stage"),
+        return {"auto": lambda a: gpusvd.svdvals(a),
+                "gr": lambda a: gpusvd.svdvals(a, method="gr"),
                 "polar": lambda a: gpusvd.svdvals(a, method="polar"),
                 "cupy_gesvd": lambda a: cupy.linalg.svd(a, compute_uv=False),
                 "jax_gesvdp": common.jax_polar_svd(False),
@@ -75,9 +81,7 @@ def _variants(mode):
     if mode == "full":
         def svd(**kw):
             return lambda a: gpusvd.svd(a, full_matrices=False, **kw)
-        return {"two_stage": svd(method="gr", reduction="two-stage"),
-                "gr_one_stage": svd(method="gr", reduction="one-stage"),
-                "polar": svd(method="polar"),
+        return {"auto": svd(), "gr": svd(method="gr"), "polar": svd(method="polar"),
                 "cupy_gesvd": lambda a: cupy.linalg.svd(a, full_matrices=False),
                 "jax_gesvdp": common.jax_polar_svd(True),
                 "torch_gesvdj": common.torch_gesvdj_svd(True)}
@@ -159,7 +163,7 @@ def run(args):
                     cupy.get_default_memory_pool().free_all_blocks()
                     seconds, out, phases = _time(fn, x, args.repeat,
                                                  (mode, dtype, name) not in warm,
-                                                 name not in PEERS, args.record_max_seconds)
+                                                 name not in UNRECORDED, args.record_max_seconds)
                     warm.add((mode, dtype, name))
                     if seconds > args.max_seconds:
                         slow.add((mode, dtype, name))
@@ -193,7 +197,7 @@ def load(paths):
 
 def plot(series, out):
     """One column per mode, one row per dtype: median seconds against n, log-log, one line
-    per variant; gpusvd's two-stage path drawn thick. Several files are merged."""
+    per variant; gpusvd's auto drawn thick. Several files are merged."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -211,7 +215,7 @@ def plot(series, out):
                     continue
                 ns = sorted(points)
                 ax.loglog(ns, [points[n] for n in ns], marker="o", label=variant,
-                          linewidth=3 if variant == "two_stage" else 1.2)
+                          linewidth=3 if variant == "auto" else 1.2)
             ax.set_title(f"{mode}, {dtype}")
             ax.set_xlabel("n (n×n Gaussian)")
             ax.set_ylabel("median seconds")
