@@ -24,7 +24,13 @@ with ``k = min(m, n)`` (results written before 2026-11-25 divided the residual b
 backward-stable SVD gives; the raw (unnormalized) numbers are kept alongside.
 """
 
-from gpusvd._bench import (  # noqa: F401  (the names the scripts use)
+import os
+
+# JAX takes 75% of the GPU's memory at its first call unless told not to: gpusvd's 16384²
+# float64 SVD ran out of memory beside it in bench/exact.py (H100, 2026-11-27).
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+from gpusvd._bench import (  # noqa: E402, F401  (the names the scripts use)
     Timing,
     device_info,
     eps_of,
@@ -36,8 +42,8 @@ from gpusvd._bench import (  # noqa: F401  (the names the scripts use)
     values_accuracy,
     write_json,
 )
-from gpusvd._bench import sv_accuracy as sv_error  # noqa: F401
-from gpusvd._bench import time_calls as time_gpu  # noqa: F401
+from gpusvd._bench import sv_accuracy as sv_error  # noqa: E402, F401
+from gpusvd._bench import time_calls as time_gpu  # noqa: E402, F401
 
 
 def torch_gesvdj_svd(compute_uv):
