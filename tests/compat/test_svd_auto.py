@@ -102,13 +102,74 @@ def spy(monkeypatch):
     ((3, 40, 40), False),
 ])
 def test_svd_and_svdvals_dispatch(spy, shape, complex_):
+    """Input that the front end's scan would scale (max|A| below smlnum) takes the front
+    end: the whole stack in one call of the "lapack" entry."""
     rng = np.random.default_rng(0)
     a = rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if complex_ else 0)
+    a *= 1e-300
     batch = int(np.prod(shape[:-2]))
     u, s, vh = gpusvd.svd(a, full_matrices=False, device="cpu")
     gpusvd.svdvals(a, device="cpu")
     assert spy == [("lapack", (batch, *shape[-2:]))] * 2  # the whole stack in one call
-    assert np.allclose(np.matmul(u * s[..., None, :], vh), a)
+    assert np.allclose(np.matmul(u * s[..., None, :], vh) * 1e300, a * 1e300)
+
+
+@pytest.fixture
+def gesdd_calls(monkeypatch):
+    """The shapes given to NumPy's SVD (LAPACK's gesdd), call by call."""
+    calls, real = [], np.linalg.svd
+
+    def counted(a, *args, **kwargs):
+        calls.append(a.shape)
+        return real(a, *args, **kwargs)
+    monkeypatch.setattr(np.linalg, "svd", counted)
+    return calls
+
+
+@pytest.mark.parametrize(("shape", "dtype"), [
+    ((2, 2), np.float64), ((30, 20), np.complex128), ((4, 3, 10, 6), np.float32),
+    ((5, 10, 6), np.complex64), ((3, 40, 40), np.float64), ((20, 30), np.float32),
+])
+@pytest.mark.parametrize("full_matrices", [False, True])
+def test_numpy_input_in_range_goes_to_lapack_directly(spy, gesdd_calls, shape, dtype,
+                                                      full_matrices):
+    """A NumPy array on the CPU, finite and inside the scan's range, goes to gesdd as it
+    is, in one call, with the front end's results bit for bit (its "lapack" entry is
+    never called) and the input unchanged."""
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal(shape).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        a += 1j * rng.standard_normal(shape).astype(dtype)
+    before = a.copy()
+    u, s, vh = gpusvd.svd(a, full_matrices=full_matrices)
+    values = gpusvd.svdvals(a, device="cpu")
+    assert gesdd_calls == [shape] * 2 and spy == []
+    np.testing.assert_array_equal(a, before)
+    through = [_dispatch._decompose(a, full_matrices=full_matrices, compute_uv=uv,
+                                    method="auto", overwrite_a=False, check_finite=True,
+                                    device="cpu", reduction="auto", options={}, what="svd")
+               for uv in (True, False)]
+    assert spy == [("lapack", (int(np.prod(shape[:-2])), *shape[-2:]))] * 2
+    for ours, theirs in zip((u, s, vh, values), (*through[0], through[1])):
+        assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+        np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("a", [np.array([[1.0, np.nan], [0.0, 1.0]]),
+                               np.array([[np.inf, 0.0], [0.0, 1.0]], np.float32),
+                               np.full((3, 2, 2), 1e-320), np.full((2, 2), 1e300)])
+def test_numpy_input_out_of_range_takes_the_front_end(spy, a):
+    """NaN and infinity (ValueError, or NaN with check_finite=False), subnormal and huge
+    entries (scaled by the scan) take the front end."""
+    if not np.isfinite(a).all():
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            gpusvd.svd(a)
+        assert np.isnan(gpusvd.svdvals(a, check_finite=False)).all()
+        return
+    s = gpusvd.svdvals(a)
+    assert spy == [("lapack", (int(np.prod(a.shape[:-2])), *a.shape[-2:]))]
+    exact = a[..., 0, 0] * a.shape[-1]  # a constant matrix: σ₁ = n·c, the rest 0
+    np.testing.assert_allclose(s[..., 0], exact, rtol=1e-14)
 
 
 @pytest.fixture

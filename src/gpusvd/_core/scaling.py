@@ -10,6 +10,7 @@ is not a float64), so a matrix is multiplied by two factors of half the exponent
 and values are scaled back by ``ldexp``, which rounds once.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -34,11 +35,30 @@ _F32_EXACT_BEYOND = 103
 _ONE_PASS_ENTRIES = (1 << 31) - 1
 
 
+@functools.cache
 def _range(dtype):
     """dgesvd's safe range [smlnum, bignum] for ``dtype``: smlnum = √(safe minimum)/ε."""
     finfo = np.finfo(dtype)
     smlnum = np.sqrt(float(finfo.tiny)) / float(finfo.eps)
     return smlnum, 1.0 / smlnum
+
+
+def within_safe_range(largest, dtype):
+    """Whether every max|A| in ``largest`` (a host float or array, one per matrix) is zero
+    or inside [smlnum, bignum]: finite, and left as it is by the front end's scan.
+
+    Examples
+    --------
+    >>> within_safe_range(np.array([0.0, 3.0]), np.float64)
+    True
+    >>> within_safe_range(1e-300, np.float64), within_safe_range(np.nan, np.float32)
+    (False, False)
+    """
+    smlnum, bignum = _range(dtype)
+    if np.ndim(largest) == 0:  # one matrix: float comparisons (a 2×2 call is ~10 µs)
+        largest = float(largest)
+        return largest == 0 or smlnum <= largest <= bignum
+    return bool(((largest == 0) | ((largest >= smlnum) & (largest <= bignum))).all())
 
 
 def safe_exponent(anrm, dtype):
