@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Small matrices and Takagi on the CPU: per-call overheads of gr, Takagi and Jacobi.
+"""Small matrices and Takagi on the CPU: per-call overheads of auto, gr, Takagi and Jacobi.
 
 Issue 20 item 2: ``svd(method="gr")`` padded every block to 128 reflectors (about 1 ms
 for a 2×2, NumPy about 10 µs), the CPU Takagi ran hundreds of tiny ``np.matmul`` calls
@@ -12,6 +12,10 @@ accurate dgejsv. Run from the repository root with one thread for everything::
 Before/after side by side: run the same command with ``PYTHONPATH`` pointing at a copy
 of the earlier ``src`` (``git archive <commit> src``), alternating the two, and compare
 the medians. Suites (float64 unless said):
+
+- ``auto``: ``gpusvd.svd(a, full_matrices=False)`` and ``gpusvd.svdvals(a)`` (LAPACK's
+  gesdd behind the front end's check) against NumPy's and SciPy's SVD; n×n Gaussian,
+  n = 2, 4, 8, 16, 32, 64, and a stack of 1000 × 3×3 (``--sizes 3`` means that stack).
 
 - ``gr``: ``gpusvd.svd(a, method="gr", device="cpu")``, economy U, S, Vh, against
   ``numpy.linalg.svd`` (gesdd); n×n Gaussian, n = 2, 8, 32, 100, 500.
@@ -34,13 +38,14 @@ import platform
 import time
 
 import numpy as np
+import scipy.linalg
 import scipy.linalg.lapack
 
 import gpusvd
 from gpusvd import testing
 
 SCHEMA = "gpusvd-bench-cpu-small/1"
-SIZES = {"gr": (2, 8, 32, 100, 500), "takagi": (64, 160, 500), "jacobi": (200, 500, 1000)}
+SIZES = {"auto": (2, 4, 8, 16, 32, 64, 3), "gr": (2, 8, 32, 100, 500), "takagi": (64, 160, 500), "jacobi": (200, 500, 1000)}
 COND = 1e6
 
 
@@ -54,6 +59,20 @@ def _median_time(fn, repeat, max_seconds):
         if time.perf_counter() - start > max_seconds:
             break
     return float(np.median(times)), times, out
+
+
+def _auto_case(n, rng):
+    a = rng.standard_normal((1000, 3, 3) if n == 3 else (n, n))
+    return a, {
+        "gpusvd_svd": lambda: gpusvd.svd(a, full_matrices=False),
+        "gpusvd_svdvals": lambda: (None, gpusvd.svdvals(a), None),
+        "numpy_svd": lambda: np.linalg.svd(a, full_matrices=False),
+        "numpy_values": lambda: (None, np.linalg.svd(a, compute_uv=False), None),
+        "scipy_svd": lambda: scipy.linalg.svd(a, full_matrices=False),
+    }, lambda out: {"residual": max(testing.svd_residual(x, *o) for x, *o in zip(
+        a.reshape(-1, *a.shape[-2:]), *(y.reshape(-1, *y.shape[-2:]) if y.ndim == a.ndim
+                                        else y.reshape(-1, y.shape[-1]) for y in out)))
+        if out[0] is not None else 0.0}
 
 
 def _gr_case(n, rng):
@@ -94,7 +113,7 @@ def _jacobi_case(n, rng):
                     "sv_error": testing.sv_error(np.asarray(out[1]), s)}
 
 
-CASES = {"gr": _gr_case, "takagi": _takagi_case, "jacobi": _jacobi_case}
+CASES = {"auto": _auto_case, "gr": _gr_case, "takagi": _takagi_case, "jacobi": _jacobi_case}
 
 
 def run(suite, sizes, repeat, max_seconds):
