@@ -12,6 +12,7 @@ import numpy as np
 import scipy.linalg
 
 from ._core import tunables, validation
+from ._core.arrays import place
 from ._core.errors import LinAlgError
 from ._core.front_end import receive
 from ._core.memory import DENSE_HINT, hint_on_exhaustion
@@ -187,42 +188,47 @@ def _empty_stack(xp, batch, m, n, dtype, full_matrices, compute_uv):
 _LAPACK_TYPES = frozenset(map(np.dtype, (np.float32, np.float64, np.complex64, np.complex128)))
 
 
-def _lapack_directly(a, *, full_matrices, compute_uv, method, device, reduction, broadening,
-                     options):
-    """The SVD of a NumPy array that ``method="auto"`` sends to LAPACK's gesdd on the CPU,
-    with none of the front end's work but its check: gesdd scales into its safe range
-    itself. A 2×2 float64 call cost 114 µs through the front end against NumPy's 14 µs
-    (2 shared cores, one BLAS thread, 2026-11-27). None (the caller takes the front end)
-    unless ``a`` is a non-empty NumPy array of a LAPACK type, on the CPU by ``device``,
-    with every matrix finite and inside the range that the scan leaves as it is, and
-    gesdd converges; the results are then the front end's, bit for bit."""
-    if (type(a) is not np.ndarray or a.ndim < 2 or not a.size or a.dtype not in _LAPACK_TYPES
-            or method not in ("auto", "lapack") or options or broadening is not None
-            or not (isinstance(reduction, str) and reduction == "auto")):
+def _lapack_directly(arr, placement, *, full_matrices, compute_uv, method):
+    """The SVD that ``method="auto"`` (or ``"lapack"``) gives an array placed on the CPU,
+    with none of the front end's work but its check: LAPACK's gesdd scales into its safe
+    range itself. Through the whole front end a 2×2 float64 NumPy call cost 63–114 µs
+    against NumPy's own 9–14 µs (2 shared cores, one BLAS thread, 2026-11-28).
+
+    None (the caller takes the front end) unless ``arr`` (from :func:`place`) is a
+    non-empty NumPy array of a LAPACK type on the CPU with every matrix finite and inside
+    the range that the scan leaves as it is, and gesdd converges; the results are then
+    the front end's, bit for bit, in the caller's array type."""
+    if (placement.on_gpu or method not in ("auto", "lapack") or arr.ndim < 2 or not arr.size
+            or arr.dtype not in _LAPACK_TYPES):
         return None
-    if not (device == "cpu"
-            or (device == "auto" and a.size < tunables.get().auto_gpu_min_entries)):
-        return None
-    axes = None if a.ndim == 2 else (-2, -1)
-    if a.dtype.kind == "c":
-        largest = np.maximum(np.abs(a.real).max(axis=axes), np.abs(a.imag).max(axis=axes))
+    axes = None if arr.ndim == 2 else (-2, -1)
+    if arr.dtype.kind == "c":
+        largest = np.maximum(np.abs(arr.real).max(axis=axes),
+                             np.abs(arr.imag).max(axis=axes))
     else:
-        largest = np.abs(a).max(axis=axes)
-    if not within_safe_range(largest, a.dtype):
+        largest = np.abs(arr).max(axis=axes)
+    if not within_safe_range(largest, arr.dtype):
         return None
     try:
-        out = np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+        out = np.linalg.svd(arr, full_matrices=full_matrices, compute_uv=compute_uv)
     except np.linalg.LinAlgError:
         return None
-    return SVDResult(*out) if compute_uv else out
+    if not compute_uv:
+        return placement.to_output(out)
+    return SVDResult(*map(placement.to_output, out))
 
 
 def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finite, device,
                reduction, options, what):
     validation.check_choice("method", method, METHODS)
     options = _method_options(method, reduction, options, compute_uv=compute_uv, what=what)
+    placed = place(a, device)
+    done = _lapack_directly(*placed, full_matrices=full_matrices, compute_uv=compute_uv,
+                            method=method)
+    if done is not None:
+        return done
     with receive(a, what=what, device=device, check_finite=check_finite,
-                 overwrite_a=overwrite_a, scan=False) as job:
+                 overwrite_a=overwrite_a, scan=False, placed=placed) as job:
         xp = job.xp
         batch, m, n = job.stack.shape
         if method == "auto":
@@ -383,11 +389,6 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
     >>> S.shape, bool(np.allclose((U * S[:, None, :]) @ Vh, stack))
     ((1000, 8), True)
     """
-    done = _lapack_directly(a, full_matrices=full_matrices, compute_uv=compute_uv,
-                            method=method, device=device, reduction=reduction,
-                            broadening=broadening, options=options)
-    if done is not None:
-        return done
     kw = dict(method=method, check_finite=check_finite, device=device, reduction=reduction,
               **options)
     done = _differentiated(a, full_matrices=full_matrices, compute_uv=compute_uv,
@@ -464,11 +465,6 @@ def svdvals(a, *, method="auto", overwrite_a=False, check_finite=True, device="a
     >>> bool(err < 30 * 300 * np.finfo(float).eps * s[0])
     True
     """
-    done = _lapack_directly(a, full_matrices=False, compute_uv=False, method=method,
-                            device=device, reduction=reduction, broadening=broadening,
-                            options=options)
-    if done is not None:
-        return done
     kw = dict(method=method, check_finite=check_finite, device=device, reduction=reduction,
               **options)
     done = _differentiated(a, full_matrices=False, compute_uv=False, broadening=broadening,

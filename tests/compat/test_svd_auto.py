@@ -131,8 +131,8 @@ def gesdd_calls(monkeypatch):
     ((5, 10, 6), np.complex64), ((3, 40, 40), np.float64), ((20, 30), np.float32),
 ])
 @pytest.mark.parametrize("full_matrices", [False, True])
-def test_numpy_input_in_range_goes_to_lapack_directly(spy, gesdd_calls, shape, dtype,
-                                                      full_matrices):
+def test_numpy_input_in_range_goes_to_lapack_directly(monkeypatch, spy, gesdd_calls, shape,
+                                                      dtype, full_matrices):
     """A NumPy array on the CPU, finite and inside the scan's range, goes to gesdd as it
     is, in one call, with the front end's results bit for bit (its "lapack" entry is
     never called) and the input unchanged."""
@@ -145,10 +145,8 @@ def test_numpy_input_in_range_goes_to_lapack_directly(spy, gesdd_calls, shape, d
     values = gpusvd.svdvals(a, device="cpu")
     assert gesdd_calls == [shape] * 2 and spy == []
     np.testing.assert_array_equal(a, before)
-    through = [_dispatch._decompose(a, full_matrices=full_matrices, compute_uv=uv,
-                                    method="auto", overwrite_a=False, check_finite=True,
-                                    device="cpu", reduction="auto", options={}, what="svd")
-               for uv in (True, False)]
+    monkeypatch.setattr(_dispatch, "_lapack_directly", lambda *args, **kwargs: None)
+    through = [gpusvd.svd(a, full_matrices=full_matrices), gpusvd.svdvals(a)]
     assert spy == [("lapack", (int(np.prod(shape[:-2])), *shape[-2:]))] * 2
     for ours, theirs in zip((u, s, vh, values), (*through[0], through[1])):
         assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
@@ -286,3 +284,24 @@ def test_reduction_is_named_in_the_signature(fn):
         fn(np.eye(3), reduction="two-stage", device="cpu")
     s = gpusvd.svdvals(np.eye(3), method="gr", reduction="two-stage", device="cpu")
     assert np.allclose(s, 1)
+
+
+@pytest.mark.parametrize(("library", "dtype"), [("torch", "float64"), ("torch", "float16"),
+                                                ("jax", "float32")])
+def test_cpu_tensors_go_to_lapack_directly(monkeypatch, spy, gesdd_calls, library, dtype):
+    """A PyTorch or JAX array on the CPU takes the same direct call (half precision in
+    float32), its results in its own type and dtype, the front end's bit for bit."""
+    lib = pytest.importorskip(library)
+    a = np.random.default_rng(5).standard_normal((3, 6, 4))
+    if library == "torch":
+        x = lib.from_numpy(a).to(getattr(lib, dtype))
+    else:
+        x = pytest.importorskip("jax.numpy").asarray(a.astype(dtype))
+    ours = [*gpusvd.svd(x, full_matrices=False), gpusvd.svdvals(x)]
+    assert gesdd_calls == [(3, 6, 4)] * 2 and spy == []
+    monkeypatch.setattr(_dispatch, "_lapack_directly", lambda *args, **kwargs: None)
+    theirs = [*gpusvd.svd(x, full_matrices=False), gpusvd.svdvals(x)]
+    assert spy == [("lapack", (3, 6, 4))] * 2
+    for mine, other in zip(ours, theirs):
+        assert type(mine) is type(x) and mine.dtype == x.dtype
+        np.testing.assert_array_equal(np.asarray(mine), np.asarray(other))

@@ -132,9 +132,17 @@ def test_our_methods_run_blas_at_one_thread_on_the_cpu(monkeypatch, method):
             seen.append(_blas_threads())
             return _real(*args, **kwargs)
         monkeypatch.setitem(_dispatch._METHODS, name, spy)
+    gesdd, real_svd = [], np.linalg.svd
+
+    def gesdd_spy(*args, **kwargs):
+        gesdd.append(_blas_threads())
+        return real_svd(*args, **kwargs)
+    monkeypatch.setattr(np.linalg, "svd", gesdd_spy)
     before = _blas_threads()
     a = np.random.default_rng(0).standard_normal((40, 30))
     gpusvd.svd(a, method=method, device="cpu")
     gpusvd.svdvals(a, method=method, device="cpu")
-    gpusvd.svd(a, method="lapack", device="cpu")
+    gpusvd.svd(a, method="lapack", device="cpu")          # gesdd directly (in range)
+    gpusvd.svd(a * 1e-300, method="lapack", device="cpu")  # through the front end
     assert seen[:2] == [{1}, {1}] and seen[2] == before and _blas_threads() == before
+    assert gesdd[-2:] == [before, before]

@@ -100,14 +100,15 @@ class Received:
 
 
 def prepare(a, *, what, device="auto", check_finite=True, overwrite_a=False,
-            allow_complex=True, working=None, scan=True):
+            allow_complex=True, working=None, scan=True, placed=None):
     """Place, check, convert, check finite, scale and stack ``a`` (the module docstring);
     returns a :class:`Received`. :func:`receive` also enters the computing device.
 
     ``working`` maps the validated working dtype to the method's own (Takagi: complex).
-    ``scan=False`` leaves step 5 to the caller (:meth:`Received.scan`).
+    ``scan=False`` leaves step 5 to the caller (:meth:`Received.scan`). ``placed``: step
+    1's result for ``a`` and ``device`` where the caller has placed it already.
     """
-    arr, placement = place(a, device)
+    arr, placement = place(a, device) if placed is None else placed
     validation.check_matrix(arr, what=what)
     dtype = validation.working_dtype(arr.dtype, allow_complex=allow_complex, what=what)
     if working is not None:
