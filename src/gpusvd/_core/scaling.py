@@ -57,7 +57,7 @@ def within_safe_range(largest, dtype):
     smlnum, bignum = _range(dtype)
     if np.ndim(largest) == 0:  # one matrix: float comparisons (a 2×2 call is ~10 µs)
         largest = float(largest)
-        return largest == 0 or smlnum <= largest <= bignum
+        return bool(largest == 0 or smlnum <= largest <= bignum)
     return bool(((largest == 0) | ((largest >= smlnum) & (largest <= bignum))).all())
 
 
