@@ -17,6 +17,8 @@ the medians. Suites (float64 unless said):
   gesdd behind the front end's check) against NumPy's and SciPy's SVD; n×n Gaussian,
   n = 2, 4, 8, 16, 32, 64, and a stack of 1000 × 3×3 (``--sizes 3`` means that stack).
 
+- ``polar``: ``gpusvd.polar(a)`` (LAPACK's SVD on the CPU) and ``method="qdwh"`` against
+  ``scipy.linalg.polar``; n = 3, 8, 64, 256, 1000 and a stack of 1000 × 3×3 (``--sizes 1``).
 - ``gr``: ``gpusvd.svd(a, method="gr", device="cpu")``, economy U, S, Vh, against
   ``numpy.linalg.svd`` (gesdd); n×n Gaussian, n = 2, 8, 32, 100, 500.
 - ``takagi``: ``gpusvd.takagi(a, device="cpu")`` of a complex128 symmetric Gaussian,
@@ -45,7 +47,8 @@ import gpusvd
 from gpusvd import testing
 
 SCHEMA = "gpusvd-bench-cpu-small/1"
-SIZES = {"auto": (2, 4, 8, 16, 32, 64, 3), "gr": (2, 8, 32, 100, 500), "takagi": (64, 160, 500), "jacobi": (200, 500, 1000)}
+SIZES = {"auto": (2, 4, 8, 16, 32, 64, 3), "polar": (3, 8, 64, 256, 1000, 1),
+         "gr": (2, 8, 32, 100, 500), "takagi": (64, 160, 500), "jacobi": (200, 500, 1000)}
 COND = 1e6
 
 
@@ -73,6 +76,22 @@ def _auto_case(n, rng):
         a.reshape(-1, *a.shape[-2:]), *(y.reshape(-1, *y.shape[-2:]) if y.ndim == a.ndim
                                         else y.reshape(-1, y.shape[-1]) for y in out)))
         if out[0] is not None else 0.0}
+
+
+def _polar_case(n, rng):
+    a = rng.standard_normal((1000, 3, 3) if n == 1 else (n, n))
+
+    def check(out):
+        u, p = out
+        back = np.matmul(u, p)
+        return {"residual": float(np.linalg.norm(back - a) / (np.linalg.norm(a) * max(n, 3)
+                                                              * np.finfo(float).eps))}
+    stacked = a.ndim == 3
+    return a, {
+        "gpusvd_polar": lambda: gpusvd.polar(a),
+        "gpusvd_qdwh": lambda: gpusvd.polar(a, method="qdwh"),
+        **({} if stacked else {"scipy_polar": lambda: scipy.linalg.polar(a)}),
+    }, check
 
 
 def _gr_case(n, rng):
@@ -113,7 +132,7 @@ def _jacobi_case(n, rng):
                     "sv_error": testing.sv_error(np.asarray(out[1]), s)}
 
 
-CASES = {"auto": _auto_case, "gr": _gr_case, "takagi": _takagi_case, "jacobi": _jacobi_case}
+CASES = {"auto": _auto_case, "polar": _polar_case, "gr": _gr_case, "takagi": _takagi_case, "jacobi": _jacobi_case}
 
 
 def run(suite, sizes, repeat, max_seconds):

@@ -9,9 +9,8 @@ the stack of matrices to the method, and hands results back in the input's array
 import contextlib
 
 import numpy as np
-import scipy.linalg
 
-from ._core import tunables, validation
+from ._core import lapack, tunables, validation
 from ._core.arrays import place
 from ._core.errors import LinAlgError
 from ._core.front_end import receive
@@ -86,25 +85,15 @@ def _small_jacobi(job, *, full_matrices, compute_uv, check_finite, what):
 
 
 def _lapack(stack, xp, *, full_matrices, compute_uv, overwrite_a):
-    """LAPACK's divide-and-conquer SVD, gesdd, of the whole ``stack`` on the CPU: not ours,
-    the rule of ``method="auto"`` there (:func:`svd`'s Notes).
-
-    Through NumPy's ``linalg.svd``, whose LAPACK takes 64-bit indices (matrices past 2³¹
-    entries) and which loops over a stack in C (1000 × 8×8: 9.4 ms against 25 ms through
-    SciPy's batched call, one thread, ``bench/cpu.py``). Where gesdd does not
-    converge, gesvd through SciPy, as LAPACK's users do; ``check_finite=False``, since the
-    front end has checked. Both copy the C-ordered stack into LAPACK's column order, so
-    ``overwrite_a`` has nothing to spare.
-    """
+    """LAPACK's gesdd of the whole ``stack`` on the CPU (:func:`gpusvd._core.lapack.gesdd`,
+    gesvd where it does not converge): not ours, the rule of ``method="auto"`` there
+    (:func:`svd`'s Notes). LAPACK copies the stack into its column order, so
+    ``overwrite_a`` has nothing to spare."""
     if xp is not np:
         raise ValueError("method='lapack' is LAPACK's gesdd on the CPU (through NumPy and "
                          "SciPy); pass device='cpu', or another method on the GPU")
-    try:
-        out = np.linalg.svd(stack, full_matrices=full_matrices, compute_uv=compute_uv)
-    except np.linalg.LinAlgError:
-        out = scipy.linalg.svd(stack, full_matrices=full_matrices, compute_uv=compute_uv,
-                               check_finite=False, lapack_driver="gesvd")
-    return tuple(out) if compute_uv else (None, out, None)
+    out = lapack.gesdd(stack, full_matrices=full_matrices, compute_uv=compute_uv)
+    return out if compute_uv else (None, out, None)
 
 
 def _polar(stack, xp, *, full_matrices, compute_uv, overwrite_a):

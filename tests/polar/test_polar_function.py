@@ -58,12 +58,16 @@ def remedies(monkeypatch):
 
 
 class TestPolar_CPU:
+    """QDWH on the CPU, asked for by name (``method="auto"`` is LAPACK's SVD there:
+    :class:`TestPolar_LAPACK_CPU`), so that its routes are tested without a GPU."""
     device = "cpu"
+    method = "qdwh"
 
     def put(self, a):
         return a
 
     def polar(self, a, side="right", **kw):
+        kw.setdefault("method", self.method)
         u, p = gpusvd.polar(self.put(a), side, device=self.device, **kw)
         return _host(u), _host(p)
 
@@ -210,6 +214,43 @@ class TestPolar_CPU:
         assert u.shape == shape and p.shape == (shape[1], shape[1])
 
 
+class TestPolar_LAPACK_CPU(TestPolar_CPU):
+    """``method="auto"`` on the CPU: U = W·Vᴴ from LAPACK's gesdd, as SciPy's, for every
+    matrix of a stack in one call; the same contract. QDWH's routes are not taken."""
+    method = "auto"
+
+    @pytest.fixture
+    def remedies(self, monkeypatch):
+        """Here no matrix may reach QDWH, single or batched."""
+        def refused(*args, **kwargs):
+            raise AssertionError("QDWH ran where LAPACK's SVD should")
+        monkeypatch.setattr(batched_qdwh, "polar_factor", refused)
+        monkeypatch.setattr(polar_decomposition, "_qdwh_one", refused)
+        return []
+
+    @pytest.mark.parametrize("dtype", DTYPES)
+    def test_one_rank_deficient_matrix_takes_the_svd(self, dtype, remedies):
+        for a in [testing.low_rank(50, 40, 5, dtype=dtype, seed=3),
+                  testing.low_rank(40, 70, 3, dtype=dtype, seed=4), np.ones((6, 6), dtype),
+                  np.diag(np.array([1, 2, 0, 3], dtype)), np.zeros((5, 3), dtype)]:
+            self.check(a)
+
+    def test_stacks_keep_the_batched_engine(self, monkeypatch, remedies):
+        """The whole stack in one gesdd call, as the SVD's rule on the CPU."""
+        calls, real = [], np.linalg.svd
+
+        def counted(a, *args, **kwargs):
+            calls.append(a.shape)
+            return real(a, *args, **kwargs)
+        monkeypatch.setattr(np.linalg, "svd", counted)
+        a = np.random.default_rng(6).standard_normal((2, 12, 8))
+        u, p = self.polar(a)
+        assert calls == [(2, 12, 8)]
+        u_ref, p_ref = scipy.linalg.polar(a[1])
+        np.testing.assert_allclose(u[1], u_ref, atol=1e-14)
+        np.testing.assert_allclose(p[1], p_ref, atol=1e-14)
+
+
 class TestPolar_CholeskyQR_CPU(TestPolar_CPU):
     """The same with the CPU's QDWH QR steps and tall QRs by shifted CholeskyQR3, as the
     GPU's (gpusvd.polar_svd.cholesky_qr)."""
@@ -225,6 +266,7 @@ class TestPolar_CholeskyQR_CPU(TestPolar_CPU):
 @pytest.mark.gpu
 class TestPolar_GPU(TestPolar_CPU):
     device = "gpu"
+    method = "auto"  # QDWH on a GPU
 
     def put(self, a):
         import cupy
