@@ -13,10 +13,9 @@ import numpy as np
 from ._core import lapack, tunables, validation
 from ._core.arrays import place
 from ._core.errors import LinAlgError
-from ._core.front_end import receive
+from ._core.front_end import passes_unchanged, receive
 from ._core.memory import DENSE_HINT, hint_on_exhaustion
 from ._core.results import SVDResult
-from ._core.scaling import within_safe_range
 from ._core.threads import single_threaded_blas
 from . import autodiff
 from .batched import driver as batched
@@ -174,29 +173,17 @@ def _empty_stack(xp, batch, m, n, dtype, full_matrices, compute_uv):
     return xp.zeros((*batch, m, k_u), dtype), s, xp.zeros((*batch, k_v, n), dtype)
 
 
-_LAPACK_TYPES = frozenset(map(np.dtype, (np.float32, np.float64, np.complex64, np.complex128)))
-
-
 def _lapack_directly(arr, placement, *, full_matrices, compute_uv, method):
     """The SVD that ``method="auto"`` (or ``"lapack"``) gives an array placed on the CPU,
     with none of the front end's work but its check: LAPACK's gesdd scales into its safe
     range itself. Through the whole front end a 2×2 float64 NumPy call cost 63–114 µs
     against NumPy's own 9–14 µs (2 shared cores, one BLAS thread, 2026-11-28).
 
-    None (the caller takes the front end) unless ``arr`` (from :func:`place`) is a
-    non-empty NumPy array of a LAPACK type on the CPU with every matrix finite and inside
-    the range that the scan leaves as it is, and gesdd converges; the results are then
-    the front end's, bit for bit, in the caller's array type."""
-    if (placement.on_gpu or method not in ("auto", "lapack") or arr.ndim < 2 or not arr.size
-            or arr.dtype not in _LAPACK_TYPES):
-        return None
-    axes = None if arr.ndim == 2 else (-2, -1)
-    if arr.dtype.kind == "c":
-        largest = np.maximum(np.abs(arr.real).max(axis=axes),
-                             np.abs(arr.imag).max(axis=axes))
-    else:
-        largest = np.abs(arr).max(axis=axes)
-    if not within_safe_range(largest, arr.dtype):
+    None (the caller takes the front end) unless the front end would pass ``arr`` (from
+    :func:`place`) unchanged (:func:`gpusvd._core.front_end.passes_unchanged`) and
+    gesdd converges; the results are then the front end's, bit for bit, in the caller's
+    array type."""
+    if method not in ("auto", "lapack") or not passes_unchanged(arr, placement):
         return None
     try:
         out = np.linalg.svd(arr, full_matrices=full_matrices, compute_uv=compute_uv)

@@ -251,6 +251,34 @@ class TestPolar_LAPACK_CPU(TestPolar_CPU):
         np.testing.assert_allclose(p[1], p_ref, atol=1e-14)
 
 
+@pytest.mark.parametrize(("shape", "dtype"), [((3, 3), np.float64), ((2, 7, 4), np.float32),
+                                            ((4, 6), np.complex128), ((5, 2, 2), np.complex64)])
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_cpu_input_in_range_skips_the_front_end(monkeypatch, shape, dtype, side):
+    """Finite input inside the scan's range goes to LAPACK's SVD as it is (no receive),
+    with the front end's results bit for bit; out-of-range input takes the front end."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal(shape).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        a += 1j * rng.standard_normal(shape).astype(dtype)
+    received = []
+    real_receive = polar_decomposition.receive
+
+    def counted(*args, **kwargs):
+        received.append(args[0].shape)
+        return real_receive(*args, **kwargs)
+    monkeypatch.setattr(polar_decomposition, "receive", counted)
+    u, p = gpusvd.polar(a, side)
+    assert received == []
+    gpusvd.polar(a * np.finfo(dtype).tiny, side)  # below the safe range: scaled
+    assert received == [shape]
+    monkeypatch.setattr(polar_decomposition, "passes_unchanged", lambda *args: False)
+    u_front, p_front = gpusvd.polar(a, side)
+    for ours, theirs in ((u, u_front), (p, p_front)):
+        assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+        np.testing.assert_array_equal(ours, theirs)
+
+
 class TestPolar_CholeskyQR_CPU(TestPolar_CPU):
     """The same with the CPU's QDWH QR steps and tall QRs by shifted CholeskyQR3, as the
     GPU's (gpusvd.polar_svd.cholesky_qr)."""

@@ -25,7 +25,8 @@ import numpy as np
 
 from . import validation
 from .arrays import place
-from .scaling import largest_entries, safe_exponent, scale_values, times_power_of_two
+from .scaling import (largest_entries, safe_exponent, scale_values, times_power_of_two,
+                      within_safe_range)
 
 
 class Received:
@@ -97,6 +98,33 @@ class Received:
             bad = self.xp.asarray(self._bad.reshape(-1, *([1] * (v.ndim - 1))))
             v = self.xp.where(bad, self.xp.asarray(np.nan, v.dtype), v)
         return self.placement.to_output(v.reshape(*self.batch, *v.shape[1:]))
+
+
+_LAPACK_TYPES = frozenset(map(np.dtype, (np.float32, np.float64, np.complex64, np.complex128)))
+
+
+def passes_unchanged(arr, placement):
+    """Whether steps 2–5 would leave ``arr`` (step 1's result, :func:`place`) as it is
+    and on the CPU: a non-empty NumPy (stack of) matrix of a LAPACK dtype, every matrix
+    finite and with max|A| (the scan's: the larger of |Re| and |Im|) zero or inside the
+    safe range. LAPACK's own drivers then take ``arr`` as it is: they scale themselves.
+
+    Examples
+    --------
+    >>> passes_unchanged(*place(np.eye(3), "cpu"))
+    True
+    >>> passes_unchanged(*place(np.eye(3) * 1e-300, "cpu"))
+    False
+    """
+    if placement.on_gpu or arr.ndim < 2 or not arr.size or arr.dtype not in _LAPACK_TYPES:
+        return False
+    axes = None if arr.ndim == 2 else (-2, -1)
+    if arr.dtype.kind == "c":
+        largest = np.maximum(np.abs(arr.real).max(axis=axes),
+                             np.abs(arr.imag).max(axis=axes))
+    else:
+        largest = np.abs(arr).max(axis=axes)
+    return within_safe_range(largest, arr.dtype)
 
 
 def prepare(a, *, what, device="auto", check_finite=True, overwrite_a=False,
