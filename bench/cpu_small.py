@@ -132,7 +132,8 @@ def _jacobi_case(n, rng):
                     "sv_error": testing.sv_error(np.asarray(out[1]), s)}
 
 
-CASES = {"auto": _auto_case, "polar": _polar_case, "gr": _gr_case, "takagi": _takagi_case, "jacobi": _jacobi_case}
+CASES = {"auto": _auto_case, "polar": _polar_case, "gr": _gr_case, "takagi": _takagi_case,
+         "jacobi": _jacobi_case}
 
 
 def run(suite, sizes, repeat, max_seconds):

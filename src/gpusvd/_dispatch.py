@@ -180,15 +180,12 @@ def _lapack_directly(arr, placement, *, full_matrices, compute_uv, method):
     against NumPy's own 9–14 µs (2 shared cores, one BLAS thread, 2026-11-28).
 
     None (the caller takes the front end) unless the front end would pass ``arr`` (from
-    :func:`place`) unchanged (:func:`gpusvd._core.front_end.passes_unchanged`) and
-    gesdd converges; the results are then the front end's, bit for bit, in the caller's
-    array type."""
+    :func:`place`) unchanged (:func:`gpusvd._core.front_end.passes_unchanged`); the
+    results are then the front end's, bit for bit (gesvd where gesdd does not converge,
+    :func:`gpusvd._core.lapack.gesdd`), in the caller's array type."""
     if method not in ("auto", "lapack") or not passes_unchanged(arr, placement):
         return None
-    try:
-        out = np.linalg.svd(arr, full_matrices=full_matrices, compute_uv=compute_uv)
-    except np.linalg.LinAlgError:
-        return None
+    out = lapack.gesdd(arr, full_matrices=full_matrices, compute_uv=compute_uv)
     if not compute_uv:
         return placement.to_output(out)
     return SVDResult(*map(placement.to_output, out))

@@ -15,10 +15,10 @@
 //   5. the padding columns found from V (the one column nonzero in rows n..k-1), the
 //      others ranked by descending σ, ties by position (a stable sort);
 //   6. S = σ·2^e; U = G·Σ⁻¹ where σ > u_floor, completed to ku orthonormal columns where
-//      σ <= u_floor and, for full_matrices, past n: each new column is the unit vector e_t of the row
-//      t with the least weight Σ_j |U_tj|² so far (its projection onto the complement has
-//      norm² >= (m - c)/m >= 1/m), orthogonalized against the columns before it by two
-//      passes of classical Gram-Schmidt in double, and normalized;
+//      σ <= u_floor and, for full_matrices, past n: each new column is the unit vector
+//      e_t of the row t with the least weight Σ_j |U_tj|² so far (its projection onto the
+//      complement has norm² >= (m - c)/m >= 1/m), orthogonalized against the columns
+//      before it by two passes of classical Gram-Schmidt in double, and normalized;
 //   7. U, S and Vh written in the caller's layout (for a wide matrix U = V_x, Vh = U_xᴴ).
 //
 // The CPU twin is gpusvd/jacobi/small_svd.py; with one thread per block and no fma (the
