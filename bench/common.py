@@ -38,6 +38,7 @@ from gpusvd._bench import (  # noqa: E402, F401  (the names the scripts use)
     short_error,
     svd_accuracy,
     synchronize,
+    time_interleaved,
     to_cupy,
     values_accuracy,
     write_json,

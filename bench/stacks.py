@@ -8,12 +8,15 @@ median time after warm-up, and the worst residual and orthogonality (units of nÂ
 
 Peers that loop over a stack (torch, CuPy and JAX above 32 columns) are timed once on
 one matrix first; a case whose estimate passes ``--peer-cap`` seconds is recorded as
-skipped with that estimate instead of run.
+skipped with that estimate instead of run. Where every library's call is fast (under
+``--fast`` seconds), the libraries are timed in interleaved rounds, so that the host's
+drift from minute to minute reaches all of them alike.
 
     python bench/stacks.py --sizes 16 64 128 --batches 1 100 2000 --out stacks.json
 """
 
 import argparse
+import hashlib
 import time
 
 import numpy as np
@@ -73,6 +76,18 @@ def _stack(n, batch, dtype, seed=0):
     return cupy.asarray(host)
 
 
+_REFERENCES = {}  # float64 singular values by the matrix's bytes: a matrix recurs by batch
+
+
+def _reference(mat):
+    host = mat.get()
+    key = (host.dtype.name, host.shape, hashlib.sha1(host.tobytes()).hexdigest())
+    if key not in _REFERENCES:
+        wide = np.complex128 if host.dtype.kind == "c" else np.float64
+        _REFERENCES[key] = np.linalg.svd(host.astype(wide), compute_uv=False)
+    return _REFERENCES[key]
+
+
 def _accuracy(a, out, dtype):
     """Worst residual, orthogonality and value error over the first SAMPLE matrices."""
     u, s, vh = (common.to_cupy(x) for x in out)
@@ -80,37 +95,62 @@ def _accuracy(a, out, dtype):
     s = s.reshape(len(u), -1)
     worst = {}
     for i in range(min(SAMPLE, len(a))):
-        ref = np.linalg.svd(a[i].get().astype(np.complex128 if a.dtype.kind == "c"
-                                              else np.float64), compute_uv=False)
-        acc = common.svd_accuracy(a[i], u[i], s[i], vh[i], ref, dtype)
+        acc = common.svd_accuracy(a[i], u[i], s[i], vh[i], _reference(a[i]), dtype)
         for key in ("residual", "orthogonality", "sv_error"):
             worst[key] = max(worst.get(key, 0.0), acc[key] or 0.0)
     return worst
 
 
-def run_case(name, n, batch, dtype, args):
+def run_point(n, batch, dtype, args):
+    """One record per library for one stack (batch 1: one (n, n) matrix). Where every
+    library's call takes under ``args.fast`` seconds, the libraries are timed in
+    interleaved rounds (:func:`common.time_interleaved`), else one after another."""
     a = _stack(n, batch, dtype)
     x = a[0] if batch == 1 else a
-    record = {"library": name, "n": n, "batch": batch, "dtype": np.dtype(dtype).name}
-    try:
-        fn = LIBRARIES[name](x)
-        if name in LOOPING and batch > 1 and n > 32:
-            one = common.time_gpu(LIBRARIES[name](a[0]), warmup=1, repeat=1).median
-            if one * batch > args.peer_cap:
-                record["skipped"] = f"estimated {one * batch:.1f} s (loops: {one:.4f} s a matrix)"
-                return record
-        timing = common.time_gpu(fn, warmup=args.warmup, repeat=args.repeat,
-                                 max_seconds=args.budget)
+    records = {name: {"library": name, "n": n, "batch": batch, "dtype": np.dtype(dtype).name}
+               for name in args.libraries}
+    fns, first = {}, {}
+    for name in args.libraries:
+        try:
+            if name in LOOPING and batch > 1 and n > 32:
+                one = common.time_gpu(LIBRARIES[name](a[0]), warmup=1, repeat=1).median
+                if one * batch > args.peer_cap:
+                    records[name]["skipped"] = (f"estimated {one * batch:.1f} s (loops: "
+                                                f"{one:.4f} s a matrix)")
+                    continue
+            fns[name] = LIBRARIES[name](x)
+            first[name] = common.time_gpu(fns[name], warmup=0, repeat=1).median
+        except Exception as exc:  # a peer that fails is a result, not the end of the run
+            records[name]["error"] = common.short_error(exc)
+            fns.pop(name, None)
+    if fns and max(first.values()) < args.fast:
+        timings = common.time_interleaved(fns, warmup=args.warmup, rounds=args.rounds)
+    else:
+        timings = {}
+        for name, fn in fns.items():
+            try:
+                timings[name] = common.time_gpu(fn, warmup=max(0, args.warmup - 1),
+                                                repeat=args.repeat, max_seconds=args.budget)
+            except Exception as exc:
+                timings[name] = exc
+    for name, timing in timings.items():
+        record = records[name]
+        if isinstance(timing, Exception):
+            record["error"] = common.short_error(timing)
+            continue
         out = timing.result
         if batch == 1:
             out = tuple(t[None] for t in out)
-        record.update(seconds=timing.median, samples=timing.times,
-                      **_accuracy(a[:1] if batch == 1 else a, out, dtype))
-    except Exception as exc:  # a peer that fails is a result, not the end of the run
-        record["error"] = common.short_error(exc)
-    finally:
-        common.free_gpu_memory()
-    return record
+        try:
+            record.update(seconds=timing.median, samples=timing.times,
+                          interleaved=len(fns) > 1 and name in first
+                          and max(first.values()) < args.fast,
+                          **_accuracy(a[:1] if batch == 1 else a, out, dtype))
+        except Exception as exc:
+            record["error"] = common.short_error(exc)
+    del timings, fns
+    common.free_gpu_memory()
+    return list(records.values())
 
 
 def plot(path, png):
@@ -155,6 +195,10 @@ def main():
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--budget", type=float, default=10.0, help="seconds of repeats a case")
+    p.add_argument("--fast", type=float, default=0.005,
+                   help="time the libraries in interleaved rounds where each call takes "
+                        "less than this many seconds")
+    p.add_argument("--rounds", type=int, default=30, help="rounds of interleaved timing")
     p.add_argument("--out", default="stacks.json")
     p.add_argument("--plot", metavar="PNG", help="plot the JSON of --out and stop")
     args = p.parse_args()
@@ -163,20 +207,21 @@ def main():
         return
     records = []
     started = time.time()
+    device = common.device_info()
     for dtype in args.dtypes:
         for n in args.sizes:
             for batch in args.batches:
                 if batch * n * n > args.max_entries:
                     continue
-                for name in args.libraries:
-                    rec = run_case(name, n, batch, np.dtype(dtype), args)
+                for rec in run_point(n, batch, np.dtype(dtype), args):
                     records.append(rec)
+                    name = rec["library"]
                     shown = (f"{rec['seconds']:.5f} s  res {rec['residual']:.2f}  "
                              f"orth {rec['orthogonality']:.2f}" if "seconds" in rec
                              else rec.get("skipped") or rec.get("error"))
                     print(f"{dtype:8s} n={n:5d} batch={batch:6d} {name:14s} {shown}",
                           flush=True)
-                    common.write_json(args.out, {"device": common.device_info(),
+                    common.write_json(args.out, {"device": device,
                                                  "records": records,
                                                  "elapsed": time.time() - started})
 

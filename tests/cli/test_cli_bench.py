@@ -3,6 +3,7 @@
 import json
 import pathlib
 import re
+import statistics
 import sys
 
 import pytest
@@ -101,3 +102,27 @@ def test_accuracy_axis_has_several_labels():
         shown = [t for t in axes.yaxis.get_major_ticks()
                  if t.label1.get_text() and low <= t.get_loc() <= high]
         assert len(shown) >= 2, [t.label1.get_text() for t in shown]
+
+
+def test_interleaved_timing_takes_turns_and_keeps_failures():
+    """Each round calls every function once, in turn; a function that raises in its
+    warm-up is returned as its exception and left out of the rounds."""
+    order = []
+
+    def call(name):
+        def run():
+            order.append(name)
+            return name
+        return run
+
+    def broken():
+        raise RuntimeError("no such driver")
+
+    out = _bench.time_interleaved({"a": call("a"), "b": call("b"), "c": broken},
+                                  warmup=1, rounds=4, sync=lambda: None)
+    assert order == ["a", "b"] + ["a", "b"] * 4
+    assert isinstance(out["c"], RuntimeError)
+    for name in "ab":
+        assert len(out[name].times) == 4 and len(out[name].warmup_times) == 1
+        assert out[name].result == name
+        assert out[name].median == statistics.median(out[name].times)

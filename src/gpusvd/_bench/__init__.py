@@ -22,9 +22,9 @@ from .machine import device_info, format_machine_info, machine_info
 from .peers import ALGORITHMS, COND
 from .records import short_error, write_json
 from .report import METRICS, plot
-from .timing import Timing, free_gpu_memory, synchronize, time_calls
+from .timing import Timing, free_gpu_memory, synchronize, time_calls, time_interleaved
 
 __all__ = ["ALGORITHMS", "COND", "METRICS", "Timing", "add_arguments", "device_info", "eps_of",
            "format_machine_info", "free_gpu_memory", "machine_info", "plot", "run",
-           "short_error", "sv_accuracy", "svd_accuracy", "synchronize", "time_calls", "to_cupy",
-           "values_accuracy", "write_json"]
+           "short_error", "sv_accuracy", "svd_accuracy", "synchronize", "time_calls",
+           "time_interleaved", "to_cupy", "values_accuracy", "write_json"]
