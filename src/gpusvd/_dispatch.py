@@ -13,7 +13,7 @@ import numpy as np
 from ._core import lapack, tunables, validation
 from ._core.arrays import place
 from ._core.errors import LinAlgError
-from ._core.front_end import in_working_dtype, passes_unchanged, receive
+from ._core.front_end import passes_unchanged, receive
 from ._core.memory import DENSE_HINT, hint_on_exhaustion
 from ._core.results import SVDResult
 from ._core.threads import single_threaded_blas
@@ -66,14 +66,13 @@ def _jacobi(stack, xp, *, full_matrices, compute_uv, overwrite_a):
                             options=jacobi.DEFAULTS)
 
 
-def _small_jacobi(stack, *, full_matrices, compute_uv, check_finite, what):
+def _small_jacobi(job, *, full_matrices, compute_uv, check_finite, what):
     """``method="auto"``'s path on the GPU for matrices with min(M, N) <= 2b that fit one
     thread block (:func:`gpusvd.jacobi.small_svd_cuda.fits`), one or a stack: the whole
-    one-sided Jacobi SVD of each matrix of the CuPy ``stack`` in one kernel launch, the
-    finite check and the scaling inside it (``stack`` is not scanned), then one host
-    synchronization for its status. gesvd's accuracy (not the relative accuracy of
-    ``method="jacobi"``)."""
-    u, s, vh, status = small_svd_cuda.small_svd(stack, compute_uv=compute_uv,
+    one-sided Jacobi SVD of each matrix in one kernel launch, the finite check and the
+    scaling inside it (``job`` is not scanned), then one host synchronization for its
+    status. gesvd's accuracy (not the relative accuracy of ``method="jacobi"``)."""
+    u, s, vh, status = small_svd_cuda.small_svd(job.stack, compute_uv=compute_uv,
                                                 full_matrices=full_matrices)
     flags = int(status.get()[0])
     if flags & small_svd.NOT_FINITE and check_finite:
@@ -192,36 +191,6 @@ def _lapack_directly(arr, placement, *, full_matrices, compute_uv, method):
     return SVDResult(*map(placement.to_output, out))
 
 
-def _small_directly(arr, placement, *, full_matrices, compute_uv, method, check_finite,
-                    what):
-    """The SVD that ``method="auto"`` gives small matrices placed on the GPU (the one-launch
-    small-Jacobi path), with none of the front end's work: the kernel checks finiteness
-    and scales into the safe range itself, which leaves the front end only checks and
-    reshapes, at a third of a 2×2 call's host time.
-
-    None (the caller takes the front end) unless ``arr`` (from :func:`place`) is its own
-    working dtype (:func:`gpusvd._core.front_end.in_working_dtype`) and the rule of
-    ``method="auto"`` takes it to that path; the results are then the front end's, bit
-    for bit, in the caller's array type."""
-    if method != "auto" or not placement.on_gpu or not in_working_dtype(arr):
-        return None
-    *batch, m, n = arr.shape
-    if _choose_method(arr.shape, arr.dtype, placement.xp, compute_uv) != _SMALL:
-        return None
-    with placement.device_context():
-        if not small_svd_cuda.fits(m, n, arr.dtype, full_matrices=full_matrices,
-                                   compute_uv=compute_uv):
-            return None
-        u, s, vh = _small_jacobi(arr.reshape(-1, m, n), full_matrices=full_matrices,
-                                 compute_uv=compute_uv, check_finite=check_finite,
-                                 what=what)
-
-    def back(x):
-        return placement.to_output(x.reshape(*batch, *x.shape[1:]))
-
-    return SVDResult(back(u), back(s), back(vh)) if compute_uv else back(s)
-
-
 def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finite, device,
                reduction, options, what):
     validation.check_choice("method", method, METHODS)
@@ -229,9 +198,6 @@ def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finit
     placed = place(a, device)
     done = _lapack_directly(*placed, full_matrices=full_matrices, compute_uv=compute_uv,
                             method=method)
-    if done is None:
-        done = _small_directly(*placed, full_matrices=full_matrices, compute_uv=compute_uv,
-                               method=method, check_finite=check_finite, what=what)
     if done is not None:
         return done
     with receive(a, what=what, device=device, check_finite=check_finite,
@@ -247,9 +213,8 @@ def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finit
             u, s, vh = _empty_stack(xp, (0,), m, n, job.stack.dtype, full_matrices,
                                     compute_uv)
         elif method == _SMALL:
-            u, s, vh = _small_jacobi(job.stack, full_matrices=full_matrices,
-                                     compute_uv=compute_uv, check_finite=check_finite,
-                                     what=what)
+            u, s, vh = _small_jacobi(job, full_matrices=full_matrices, compute_uv=compute_uv,
+                                     check_finite=check_finite, what=what)
         elif method == "polar" and (found := _unscanned_polar(
                 job, full_matrices=full_matrices, compute_uv=compute_uv)) is not None:
             u, s, vh = found

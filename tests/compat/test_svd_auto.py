@@ -90,9 +90,9 @@ def spy(monkeypatch):
         monkeypatch.setitem(_dispatch._METHODS, name, recorded)
     small = _dispatch._small_jacobi
 
-    def recorded_small(stack, **kw):
-        calls.append((_dispatch._SMALL, stack.shape))
-        return small(stack, **kw)
+    def recorded_small(job, **kw):
+        calls.append((_dispatch._SMALL, job.stack.shape))
+        return small(job, **kw)
     monkeypatch.setattr(_dispatch, "_small_jacobi", recorded_small)
     return calls
 
@@ -270,86 +270,6 @@ def test_gpu_boundary_and_one_launch(spy):
     u, s, vh = gpusvd.svd(cupy.asarray(tall), full_matrices=False)
     assert spy == [("polar", (3, 30000, 8))]
     assert np.allclose(np.matmul(u.get() * s.get()[..., None, :], vh.get()), tall)
-
-
-@pytest.fixture
-def front_end_calls(monkeypatch):
-    """How many arrays went through the front end (``_dispatch.receive``)."""
-    calls, real = [], _dispatch.receive
-
-    def counted(a, **kwargs):
-        calls.append(a.shape)
-        return real(a, **kwargs)
-    monkeypatch.setattr(_dispatch, "receive", counted)
-    return calls
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize(("shape", "dtype"), [
-    ((2, 2), np.float64), ((16, 16), np.float32), ((4, 3, 10, 6), np.complex64),
-    ((5, 6, 10), np.complex128), ((1, 64, 64), np.float64), ((300, 8), np.float32),
-])
-@pytest.mark.parametrize("full_matrices", [False, True])
-def test_cupy_small_input_skips_the_front_end(monkeypatch, spy, front_end_calls, shape,
-                                              dtype, full_matrices):
-    """Small CuPy matrices in a LAPACK dtype go to the one-launch kernel without the front
-    end, whole stacks in one call, with the front end's results bit for bit (dtype, shape,
-    values) and the input unchanged."""
-    import cupy
-
-    rng = np.random.default_rng(6)
-    a = rng.standard_normal(shape).astype(dtype)
-    if np.dtype(dtype).kind == "c":
-        a += 1j * rng.standard_normal(shape).astype(dtype)
-    x = cupy.asarray(a)
-    ours = [*gpusvd.svd(x, full_matrices=full_matrices), gpusvd.svdvals(x)]
-    stack = (int(np.prod(shape[:-2])), *shape[-2:])
-    assert front_end_calls == [] and spy == [("small-jacobi", stack)] * 2
-    np.testing.assert_array_equal(x.get(), a)
-    monkeypatch.setattr(_dispatch, "_small_directly", lambda *args, **kwargs: None)
-    theirs = [*gpusvd.svd(x, full_matrices=full_matrices), gpusvd.svdvals(x)]
-    assert front_end_calls == [shape] * 2 and spy[2:] == [("small-jacobi", stack)] * 2
-    for mine, other in zip(ours, theirs):
-        assert isinstance(mine, cupy.ndarray)
-        assert mine.dtype == other.dtype and mine.shape == other.shape
-        np.testing.assert_array_equal(mine.get(), other.get())
-    u, s, vh = (r.get().reshape(-1, *r.shape[len(shape) - 2:]) for r in ours[:3])
-    for i, mat in enumerate(a.reshape(stack)):
-        assert testing.svd_residual(mat, u[i], s[i], vh[i]) <= TOL
-
-
-@pytest.mark.gpu
-def test_cupy_small_input_checks_finite_without_the_front_end(front_end_calls):
-    """NaN in one matrix of a stack: ValueError, or NaN for that matrix alone with
-    check_finite=False; the other matrices decomposed as on their own."""
-    import cupy
-
-    a = np.random.default_rng(7).standard_normal((3, 5, 5))
-    a[1, 2, 3] = np.nan
-    x = cupy.asarray(a)
-    with pytest.raises(ValueError, match="NaN or infinity"):
-        gpusvd.svd(x)
-    s = gpusvd.svdvals(x, check_finite=False).get()
-    assert np.isnan(s[1]).all() and np.isfinite(s[[0, 2]]).all()
-    np.testing.assert_allclose(s[[0, 2]], np.linalg.svd(a[[0, 2]], compute_uv=False),
-                               rtol=TOL * 5 * np.finfo(float).eps)
-    assert front_end_calls == []
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("dtype", [np.float16, np.int64])
-def test_cupy_small_input_to_convert_takes_the_front_end(front_end_calls, spy, dtype):
-    """Input that is not its own working dtype (half precision, integers) takes the front
-    end, which converts it."""
-    import cupy
-
-    a = cupy.asarray(np.arange(1, 10).reshape(3, 3) % 4, dtype)
-    s = gpusvd.svdvals(a)
-    assert front_end_calls == [(3, 3)] and spy == [("small-jacobi", (1, 3, 3))]
-    ref = np.linalg.svd(a.get().astype(float), compute_uv=False)
-    assert s.dtype == np.float32
-    np.testing.assert_allclose(s.get(), ref, rtol=0,
-                               atol=TOL * 3 * np.finfo(np.float32).eps * ref[0])
 
 
 @pytest.mark.parametrize("fn", [gpusvd.svd, gpusvd.svdvals])

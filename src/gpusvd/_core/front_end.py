@@ -103,20 +103,6 @@ class Received:
 _LAPACK_TYPES = frozenset(map(np.dtype, (np.float32, np.float64, np.complex64, np.complex128)))
 
 
-def in_working_dtype(arr):
-    """Whether steps 2–4 leave ``arr`` (step 1's result) as it is, whatever its values: a
-    non-empty matrix or stack of a LAPACK dtype in native byte order, which is its own
-    working dtype. A method that checks finiteness and scales inside its own kernel (the
-    small GPU SVD) may then take ``arr`` without the front end.
-
-    Examples
-    --------
-    >>> in_working_dtype(np.eye(2)), in_working_dtype(np.eye(2, dtype=np.int64))
-    (True, False)
-    """
-    return arr.ndim >= 2 and arr.size > 0 and arr.dtype in _LAPACK_TYPES
-
-
 def passes_unchanged(arr, placement):
     """Whether steps 2–5 would leave ``arr`` (step 1's result, :func:`place`) as it is
     and on the CPU: a non-empty NumPy (stack of) matrix of a LAPACK dtype, every matrix
@@ -133,7 +119,7 @@ def passes_unchanged(arr, placement):
     >>> passes_unchanged(*place(np.eye(3) * 1e-300, "cpu"))
     False
     """
-    if placement.on_gpu or not in_working_dtype(arr):
+    if placement.on_gpu or arr.ndim < 2 or not arr.size or arr.dtype not in _LAPACK_TYPES:
         return False
     axes = None if arr.ndim == 2 else (-2, -1)
     if arr.dtype.kind == "c":
