@@ -102,8 +102,10 @@ def time_interleaved(fns: dict[str, Callable[[], Any]], *, warmup: int = 1,
     """:func:`time_calls` of several functions side by side: ``warmup`` untimed calls of
     each, then ``rounds`` rounds of one timed call of each in turn, so that a shared
     host's drift reaches every function alike (calls of a millisecond or less on a loaded
-    machine vary by ±0.1 ms from minute to minute). A function that raises is left out of
-    the rounds; its exception is returned in its place.
+    machine vary by ±0.1 ms from minute to minute). Each round starts one function later
+    than the one before, so that none always follows the same one. A function that
+    raises is left out of the rounds; its exception is returned in its
+    place.
 
     Examples
     --------
@@ -121,8 +123,10 @@ def time_interleaved(fns: dict[str, Callable[[], Any]], *, warmup: int = 1,
             failed[name] = exc
     times: dict[str, list[float]] = {name: [] for name in fns if name not in failed}
     last: dict[str, Any] = {}
-    for _ in range(max(1, rounds)):
-        for name in times:
+    order = list(times)
+    for r in range(max(1, rounds)):
+        shift = r % max(1, len(order))
+        for name in order[shift:] + order[:shift]:
             last[name] = None
             seconds, last[name] = _one_call(fns[name], sync)
             times[name].append(seconds)
