@@ -119,17 +119,19 @@ def run_point(n, batch, dtype, args):
                                                 f"{one:.4f} s a matrix)")
                     continue
             fns[name] = LIBRARIES[name](x)
-            first[name] = common.time_gpu(fns[name], warmup=0, repeat=1).median
+            # After a warm-up call: a first call compiles (JAX's jit) or makes handles.
+            first[name] = common.time_gpu(fns[name], warmup=1, repeat=1).median
         except Exception as exc:  # a peer that fails is a result, not the end of the run
             records[name]["error"] = common.short_error(exc)
             fns.pop(name, None)
-    if fns and max(first.values()) < args.fast:
+    interleaved = bool(fns) and max(first.values()) < args.fast
+    if interleaved:
         timings = common.time_interleaved(fns, warmup=args.warmup, rounds=args.rounds)
     else:
         timings = {}
         for name, fn in fns.items():
             try:
-                timings[name] = common.time_gpu(fn, warmup=max(0, args.warmup - 1),
+                timings[name] = common.time_gpu(fn, warmup=max(0, args.warmup - 2),
                                                 repeat=args.repeat, max_seconds=args.budget)
             except Exception as exc:
                 timings[name] = exc
@@ -143,8 +145,7 @@ def run_point(n, batch, dtype, args):
             out = tuple(t[None] for t in out)
         try:
             record.update(seconds=timing.median, samples=timing.times,
-                          interleaved=len(fns) > 1 and name in first
-                          and max(first.values()) < args.fast,
+                          interleaved=interleaved,
                           **_accuracy(a[:1] if batch == 1 else a, out, dtype))
         except Exception as exc:
             record["error"] = common.short_error(exc)
