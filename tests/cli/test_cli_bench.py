@@ -105,9 +105,9 @@ def test_accuracy_axis_has_several_labels():
 
 
 def test_interleaved_timing_takes_turns_and_keeps_failures():
-    """Each round calls every function once, starting one later than the round before; a
-    function that raises in its warm-up is returned as its exception and left out of the
-    rounds."""
+    """Each round calls every function once, in a new order, so that each follows each of
+    the others; a function that raises in its warm-up is returned as its exception and
+    left out of the rounds."""
     order = []
 
     def call(name):
@@ -119,11 +119,15 @@ def test_interleaved_timing_takes_turns_and_keeps_failures():
     def broken():
         raise RuntimeError("no such driver")
 
-    out = _bench.time_interleaved({"a": call("a"), "b": call("b"), "c": broken},
-                                  warmup=1, rounds=4, sync=lambda: None)
-    assert order == ["a", "b"] + ["a", "b", "b", "a"] * 2
-    assert isinstance(out["c"], RuntimeError)
-    for name in "ab":
-        assert len(out[name].times) == 4 and len(out[name].warmup_times) == 1
+    out = _bench.time_interleaved({"a": call("a"), "b": call("b"), "c": call("c"),
+                                   "d": broken}, warmup=1, rounds=40, sync=lambda: None)
+    assert order[:3] == ["a", "b", "c"]  # the warm-up calls
+    rounds = [tuple(order[i:i + 3]) for i in range(3, len(order), 3)]
+    assert len(rounds) == 40 and all(sorted(r) == ["a", "b", "c"] for r in rounds)
+    after = {(x, y) for r in rounds for x, y in zip(r, r[1:])}
+    assert len(after) == 6  # every function ran right after each of the others
+    assert isinstance(out["d"], RuntimeError)
+    for name in "abc":
+        assert len(out[name].times) == 40 and len(out[name].warmup_times) == 1
         assert out[name].result == name
         assert out[name].median == statistics.median(out[name].times)
