@@ -52,6 +52,7 @@ from gpusvd._core.backend import cupy_or_none, to_host
 from gpusvd.jacobi.driver import DEFAULTS, MAX_SWEEPS, SHORTENINGS, VARIANTS, VECTORS
 from gpusvd.jacobi.strategies import NAMES as STRATEGIES
 from gpusvd.takagi.driver import MAX_SWEEPS as TAKAGI_MAX_SWEEPS
+from gpusvd.takagi.factorization import METHODS as TAKAGI_METHODS
 from gpusvd._cli_io import check_out, device_argument, message, read_matrix, write
 from gpusvd._dispatch import METHODS
 
@@ -203,7 +204,7 @@ def _check_takagi(a, s, u):
 
 
 def _takagi(args, a):
-    out = gpusvd.takagi(a, tol=args.tol, max_sweeps=args.max_sweeps,
+    out = gpusvd.takagi(a, method=args.method, tol=args.tol, max_sweeps=args.max_sweeps,
                         check_finite=args.check_finite, device=args.device)
     s, u = map(to_host, out)
     return {"S": s, "U": u}, lambda: _check_takagi(np.asarray(a), s, u), ""
@@ -412,10 +413,14 @@ def _parser():
                    help="a .npy file of +1/-1 per column, or P: P times +1 then -1")
     _jacobi_options(p, vectors=False)
     p = command("takagi", "Takagi factorization A = U diag(S) U^T of a complex symmetric A")
-    p.add_argument("--tol", type=float, default=None, help="off-diagonal stopping threshold "
-                   "relative to ||A||_F (default 4 n eps)")
-    p.add_argument("--max-sweeps", type=int, default=TAKAGI_MAX_SWEEPS,
-                   help="sweeps before giving up (default %(default)s)")
+    p.add_argument("--method", choices=TAKAGI_METHODS, default="auto",
+                   help="eigh: a real symmetric eigenproblem twice the size; jacobi: the "
+                        "paper's sweeps; auto: eigh on the CPU, jacobi on a GPU or with "
+                        "--tol or --max-sweeps")
+    p.add_argument("--tol", type=float, default=None, help="jacobi: off-diagonal stopping "
+                   "threshold relative to ||A||_F (default 4 n eps)")
+    p.add_argument("--max-sweeps", type=int, default=None,
+                   help=f"jacobi: sweeps before giving up (default {TAKAGI_MAX_SWEEPS})")
     p = command("lowrank", "low-rank SVD with a guaranteed error (QUIC-SVD), out of core",
                 parents=(files,))
     p.add_argument("--eps", type=float, default=1e-6,

@@ -74,20 +74,21 @@ def test_jacobi_one_redraw_per_block_sweep(files, capsys):
 
 def test_takagi_one_redraw_per_sweep(files, capsys, tmp_path):
     arrays, paths = files
-    seen = sweeps_observed(lambda: gpusvd.takagi(arrays["c"], device="cpu"))
+    seen = sweeps_observed(lambda: gpusvd.takagi(arrays["c"], method="jacobi", device="cpu"))
     assert 1 <= len(seen) <= TAKAGI_MAX_SWEEPS and {t for t, _, _ in seen} == {"takagi"}
     assert [s for _, s, _ in seen] == list(range(1, len(seen) + 1))
     (tmp_path / "quiet").mkdir()
-    rc, out, err = run(capsys, "takagi", paths["c"], "--device", "cpu", "--progress",
-                       "-o", tmp_path / "su.npz")
+    rc, out, err = run(capsys, "takagi", paths["c"], "--method", "jacobi", "--device", "cpu",
+                       "--progress", "-o", tmp_path / "su.npz")
     assert rc == 0
     states = redraws(err)
     assert len(states) == len(seen)
     offs = [float(re.search(r" off (\S+) ", s).group(1)) for s in states]
     assert all(s.startswith("Takagi sweep [") for s in states)
     assert offs[-1] <= default_tol(12, np.complex128) < offs[0]  # stopped when converged
-    rc, quiet_out, quiet_err = run(capsys, "takagi", paths["c"], "--device", "cpu",
-                                   "--no-progress", "-o", tmp_path / "quiet" / "su.npz")
+    rc, quiet_out, quiet_err = run(capsys, "takagi", paths["c"], "--method", "jacobi",
+                                   "--device", "cpu", "--no-progress",
+                                   "-o", tmp_path / "quiet" / "su.npz")
     assert rc == 0 and quiet_err == ""
     assert untimed(quiet_out).replace("quiet/", "") == untimed(out)
     with np.load(tmp_path / "su.npz") as z, np.load(tmp_path / "quiet" / "su.npz") as z2:

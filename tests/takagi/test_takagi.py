@@ -1,9 +1,11 @@
 """gpusvd.takagi: properties against SciPy's SVD (issue 4, acceptance 1 and 2).
 
-``TestTakagi_CPU`` runs on NumPy input; ``TestTakagi_GPU`` reruns every test with CuPy
-input (marker ``gpu``). The small matrices go through the paper's pointwise sweeps;
-``test_blocked`` forces the blocked form with small blocks, with either update
-(tunable ``takagi_update``).
+``TestTakagi_CPU`` runs the paper's Jacobi method (``method="jacobi"``) on NumPy input;
+``TestTakagi_GPU`` reruns every test with CuPy input (marker ``gpu``). The small
+matrices go through the pointwise sweeps; ``test_blocked`` forces the blocked form with
+small blocks, with either update (tunable ``takagi_update``). ``TestTakagiEigh_CPU``
+reruns the properties with ``method="auto"``, the real symmetric eigenproblem on the CPU
+(``method="eigh"``), to 30 n·ε; ``TestTakagiEigh_GPU`` with CuPy input.
 """
 
 import numpy as np
@@ -29,12 +31,14 @@ def _host(x):
 
 class TestTakagi_CPU:
     device = "cpu"
+    method = "jacobi"
+    bound = BOUND
 
     def put(self, a):
         return a
 
     def takagi(self, a, **kw):
-        return takagi(self.put(a), device=self.device, **kw)
+        return takagi(self.put(a), device=self.device, **{"method": self.method, **kw})
 
     def check(self, a, **kw):
         """Factor a and assert every property of issue 4; returns (S, U) on the host."""
@@ -45,11 +49,11 @@ class TestTakagi_CPU:
         assert u.dtype == dtype and s.dtype == np.finfo(dtype).dtype
         assert s.shape == (n,) and u.shape == (n, n)
         assert np.all(s >= 0) and np.all(s[:-1] >= s[1:])
-        assert testing.svd_residual(a.astype(dtype), u, s, u.T) < BOUND
-        assert testing.orthogonality(u) < BOUND
+        assert testing.svd_residual(a.astype(dtype), u, s, u.T) < self.bound
+        assert testing.orthogonality(u) < self.bound
         s_ref = scipy.linalg.svdvals(a.astype(np.complex128))
         norm = np.linalg.norm(a.astype(np.complex128))
-        assert np.max(np.abs(s - s_ref), initial=0) <= BOUND * max(n, 1) * eps * norm
+        assert np.max(np.abs(s - s_ref), initial=0) <= self.bound * max(n, 1) * eps * norm
         return s, u
 
     @pytest.mark.parametrize("dtype", COMPLEX + REAL)
@@ -80,9 +84,9 @@ class TestTakagi_CPU:
                 got[update] = [_host(x) for x in self.takagi(a)]
         (s1, u1), (s2, u2) = got.values()
         eps = np.finfo(dtype).eps
-        assert np.max(np.abs(s1 - s2)) <= BOUND * 40 * eps * s1[0]
+        assert np.max(np.abs(s1 - s2)) <= self.bound * 40 * eps * s1[0]
         sign = np.sign(np.real(np.sum(u1.conj() * u2, axis=0)))
-        assert np.max(np.abs(u1 * sign - u2)) <= BOUND * 40 * eps * s1[0] / np.min(np.diff(-s1))
+        assert np.max(np.abs(u1 * sign - u2)) <= self.bound * 40 * eps * s1[0] / np.min(np.diff(-s1))
 
     def test_unknown_update_raises(self):
         with tunables.override(takagi_blocked_min_n=0, takagi_update="scatter"):
@@ -93,14 +97,14 @@ class TestTakagi_CPU:
     def test_rank_deficient(self, dtype):
         values = np.r_[np.linspace(3, 1, 5), np.zeros(25)]
         s, _ = self.check(naive.with_takagi_values(values, dtype=dtype, seed=1))
-        assert np.all(s[5:] <= BOUND * 30 * np.finfo(dtype).eps * 3)
+        assert np.all(s[5:] <= self.bound * 30 * np.finfo(dtype).eps * 3)
 
     @pytest.mark.parametrize("dtype", COMPLEX)
     def test_repeated_values(self, dtype):
         values = np.repeat([2.0, 1.0, 0.5], [6, 10, 4])
         s, _ = self.check(naive.with_takagi_values(values, dtype=dtype, seed=2))
         np.testing.assert_allclose(s, np.sort(values)[::-1], rtol=0,
-                                   atol=BOUND * 20 * np.finfo(dtype).eps)
+                                   atol=self.bound * 20 * np.finfo(dtype).eps)
 
     @pytest.mark.parametrize("dtype", COMPLEX + REAL)
     def test_zero(self, dtype):
@@ -132,7 +136,7 @@ class TestTakagi_CPU:
     def test_graph_adjacency(self, a):
         s, _ = self.check(a)
         np.testing.assert_allclose(s, np.sort(np.abs(np.linalg.eigvalsh(a)))[::-1],
-                                   rtol=0, atol=BOUND * a.shape[0] * np.finfo(float).eps)
+                                   rtol=0, atol=self.bound * a.shape[0] * np.finfo(float).eps)
 
     @pytest.mark.parametrize("scale", [1e-300, 1e300])
     def test_extreme_scale(self, scale):
@@ -140,8 +144,8 @@ class TestTakagi_CPU:
         s, u = (_host(x) for x in self.takagi(a * scale))
         s_ref, u_ref = (_host(x) for x in self.takagi(a))
         np.testing.assert_allclose(s / scale, s_ref, rtol=1e-13)  # measured unscaled:
-        assert testing.svd_residual(a, u, s / scale, u.T) < BOUND  # no metric underflows
-        assert testing.orthogonality(u) < BOUND
+        assert testing.svd_residual(a, u, s / scale, u.T) < self.bound  # no metric underflows
+        assert testing.orthogonality(u) < self.bound
 
     def test_integer_input(self):
         a = np.array([[2, 1, 0], [1, 0, 3], [0, 3, 1]])
@@ -158,7 +162,7 @@ class TestTakagi_CPU:
         s, u = (_host(x) for x in self.takagi(a))
         assert s.shape == (2, 3, 7) and u.shape == (2, 3, 7, 7)
         for idx in np.ndindex(2, 3):
-            assert testing.svd_residual(a[idx], u[idx], s[idx], u[idx].T) < BOUND
+            assert testing.svd_residual(a[idx], u[idx], s[idx], u[idx].T) < self.bound
         s, u = (_host(x) for x in self.takagi(np.zeros((0, 4, 4))))
         assert s.shape == (0, 4) and u.shape == (0, 4, 4)
 
@@ -260,3 +264,81 @@ class TestTakagi_GPU(TestTakagi_CPU):
         s_gpu, _ = takagi(a, device="gpu")
         s_cpu, _ = takagi(a, device="cpu")
         assert testing.sv_error(s_gpu, s_cpu) < BOUND * 150
+
+
+class TestTakagiEigh_CPU(TestTakagi_CPU):
+    """The CPU's default (``method="auto"``): the real symmetric eigenproblem of
+    [[Re A, Im A], [Im A, −Re A]], held to 30 n·ε. ``tol`` and ``max_sweeps`` send
+    ``"auto"`` to the Jacobi sweeps (``test_tol``, ``test_not_converged_raises``); the
+    tests of the sweeps' blocking are not this method's."""
+    method = "auto"
+    bound = 30
+    test_blocked = test_updates_agree = test_unknown_update_raises = None
+
+    @pytest.mark.parametrize("dtype", COMPLEX)
+    def test_tiny_values_keep_u_unitary(self, dtype):
+        """Values near zero, distinct and repeated: there the eigenvectors of +σ_j and of
+        −σ_k mix, and X + iY loses its unitarity entirely (10¹⁴ n·ε measured) unless the
+        QR restores it."""
+        values = np.r_[1.0, 1e-8, 1e-8, 1e-10, 3e-10, np.zeros(5)]
+        self.check(naive.with_takagi_values(values, dtype=dtype, seed=3))
+
+    @pytest.mark.parametrize("dtype", COMPLEX)
+    def test_agrees_with_jacobi(self, dtype):
+        """The same values as the Jacobi sweeps, and the same vectors up to the sign of
+        each column (distinct values: a Takagi vector is unique up to ±1)."""
+        a = testing.complex_symmetric(40, dtype=dtype, seed=22)
+        s1, u1 = (_host(x) for x in self.takagi(a))
+        s2, u2 = (_host(x) for x in self.takagi(a, method="jacobi"))
+        eps = np.finfo(dtype).eps
+        assert np.max(np.abs(s1 - s2)) <= self.bound * 40 * eps * s1[0]
+        sign = np.sign(np.real(np.sum(u1.conj() * u2, axis=0)))
+        gap = np.min(np.diff(-s1)) / s1[0]
+        assert np.max(np.abs(u1 * sign - u2)) <= self.bound * 40 * eps / gap
+
+
+def test_auto_picks_eigh_on_the_cpu_unless_sweeps_are_controlled(monkeypatch):
+    """``method="auto"`` on the CPU: the whole stack to the eigenproblem in one call; with
+    ``tol`` or ``max_sweeps``, the Jacobi sweeps, matrix by matrix."""
+    from gpusvd.takagi import driver, embedding
+
+    calls = []
+    for module, name in ((embedding, "eigh"), (driver, "jacobi")):
+        real = module.factorize
+
+        def counted(a, *args, _real=real, _name=name, **kw):
+            calls.append((_name, a.shape))
+            return _real(a, *args, **kw)
+        monkeypatch.setattr(module, "factorize", counted)
+    a = np.stack([testing.complex_symmetric(6, seed=k) for k in range(3)])
+    takagi(a, device="cpu")
+    assert calls == [("eigh", (3, 6, 6))]
+    calls.clear()
+    takagi(a, device="cpu", tol=1e-12)
+    takagi(a[0], device="cpu", max_sweeps=30)
+    assert calls == [("jacobi", (6, 6))] * 4
+    calls.clear()
+    takagi(a[0], method="jacobi", device="cpu")
+    assert calls == [("jacobi", (6, 6))]
+
+
+def test_eigh_takes_no_sweep_controls():
+    a = testing.complex_symmetric(4, seed=23)
+    for kw in ({"tol": 1e-10}, {"max_sweeps": 10}):
+        with pytest.raises(ValueError, match="method='eigh' takes neither"):
+            takagi(a, method="eigh", device="cpu", **kw)
+    with pytest.raises(ValueError, match="unknown method 'svd'"):
+        takagi(a, method="svd", device="cpu")
+
+
+@pytest.mark.gpu
+class TestTakagiEigh_GPU(TestTakagiEigh_CPU):
+    """``method="eigh"`` on the GPU (cuSOLVER's eigensolver and QR through CuPy)."""
+    device = "auto"
+    method = "eigh"
+    test_tol = test_not_converged_raises = None
+
+    def put(self, a):
+        import cupy
+        return cupy.asarray(a)
+
