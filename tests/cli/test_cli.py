@@ -154,9 +154,10 @@ def test_hsvd(files, tmp_path, capsys, signs):
     assert all(0 <= x < TOL for x in values.values())
 
 
-def test_takagi(files, tmp_path, capsys):
+@pytest.mark.parametrize("options", [("--tol", "1e-15"), ("--method", "eigh"), ()])
+def test_takagi(files, tmp_path, capsys, options):
     out = tmp_path / "t.npz"
-    rc, text, _ = run(capsys, "takagi", files["c.npy"], "-o", out, "--check", "--tol", "1e-15")
+    rc, text, _ = run(capsys, "takagi", files["c.npy"], "-o", out, "--check", *options)
     assert rc == 0
     with np.load(out) as z:
         assert z.files == ["S", "U"]
@@ -246,6 +247,8 @@ ERRORS = [
     (["lowrank", "{a.npy}", "--eps", "2"], 1, "eps"),
     (["jacobi", "{a.npy}", "--max-sweeps", "0"], 1, "max_sweeps"),
     (["takagi", "{c.npy}", "--max-sweeps", "1"], 1, "did not converge"),
+    (["takagi", "{c.npy}", "--method", "eigh", "--tol", "1e-9"], 1,
+     "method='eigh' takes neither"),
     (["svd", "{a.npy}", "-o", "{dir}/nowhere/x.npz"], 1, "no such directory"),
     (["svd", "{a.npy}", "-o", "{dir}/x.txt"], 1, "the output is a .npz file"),
     (["svd", "{a.npy}", "--method", "qr"], 2, "invalid choice: 'qr'"),
