@@ -63,7 +63,7 @@ def factorize(stack, xp):
     lam, vec = lam[:, n:][:, ::-1], vec[:, :, n:][:, :, ::-1]  # the n largest, descending
     u = xp.empty((batch, n, n), stack.dtype)
     u.real, u.imag = vec[:, :n], vec[:, n:]
-    q, r = xp.linalg.qr(u)
+    q, r = _qr(u, xp)
     d = xp.diagonal(r, axis1=1, axis2=2)
     size = xp.abs(d)
     # Column j of Q times the phase of r_jj is column j of U where U was unitary.
@@ -74,3 +74,13 @@ def factorize(stack, xp):
     s = xp.take_along_axis(s, order, axis=1)
     u = xp.take_along_axis(u, order[:, None, :], axis=2)
     return s, u
+
+
+def _qr(stack, xp):
+    """Householder QR of each matrix of ``stack``: NumPy takes the stack in one call;
+    CuPy's QR is called matrix by matrix (a stack is not assumed there)."""
+    if xp is np:
+        return np.linalg.qr(stack)
+    parts = [xp.linalg.qr(mat) for mat in stack]
+    return xp.stack([q for q, _ in parts]), xp.stack([r for _, r in parts])
+
