@@ -416,11 +416,11 @@ def _parser():
     p.add_argument("--method", choices=TAKAGI_METHODS, default="auto",
                    help="eigh: a real symmetric eigenproblem twice the size; jacobi: the "
                         "paper's sweeps; auto: eigh on the CPU, jacobi on a GPU or with "
-                        "--tol or --max-sweeps")
+                        "--tol or a --max-sweeps other than the default")
     p.add_argument("--tol", type=float, default=None, help="jacobi: off-diagonal stopping "
                    "threshold relative to ||A||_F (default 4 n eps)")
-    p.add_argument("--max-sweeps", type=int, default=None,
-                   help=f"jacobi: sweeps before giving up (default {TAKAGI_MAX_SWEEPS})")
+    p.add_argument("--max-sweeps", type=int, default=TAKAGI_MAX_SWEEPS,
+                   help="jacobi: sweeps before giving up (default %(default)s)")
     p = command("lowrank", "low-rank SVD with a guaranteed error (QUIC-SVD), out of core",
                 parents=(files,))
     p.add_argument("--eps", type=float, default=1e-6,

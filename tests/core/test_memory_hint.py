@@ -11,6 +11,7 @@ from gpusvd import testing
 from gpusvd._core import memory
 from gpusvd.jacobi import driver as jacobi_driver
 from gpusvd.takagi import driver as takagi_driver
+from gpusvd.takagi import embedding as takagi_embedding
 
 OOM = "Out of memory allocating 1,073,741,824 bytes (allocated so far: 0 bytes)."
 
@@ -40,8 +41,11 @@ def _failing(held):
      "jacobi_svd", "float32"),
     (lambda: gpusvd.svd(np.eye(4), method="jacobi", device="cpu"),
      (jacobi_driver, "svd_stack"), "svd", "float32"),
-    (lambda: gpusvd.takagi(testing.complex_symmetric(4, seed=0), device="cpu"),
+    (lambda: gpusvd.takagi(testing.complex_symmetric(4, seed=0), method="jacobi",
+                           device="cpu"),
      (takagi_driver, "factorize"), "takagi", "complex64"),
+    (lambda: gpusvd.takagi(testing.complex_symmetric(4, seed=0), device="cpu"),
+     (takagi_embedding, "factorize"), "takagi", "complex64"),
 ])
 def test_public_functions_hint_and_release(monkeypatch, call, target, name, hint):
     held = []

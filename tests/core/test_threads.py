@@ -94,7 +94,7 @@ def spy(monkeypatch, module, name):
     (rotations, "_apply_rotations",
      lambda a, c: gpusvd.svd(a, method="gr", device="cpu", reduction="one-stage")),
     (block_update.HostUpdate, "_step_products",
-     lambda a, c: gpusvd.takagi(c, device="cpu")),
+     lambda a, c: gpusvd.takagi(c, method="jacobi", device="cpu")),
     (jacobi_driver, "svd_stack", lambda a, c: gpusvd.svd(a, method="jacobi", device="cpu")),
     (jacobi_driver, "svd_stack", lambda a, c: gpusvd.jacobi_svd(a, device="cpu")),
 ], ids=["inner_jacobi", "apply_rotations", "takagi_update", "svd_jacobi", "jacobi_svd"])

@@ -62,7 +62,7 @@ def observing(callback):
     >>> from gpusvd._core.progress import observing
     >>> seen = []
     >>> with observing(lambda task, sweep, total, measures: seen.append((task, sweep))):
-    ...     _ = takagi(np.array([[1.0, 2.0j], [2.0j, 3.0]]), device="cpu")
+    ...     _ = takagi(np.array([[1.0, 2.0j], [2.0j, 3.0]]), method="jacobi", device="cpu")
     >>> seen[0]
     ('takagi', 1)
     """
