@@ -130,7 +130,7 @@ def run_point(n, batch, dtype, args):
     else:
         timings = {}
         for name, fn in fns.items():
-            try:
+            try:  # the two calls of ``first`` count towards the warm-up
                 timings[name] = common.time_gpu(fn, warmup=max(0, args.warmup - 2),
                                                 repeat=args.repeat, max_seconds=args.budget)
             except Exception as exc:

@@ -125,11 +125,10 @@ def takagi(a, *, method="auto", device="auto", tol=None, max_sweeps=driver.MAX_S
             _check_symmetric(mat, xp, mats.dtype)
         if method == "auto":
             method = "eigh" if xp is np and not controlled else "jacobi"
-        if tol is None:
-            tol = driver.default_tol(n, mats.dtype)
         if method == "eigh":
             s, u = embedding.factorize(mats, xp)
         elif batch:
+            tol = driver.default_tol(n, mats.dtype) if tol is None else tol
             parts = [driver.factorize(mat, xp, tol=tol, max_sweeps=max_sweeps) for mat in mats]
             s, u = xp.stack([p[0] for p in parts]), xp.stack([p[1] for p in parts])
         else:
