@@ -8,8 +8,10 @@ Run on the GPU machine from the repository root::
 Methods (each returns Takagi values S, descending, and vectors U with A = U diag(S) Uᵀ):
 
 ==============  ============================================================================
-gpusvd          ``gpusvd.takagi.takagi(a)`` on the GPU (CuPy input): Jacobi with
-                chess-tournament ordering (paper 002), blocked for large n
+gpusvd          ``gpusvd.takagi.takagi(a)`` on the GPU (CuPy input), ``method="auto"``
+gpusvd_jacobi   ``method="jacobi"``: Jacobi with chess-tournament ordering (paper 002),
+                blocked for large n
+gpusvd_eigh     ``method="eigh"``: the real symmetric eigenproblem of order 2n, then a QR
 svdsqrt_gpu     thewalrus's ``takagi`` algorithm through CuPy: ``u, d, vh = svd(A)``,
                 ``U = u @ sqrtm((vh @ conj(u)).T)``. CuPy has no ``sqrtm``; the argument W is
                 unitary, so its square root is taken through ``eigh`` of the Cayley
@@ -53,7 +55,7 @@ if _HERE not in sys.path:
 
 import common  # noqa: E402  (bench/common.py)
 
-METHODS = ("gpusvd", "svdsqrt_gpu", "svdsqrt_cpu")
+METHODS = ("gpusvd", "gpusvd_jacobi", "gpusvd_eigh", "svdsqrt_gpu", "svdsqrt_cpu")
 SIZES = [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]  # paper 002 Table I, and 4096
 DTYPES = ("complex128", "complex64")
 SCHEMA = "gpusvd-bench-takagi/1"
@@ -113,11 +115,12 @@ def svdsqrt_cpu(a):
 
 def build_runner(method: str, a_host):
     """fn() -> (S, U) for ``a_host``; the input is moved to its device here, untimed."""
-    if method == "gpusvd":
+    if method.startswith("gpusvd"):
         import cupy as cp
         takagi = _takagi()
         a = cp.asarray(a_host)
-        return lambda: takagi(a, device="gpu")
+        how = {"gpusvd": "auto", "gpusvd_jacobi": "jacobi", "gpusvd_eigh": "eigh"}[method]
+        return lambda: takagi(a, device="gpu", method=how)
     if method == "svdsqrt_gpu":
         import cupy as cp
         a = cp.asarray(a_host)
