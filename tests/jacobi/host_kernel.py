@@ -63,6 +63,8 @@ extern "C" void table_float(int n, const float *a, const float *b, const float *
 extern "C" void table_double(int n, const double *a, const double *b, const double *c,
                              const bool *h, double *cs, double *tn)
 { table(n, a, b, c, h, cs, tn); }
+extern "C" void table_narrow(int n, const double *ct2, const bool *h, float *cs, float *tn)
+{ for (int i = 0; i < n; ++i) rotation_of<float, double>(ct2[i], h[i], cs[i], tn[i]); }
 template <typename T>
 static void inner(int batch, T *g, T *v, const typename Scalar<T>::Real *signs,
                   const int *pairs, int steps, int per_step, int m, int k, int max_sweeps,

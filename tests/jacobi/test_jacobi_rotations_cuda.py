@@ -11,6 +11,7 @@ import ctypes
 import numpy as np
 import pytest
 
+from gpusvd.jacobi.rotations import rotation_of
 from gpusvd.jacobi.rotations import rotations as numba_rotations
 import host_kernel
 from rotation_cases import cases, check
@@ -103,3 +104,40 @@ def test_cuda_source_on_the_host_equals_numba_and_passes_the_table(host_rotation
     np.testing.assert_array_equal(tn, ref_tn)
     for i, case in enumerate(table, start=len(cs) - len(table)):
         check(case, dtype, cs[i], tn[i])
+
+
+def _narrow_twin(ct2, hyperbolic, like):
+    pairs = [rotation_of(c, h, like) for c, h in zip(ct2, hyperbolic)]
+    return (np.array([p[0] for p in pairs], type(like)),
+            np.array([p[1] for p in pairs], type(like)))
+
+
+def test_float_rotation_of_a_double_ct2_on_the_host(host_rotation, tmp_path_factory):
+    """The small SVD's rotation of float data (pair_step's Narrow): (16)–(18) in float from
+    a float64 ct2φ. The .cu source on the host gives the twin's bits, and cs, tn are the
+    float64 rotation's to a few float ulps, also where tn = 1/(2|ct2φ|) is below float's
+    normal range or ct2φ lies past float's largest number."""
+    lib = host_kernel.built_or_skip(host_kernel.build, tmp_path_factory, "host_narrow")
+    rng = np.random.default_rng(11)
+    n = 20_000
+    ct2 = np.concatenate([
+        rng.choice([-1.0, 1.0], n) * 10.0 ** rng.uniform(-12, 45, n),
+        [0.0, -0.0, 2.0 ** -13, 5792.0, 5793.0, 5794.0, 1e38, 4e38, 1e300, -1e300, 1.0]])
+    hyperbolic = rng.random(len(ct2)) < 0.5
+    cs, tn = np.empty(len(ct2), np.float32), np.empty(len(ct2), np.float32)
+    lib.table_narrow(ctypes.c_int(len(ct2)), *(x.ctypes.data_as(ctypes.c_void_p)
+                                               for x in (ct2, hyperbolic, cs, tn)))
+    ref_cs, ref_tn = _narrow_twin(ct2, hyperbolic, np.float32(0))
+    np.testing.assert_array_equal(cs, ref_cs)
+    np.testing.assert_array_equal(tn, ref_tn)
+    # Accuracy where the small SVD uses it: trigonometric pairs (a hyperbolic |ct2φ| near 1
+    # is ill-conditioned, cosh ~ 1/√(|ct2φ| − 1), and rounding it to float moves cosh more)
+    trig = ~hyperbolic
+    wide_cs, wide_tn = _narrow_twin(ct2[trig], hyperbolic[trig], np.float64(0))
+    cs, tn = cs[trig], tn[trig]
+    eps = np.finfo(np.float32).eps
+    # |tn| <= 1 everywhere; below float's normal range its rounding is absolute (2^-150)
+    np.testing.assert_array_less(np.abs(tn - wide_tn), 4 * eps * np.abs(wide_tn) + 2.0 ** -149)
+    np.testing.assert_array_less(np.abs(cs - wide_cs), 4 * eps * wide_cs)
+    kept = tn != 0  # not where 1/(2|ct2φ|) underflows float
+    assert np.all(np.sign(tn[kept]) == np.sign(wide_tn[kept]))

@@ -33,7 +33,11 @@ rank-deficient matrices leave columns of norm 1e-17 with entries of 1e-21, whose
 squares and products are subnormal or zero, and float32 dot products and updates of such
 columns miss the relative orthogonality u·√m by orders of magnitude (an emulation of a
 float32 kernel on graded 45×33 input: V orthogonal only to 5·10⁵ n·ε). Products of two
-float32 numbers are exact in float64 and cannot underflow there. The CUDA twin
+float32 numbers are exact in float64 and cannot underflow there. The small SVD
+(:mod:`.small_svd`) asks for ``narrow``: there the columns are scaled and never rotated
+below its U_FLOOR (2^-102 for float32), where float32's absolute rounding 2^-150 lies below
+ε·‖g‖, so the rotation after (15) and the updates run in the data's real type (the Gram
+sums, the test and (15) stay in float64). The CUDA twin
 (``inner_cuda.py``) follows the same steps and differs only in the order of the sums of
 step 1 (a parallel reduction) and the contraction of the float64 updates into fma, so the
 two agree to rounding, not to the bit.
@@ -45,7 +49,7 @@ from numba import types
 from numba.extending import overload
 
 from .._core.threads import single_threaded_blas
-from .rotations import rotation
+from .rotations import _like, cot_2phi, rotation_of
 
 
 def _gram(x, y):
@@ -81,20 +85,22 @@ def _gram_impl(x, y):
 
 
 def _rotate(x, y, cs, cpr, cpi, cqr, cqi):
-    """x' = cs·(x − c_p·y), y' = cs·(y + c_q·x) in place, the float64 coefficients applied
-    in float64 and the results rounded to x's dtype (Python code path: for docs)."""
+    """x' = cs·(x − c_p·y), y' = cs·(y + c_q·x) in place, computed in the coefficients'
+    real type (float64, or float32 for the small SVD's float data) and rounded to x's
+    dtype (Python code path: for docs)."""
     cp, cq = complex(cpr, cpi), complex(cqr, cqi)
     x[:], y[:] = cs * (x - cp * y), cs * (y + cq * x)
 
 
 @overload(_rotate)
 def _rotate_impl(x, y, cs, cpr, cpi, cqr, cqi):
+    work = np.float32 if cs == types.float32 else np.float64
     if isinstance(x.dtype, types.Complex):
         def impl(x, y, cs, cpr, cpi, cqr, cqi):
             scale = cs != 1
             for i in range(x.shape[0]):
-                xr, xi = np.float64(x[i].real), np.float64(x[i].imag)
-                yr, yi = np.float64(y[i].real), np.float64(y[i].imag)
+                xr, xi = work(x[i].real), work(x[i].imag)
+                yr, yi = work(y[i].real), work(y[i].imag)
                 ar = xr - (cpr * yr - cpi * yi)
                 ai = xi - (cpr * yi + cpi * yr)
                 br = yr + (cqr * xr - cqi * xi)
@@ -107,7 +113,7 @@ def _rotate_impl(x, y, cs, cpr, cpi, cqr, cqi):
         def impl(x, y, cs, cpr, cpi, cqr, cqi):
             scale = cs != 1
             for i in range(x.shape[0]):
-                xi, yi = np.float64(x[i]), np.float64(y[i])
+                xi, yi = work(x[i]), work(y[i])
                 a = xi - cpr * yi
                 b = yi + cqr * xi
                 if scale:
@@ -124,9 +130,11 @@ def _swap(x, y):
 
 
 @numba.njit(cache=True)
-def _pair_step(gt, vt, signs, p, q, tol, floor2):
-    """Steps 1–6 on columns p, q (rows of the transposed gt, vt) in float64; never a
-    rotation where h_pp or h_qq <= floor2. Returns (rotated, proper)."""
+def _pair_step(gt, vt, signs, p, q, tol, floor2, like):
+    """Steps 1–6 on columns p, q (rows of the transposed gt, vt): the Gram sums, the test
+    and (15) in float64, the rotation's (16)–(18) and the updates in ``like``'s real type
+    (float64, or the data's float32 for the small SVD); never a rotation where h_pp or h_qq
+    <= floor2. Returns (rotated, proper)."""
     app, aqq, re, im = _gram(gt[p], gt[q])
     zero = np.float64(0)
     real = im == 0  # |h_pq| and its phase without a square root or division (the kernel's)
@@ -138,17 +146,20 @@ def _pair_step(gt, vt, signs, p, q, tol, floor2):
     hyperbolic = signs[p] != signs[q]
     proper = False
     if rotate:
-        cs, tn = rotation(app, aqq, apq_abs, hyperbolic)
+        cs, tn = rotation_of(cot_2phi(app, aqq, apq_abs, hyperbolic), hyperbolic, like)
         proper = cs != 1
         if real:
             er, ei = np.copysign(np.float64(1), re), zero
         else:
             er, ei = re / apq_abs, im / apq_abs
+        er, ei = _like(like, er), _like(like, ei)
         t = -tn if hyperbolic else tn
-        _rotate(gt[p], gt[q], cs, t * er, zero - t * ei, tn * er, tn * ei)
-        _rotate(vt[p], vt[q], cs, t * er, zero - t * ei, tn * er, tn * ei)
-        app = app - tn * apq_abs
-        aqq = aqq + tn * apq_abs
+        cpr, cpi = t * er, _like(like, 0) - t * ei
+        cqr, cqi = tn * er, tn * ei
+        _rotate(gt[p], gt[q], cs, cpr, cpi, cqr, cqi)
+        _rotate(vt[p], vt[q], cs, cpr, cpi, cqr, cqi)
+        app = app - np.float64(tn) * apq_abs
+        aqq = aqq + np.float64(tn) * apq_abs
     if not hyperbolic and signs[p] * (app - aqq) < 0:
         _swap(gt[p], gt[q])
         _swap(vt[p], vt[q])
@@ -156,7 +167,7 @@ def _pair_step(gt, vt, signs, p, q, tol, floor2):
 
 
 @numba.njit(parallel=True, cache=True)
-def _inner_jacobi(g, v, signs, pairs, max_sweeps, tol, floor2, rotations, sweeps):
+def _inner_jacobi(g, v, signs, pairs, max_sweeps, tol, floor2, like, rotations, sweeps):
     batch, m, k = g.shape
     for b in numba.prange(batch):
         gt = np.ascontiguousarray(g[b].T)  # columns contiguous while they are rotated
@@ -169,7 +180,7 @@ def _inner_jacobi(g, v, signs, pairs, max_sweeps, tol, floor2, rotations, sweeps
             for step in range(pairs.shape[0]):
                 for j in range(pairs.shape[1]):
                     r, pr = _pair_step(gt, vt, signs, pairs[step, j, 0], pairs[step, j, 1], tol,
-                                       floor2)
+                                       floor2, like)
                     rotated += r
                     proper_total += pr
             if rotated == 0:
@@ -180,7 +191,7 @@ def _inner_jacobi(g, v, signs, pairs, max_sweeps, tol, floor2, rotations, sweeps
         sweeps[b] = done
 
 
-def inner_jacobi(g, v, signs, pairs, max_sweeps, tol, floor2=0.0):
+def inner_jacobi(g, v, signs, pairs, max_sweeps, tol, floor2=0.0, narrow=False):
     """One-sided Jacobi on each matrix of a batch, in place (CPU twin of the pStep core).
 
     Parameters
@@ -201,6 +212,10 @@ def inner_jacobi(g, v, signs, pairs, max_sweeps, tol, floor2=0.0):
     floor2 : float, optional
         A pair with h_pp or h_qq at or below it is never rotated (the small SVD's
         columns below its U_FLOOR, :mod:`.small_svd`); 0 by default.
+    narrow : bool, optional
+        Compute the rotation after (15) and the updates in g's real type instead of
+        float64 (the small SVD's, safe there because its columns are scaled and never
+        rotated below U_FLOOR; the kernel's ``Narrow``). False by default.
 
     Returns
     -------
@@ -226,8 +241,9 @@ def inner_jacobi(g, v, signs, pairs, max_sweeps, tol, floor2=0.0):
     if g.shape[0] and g.shape[2]:
         real = g.real.dtype.type
         with single_threaded_blas():  # the cores to Numba's threads (_core/threads.py)
+            like = real(0) if narrow else np.float64(0)
             _inner_jacobi(g, v, signs, pairs, int(max_sweeps), real(tol), np.float64(floor2),
-                          rotations, sweeps)
+                          like, rotations, sweeps)
     return rotations, sweeps
 
 

@@ -111,18 +111,43 @@ def rotation(app, aqq, apq_abs, hyperbolic):
     >>> float(tn), round(float(cs), 12)  # equal norms: φ = 45°
     (1.0, 0.707106781187)
     """
+    return rotation_of(cot_2phi(app, aqq, apq_abs, hyperbolic), hyperbolic, app)
+
+
+@numba.njit(cache=True)
+def cot_2phi(app, aqq, apq_abs, hyperbolic):
+    """(15): ct2φ = 𝔱·(h_qq − 𝔱·h_pp) / (2·|h_pq|) in the inputs' real type."""
     one = _like(app, 1.0)
-    two = _like(app, 2.0)
-    half = _like(app, 0.5)
-    small, big = _thresholds(app)
     t = -one if hyperbolic else one
-    ct2 = (t * (aqq - t * app)) / (two * apq_abs)                    # (15)
-    a = abs(ct2)
+    return (t * (aqq - t * app)) / (_like(app, 2.0) * apq_abs)
+
+
+@numba.njit(cache=True)
+def rotation_of(ct2, hyperbolic, like):
+    """(16)–(18) from ct2φ, in the real type of ``like`` (its value is not used).
+
+    ``ct2`` is of that type, or float64 with ``like`` float32 (the small SVD's float
+    rotations from float64 Gram sums, :mod:`.inner`): |ct2φ| at or past √(2/u) then gives
+    tnφ = sgn·(½/|ct2φ|) in float64, rounded once (it may lie below float32's normal
+    range), and only a smaller |ct2φ| is rounded to float32. With ct2 of ``like``'s type
+    this is the second half of :func:`rotation`, bit for bit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cs, tn = rotation_of(np.float64(0.0), False, np.float32(0))
+    >>> float(tn), round(float(cs), 6), cs.dtype
+    (1.0, 0.707107, dtype('float32'))
+    """
+    one = _like(like, 1.0)
+    small, big = _thresholds(like)
+    wide = abs(ct2)
     sg = one if ct2 >= 0 else -one
-    if hyperbolic and a <= one:
-        a = _like(app, _COTH_SUBSTITUTE)
-    if a >= big:
-        return one, sg * (half / a)
+    if hyperbolic and wide <= 1:
+        wide = _like(ct2, _COTH_SUBSTITUTE)
+    if wide >= big:
+        return one, _like(like, _like(ct2, sg) * (_like(ct2, 0.5) / wide))
+    a = _like(like, wide)
     if hyperbolic:
         root = np.sqrt((a - one) * (a + one))                         # (16)
     elif a < small:

@@ -11,7 +11,8 @@ that X is m × n with m >= n:
    its columns filled with zero columns to the order k of the row-reverse strategy
    (:mod:`.padding`);
 3. the one-sided Jacobi sweeps of :func:`.inner.inner_jacobi` (the kernel runs the same
-   ``pair_step``), at most ``max_sweeps`` (bit 1 of the status otherwise);
+   ``pair_step``) with its ``narrow`` rotations (float32 data rotated in float32), at most
+   ``max_sweeps`` (bit 1 of the status otherwise);
 4. σ_j = ‖g_j‖, summed in float64 row by row and rounded to the real dtype (the input is
    scaled, so gesvd's accuracy ε·σ₁);
 5. the padding columns found from V, the others ranked by descending σ, ties by position;
@@ -254,7 +255,7 @@ def small_svd(a, *, compute_uv, full_matrices, max_sweeps=MAX_SWEEPS):
     v = np.repeat(np.eye(k, dtype=a.dtype)[None], batch, axis=0)
     _, sweeps = inner_jacobi(g, v, np.ones(k, real), pivot_strategy(STRATEGY, k),
                              max_sweeps + 1, orthogonality_tol(a.dtype, m),
-                             float(U_FLOOR[real.itemsize]) ** 2)
+                             float(U_FLOOR[real.itemsize]) ** 2, narrow=True)
     status = (NOT_FINITE if not finite.all() else 0) | \
         (NOT_CONVERGED if (sweeps[finite] > max_sweeps).any() else 0)
     s = np.zeros((batch, n), real)

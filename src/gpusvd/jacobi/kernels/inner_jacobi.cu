@@ -52,8 +52,13 @@ template <> struct Scalar<Complex<double>> {
     static const bool complex = true;
 };
 
-// The type of steps 1-6 (pivot Gram matrix, test, rotation, column updates) for all data.
+// The type of steps 1-6 (pivot Gram matrix, test, rotation, column updates) for all data
+// (the small SVD's float data: steps 1-3, pair_step's Narrow).
 typedef double Work;
+
+// A if the condition holds, else B (NVRTC has no <type_traits>).
+template <bool C, typename A, typename B> struct Pick { typedef A type; };
+template <typename A, typename B> struct Pick<false, A, B> { typedef B type; };
 
 // Products and sums rounded one by one: nvcc contracts a * b + c into fma unless the
 // product is written with an intrinsic, and the twin (Numba) never contracts.
@@ -74,26 +79,28 @@ template <> __device__ __forceinline__ double unit_roundoff<double>() { return 0
 
 // ------------------------------------------------------------------ the rotation
 
-// Cosine and tangent (cosh and tanh when hyperbolic) of the Jacobi rotation of one pivot
-// pair from h_pp, h_qq and |h_pq| > 0, by (15)-(18) with the special cases of §4.3.1.
-// Mirrors gpusvd.jacobi.rotations.rotation operation for operation; the thresholds
-// sqrt(u) and sqrt(2/u) are computed in double and rounded to R, as there.
-template <typename R>
-__device__ void jacobi_rotation(R app, R aqq, R apq_abs, bool hyperbolic, R &cs, R &tn)
+// Cosine and tangent (cosh and tanh when hyperbolic) of the Jacobi rotation from
+// ct2 = (15), by (16)-(18) with the special cases of §4.3.1, in R. ct2 is of type C: R, or
+// double for float R (the small SVD's float rotations of float64 Gram sums: |ct2| at or
+// past sqrt(2/u) is handled in double, where tn = 1/(2|ct2|) may lie below float's normal
+// range, and only a smaller |ct2| is rounded to R). Mirrors
+// gpusvd.jacobi.rotations.rotation_of operation for operation; the thresholds sqrt(u) and
+// sqrt(2/u) are computed in double and rounded to R, as there.
+template <typename R, typename C>
+__device__ void rotation_of(C ct2, bool hyperbolic, R &cs, R &tn)
 {
-    const R one = R(1), two = R(2), half = R(0.5);
+    const R one = R(1);
     const R small = R(sqrt(unit_roundoff<R>()));
     const R big = R(sqrt(2.0 / unit_roundoff<R>()));
-    const R t = hyperbolic ? -one : one;
-    const R ct2 = mul_rn(t, sub_rn(aqq, mul_rn(t, app))) / mul_rn(two, apq_abs);  // (15)
-    R a = fabs(ct2);
-    const R sg = ct2 >= R(0) ? one : -one;
-    if (hyperbolic && a <= one) a = R(COTH_SUBSTITUTE);
-    if (a >= big) {
+    C wide = fabs(ct2);
+    const R sg = ct2 >= C(0) ? one : -one;
+    if (hyperbolic && wide <= C(1)) wide = C(COTH_SUBSTITUTE);
+    if (wide >= C(big)) {
         cs = one;
-        tn = mul_rn(sg, half / a);
+        tn = R(mul_rn(C(sg), C(0.5) / wide));
         return;
     }
+    const R a = R(wide);
     R root;
     if (hyperbolic)
         root = sqrt(mul_rn(sub_rn(a, one), add_rn(a, one)));                     // (16)
@@ -109,6 +116,22 @@ __device__ void jacobi_rotation(R app, R aqq, R apq_abs, bool hyperbolic, R &cs,
         cs = ct / sqrt(mul_rn(sub_rn(ct, one), add_rn(ct, one)));                // (18), cs2
     else
         cs = ct / sqrt(add_rn(mul_rn(ct, ct), one));
+}
+
+// (15): ct2 = t (h_qq - t h_pp) / (2 |h_pq|), t = -1 hyperbolic, else 1.
+template <typename R>
+__device__ __forceinline__ R cot_2phi(R app, R aqq, R apq_abs, bool hyperbolic)
+{
+    const R t = hyperbolic ? R(-1) : R(1);
+    return mul_rn(t, sub_rn(aqq, mul_rn(t, app))) / mul_rn(R(2), apq_abs);
+}
+
+// The rotation of one pivot pair from h_pp, h_qq and |h_pq| > 0, all in R
+// (gpusvd.jacobi.rotations.rotation).
+template <typename R>
+__device__ void jacobi_rotation(R app, R aqq, R apq_abs, bool hyperbolic, R &cs, R &tn)
+{
+    rotation_of<R, R>(cot_2phi(app, aqq, apq_abs, hyperbolic), hyperbolic, cs, tn);
 }
 
 // The rotation over a table of cases, for checking it against the reference
@@ -144,15 +167,15 @@ __device__ __forceinline__ void gram_add(Complex<R> x, Complex<R> y, Work &app, 
     im += xr * yi - xi * yr;
 }
 
-// x' = x - c_p y, y' = y + c_q x, both times cs when scale, in Work and rounded to R once
-// (the twin's _rotate).
-template <typename R>
-__device__ __forceinline__ void rotate_entry(R &x, R &y, Work cs, bool scale, Work cpr, Work,
-                                             Work cqr, Work)
+// x' = x - c_p y, y' = y + c_q x, both times cs when scale, in the coefficients' type P
+// (Work, or float for the small SVD's float data) and rounded to R once (the twin's
+// _rotate).
+template <typename R, typename P>
+__device__ __forceinline__ void rotate_entry(R &x, R &y, P cs, bool scale, P cpr, P, P cqr, P)
 {
-    const Work xw = x, yw = y;
-    Work a = xw - cpr * yw;
-    Work b = yw + cqr * xw;
+    const P xw = x, yw = y;
+    P a = xw - cpr * yw;
+    P b = yw + cqr * xw;
     if (scale) {
         a = cs * a;
         b = cs * b;
@@ -160,15 +183,15 @@ __device__ __forceinline__ void rotate_entry(R &x, R &y, Work cs, bool scale, Wo
     x = R(a);
     y = R(b);
 }
-template <typename R>
-__device__ __forceinline__ void rotate_entry(Complex<R> &x, Complex<R> &y, Work cs, bool scale,
-                                             Work cpr, Work cpi, Work cqr, Work cqi)
+template <typename R, typename P>
+__device__ __forceinline__ void rotate_entry(Complex<R> &x, Complex<R> &y, P cs, bool scale,
+                                             P cpr, P cpi, P cqr, P cqi)
 {
-    const Work xr = x.re, xi = x.im, yr = y.re, yi = y.im;
-    Work ar = xr - (cpr * yr - cpi * yi);
-    Work ai = xi - (cpr * yi + cpi * yr);
-    Work br = yr + (cqr * xr - cqi * xi);
-    Work bi = yi + (cqr * xi + cqi * xr);
+    const P xr = x.re, xi = x.im, yr = y.re, yi = y.im;
+    P ar = xr - (cpr * yr - cpi * yi);
+    P ai = xi - (cpr * yi + cpi * yr);
+    P br = yr + (cqr * xr - cqi * xi);
+    P bi = yi + (cqr * xi + cqi * xr);
     if (scale) {
         ar = cs * ar;
         ai = cs * ai;
@@ -196,12 +219,19 @@ __device__ __forceinline__ R group_sum(R v, unsigned mask)
 // L lanes of one group. Returns bit 0: the pair was rotated (it failed the orthogonality
 // test), bit 1: the rotation was proper (cs != 1). A pair with h_pp or h_qq at or below
 // floor2 is never rotated (the small SVD's columns below its u_floor; 0 elsewhere).
-template <typename T, int L>
+// Narrow (the small SVD): the rotation after (15) and the column updates in the data's
+// real type rather than in Work. For float data that removes four conversions to and
+// from double per updated entry, and is safe there because the small SVD's columns are
+// scaled and never rotated below u_floor = 2^-102, where float's absolute rounding 2^-150
+// is below ε_float times the column's norm; the Gram sums, the test and (15) stay in Work.
+template <typename T, int L, bool Narrow = false>
 __device__ int pair_step(T *gp, T *gq, T *vp, T *vq, int m, int k, bool hyperbolic,
                          typename Scalar<T>::Real sign_p, typename Scalar<T>::Real tol,
                          int lane, unsigned mask, double floor2 = 0)
 {
-    typedef Work R;  // steps 1-6 in Work; tol and sign_p widened exactly
+    typedef Work R;  // steps 1-5 in Work; tol and sign_p widened exactly
+    typedef typename Scalar<T>::Real D;
+    typedef typename Pick<Narrow, D, Work>::type P;  // the rotation's and updates' type
     R app = 0, aqq = 0, re = 0, im = 0;
     for (int i = lane; i < m; i += L) gram_add(gp[i], gq[i], app, aqq, re, im);
     app = group_sum<L>(app, mask);
@@ -221,25 +251,25 @@ __device__ int pair_step(T *gp, T *gq, T *vp, T *vq, int m, int k, bool hyperbol
                         && (!real || mul_rn(re, re) != R(0))
                         && (app < aqq ? app : aqq) > R(floor2);
     int result = 0;
-    R cs = 1, cpr = 0, cpi = 0, cqr = 0, cqi = 0;
+    P cs = 1, cpr = 0, cpi = 0, cqr = 0, cqi = 0;
     if (rotate) {
-        R tn;
-        jacobi_rotation(app, aqq, apq_abs, hyperbolic, cs, tn);
-        result = cs != R(1) ? 3 : 1;
-        const R er = real ? copysign(R(1), re) : re / apq_abs;  // the phase e^{i alpha}
-        const R ei = real ? R(0) : im / apq_abs;
-        const R t = hyperbolic ? -tn : tn;
+        P tn;
+        rotation_of<P, R>(cot_2phi(app, aqq, apq_abs, hyperbolic), hyperbolic, cs, tn);
+        result = cs != P(1) ? 3 : 1;
+        const P er = P(real ? copysign(R(1), re) : re / apq_abs);  // the phase e^{i alpha}
+        const P ei = P(real ? R(0) : im / apq_abs);
+        const P t = hyperbolic ? -tn : tn;
         cpr = mul_rn(t, er);
-        cpi = sub_rn(R(0), mul_rn(t, ei));
+        cpi = sub_rn(P(0), mul_rn(t, ei));
         cqr = mul_rn(tn, er);
         cqi = mul_rn(tn, ei);
-        app = sub_rn(app, mul_rn(tn, apq_abs));
-        aqq = add_rn(aqq, mul_rn(tn, apq_abs));
+        app = sub_rn(app, mul_rn(R(tn), apq_abs));
+        aqq = add_rn(aqq, mul_rn(R(tn), apq_abs));
     }
     // Step 5: keep the eigenvalues +-||g||^2 non-increasing; never across the partition.
     const bool swap = !hyperbolic && mul_rn(R(sign_p), sub_rn(app, aqq)) < R(0);
     if (!rotate && !swap) return 0;
-    const bool scale = cs != R(1);
+    const bool scale = cs != P(1);
     T *dp = swap ? gq : gp, *dq = swap ? gp : gq;
     for (int i = lane; i < m; i += L) {
         T x = gp[i], y = gq[i];

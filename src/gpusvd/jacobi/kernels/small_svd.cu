@@ -7,8 +7,9 @@
 //      max |x| (the larger of |Re| and |Im| for complex) and whether any entry is not
 //      finite; a matrix that is not finite gets NaN results and bit 0 of *status;
 //   2. scale g by the power of two 2^-e that puts max |x| in [1/2, 1) (ldexp: exact);
-//   3. the one-sided Jacobi sweeps of inner_jacobi.cu (pair_step, the same arithmetic),
-//      accumulating V when vectors are wanted; more than max_sweeps - 1 sweeps sets bit 1
+//   3. the one-sided Jacobi sweeps of inner_jacobi.cu (pair_step, the same arithmetic,
+//      the rotation and the updates of float data in float: its Narrow), accumulating V
+//      when vectors are wanted; more than max_sweeps - 1 sweeps sets bit 1
 //      of *status (the caller runs one sweep more than it allows, as blocked.small_jacobi);
 //   4. σ_j = ‖g_j‖ summed in double (the input is scaled, so no sum overflows and the
 //      squares that underflow lie below ε²·σ₁²: gesvd's accuracy), rounded to R;
@@ -226,7 +227,7 @@ small_svd(const T *__restrict__ a, int rows, int cols, int wide, const int *__re
             for (int j = group; j < per_step; j += groups) {
                 const int p = __ldg(step + 2 * j), q = __ldg(step + 2 * j + 1);
                 T *vp = want_uv ? vs + p * ldv : gs, *vq = want_uv ? vs + q * ldv : gs;
-                rotated |= pair_step<T, L>(gs + p * ldg, gs + q * ldg, vp, vq, mp, vrows,
+                rotated |= pair_step<T, L, true>(gs + p * ldg, gs + q * ldg, vp, vq, mp, vrows,
                                            false, R(1), tol, lane, mask, floor2) & 1;
             }
             __syncthreads();
