@@ -74,7 +74,7 @@ def _small_jacobi(job, *, full_matrices, compute_uv, check_finite, what):
     status. gesvd's accuracy (not the relative accuracy of ``method="jacobi"``)."""
     u, s, vh, status = small_svd_cuda.small_svd(job.stack, compute_uv=compute_uv,
                                                 full_matrices=full_matrices)
-    flags = int(status.get()[0])
+    flags = status.wait()
     if flags & small_svd.NOT_FINITE and check_finite:
         raise validation.not_finite(what)
     if flags & small_svd.NOT_CONVERGED:

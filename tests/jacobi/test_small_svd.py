@@ -216,7 +216,7 @@ def test_kernel_against_the_twin(dtype, full_matrices):
         u, s, vh, status = small_svd_cuda.small_svd(cupy.asarray(a), compute_uv=True,
                                                     full_matrices=full_matrices)
         u, s, vh = u.get(), s.get(), vh.get()
-        assert int(status.get()[0]) == 0
+        assert status.wait() == 0
         _check(a, u, s, vh, full_matrices)
         _, s_twin, _, _ = twin.small_svd(a, compute_uv=True, full_matrices=full_matrices)
         for si, ti in zip(s, s_twin):
@@ -240,7 +240,7 @@ def test_every_lanes_count_against_the_twin(dtype, lanes):
         for full in (False, True):
             u, s, vh, status = small_svd_cuda.small_svd(
                 cupy.asarray(a), compute_uv=True, full_matrices=full, lanes=lanes)
-            assert int(status.get()[0]) == 0
+            assert status.wait() == 0
             _check(a, u.get(), s.get(), vh.get(), full)
             _, s_twin, _, _ = twin.small_svd(a, compute_uv=False, full_matrices=full)
             for si, ti in zip(s.get(), s_twin):
@@ -249,7 +249,7 @@ def test_every_lanes_count_against_the_twin(dtype, lanes):
         for full in (False, True):
             u, s, vh, status = small_svd_cuda.small_svd(
                 cupy.asarray(a), compute_uv=True, full_matrices=full, lanes=lanes)
-            assert int(status.get()[0]) == 0
+            assert status.wait() == 0
             _check(a, u.get(), s.get(), vh.get(), full)
 
 
@@ -282,3 +282,27 @@ def test_svd_of_a_cupy_stack_takes_the_kernel(monkeypatch, dtype):
     calls.clear()
     u, s, vh = gpusvd.svd(tall, full_matrices=False)  # too many rows: the polar method
     assert calls == [] and testing.svd_residual(tall, u, s, vh) < BOUND
+
+
+@pytest.mark.gpu
+def test_each_launch_reports_its_own_status_on_its_stream():
+    """The status lives in page-locked host memory per launch: two launches in flight on
+    a non-default stream, one with NaN and one that cannot converge in one sweep, each
+    read after the other was queued."""
+    import cupy
+
+    a = testing.random_matrix(16, 16, dtype=np.float64, seed=13)[None].repeat(3, axis=0)
+    bad = a.copy()
+    bad[1, 2, 3] = np.nan
+    with cupy.cuda.Stream(non_blocking=True):
+        _, s_bad, _, st_bad = small_svd_cuda.small_svd(cupy.asarray(bad), compute_uv=True,
+                                                       full_matrices=False)
+        _, _, _, st_slow = small_svd_cuda.small_svd(cupy.asarray(a), compute_uv=False,
+                                                    full_matrices=False, max_sweeps=1)
+        _, _, _, st_good = small_svd_cuda.small_svd(cupy.asarray(a), compute_uv=False,
+                                                    full_matrices=False)
+        assert st_slow.wait() == twin.NOT_CONVERGED
+        assert st_bad.wait() == twin.NOT_FINITE
+        assert st_good.wait() == 0
+        s_bad = s_bad.get()
+    assert np.isnan(s_bad[1]).all() and np.isfinite(s_bad[[0, 2]]).all()

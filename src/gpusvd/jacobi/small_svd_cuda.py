@@ -3,7 +3,9 @@ matrix of a stack in one launch (``kernels/small_svd.cu``), for ``method="auto"`
 
 One thread block per matrix keeps X (padded to the pivot order), V and the completion's
 work arrays in shared memory from the load of A to the write of U, S and Vh; the host
-queues one memset and one launch and nothing waits. :func:`fits` says whether a shape
+queues one launch and nothing waits until the caller asks for the :class:`Status`, which
+the kernel writes to page-locked host memory (no memset before and no copy after: 11 µs
+of a 2×2 call's 77, H100, 2026-11-28). :func:`fits` says whether a shape
 fits a block's shared memory; :func:`launch_config` and :func:`shared_bytes` are plain
 Python, tested without a GPU.
 """
@@ -152,12 +154,33 @@ def _pairs(k, device_id):
         return cupy.asarray(pivot_strategy(STRATEGY, k))
 
 
+class Status:
+    """The kernel's status bits (:data:`~gpusvd.jacobi.small_svd.NOT_FINITE`,
+    :data:`~gpusvd.jacobi.small_svd.NOT_CONVERGED`) in page-locked host memory, which the
+    device reaches through unified addressing: zeroed here, before the launch, and read by
+    :meth:`wait` after the launch's stream is synchronized."""
+
+    def __init__(self):
+        import cupy
+
+        self._slot = cupy.cuda.alloc_pinned_memory(4)
+        self._flags = np.frombuffer(self._slot, np.int32, 1)
+        self._flags[0] = 0
+        self._stream = cupy.cuda.get_current_stream()
+        self.pointer = np.uint64(self._slot.ptr)  # the kernel's int *status
+
+    def wait(self):
+        """Wait for the launch and return its status bits (an int)."""
+        self._stream.synchronize()
+        return int(self._flags[0])
+
+
 def small_svd(a, *, compute_uv, full_matrices, max_sweeps=MAX_SWEEPS, lanes=0):
     """The SVD of each matrix of the CuPy stack ``a`` (batch, rows, cols) in one launch.
 
     Same contract as :func:`gpusvd.jacobi.small_svd.small_svd` (results NaN for a matrix
-    that is not finite), except that the status comes back as a (1,) int32 CuPy array,
-    so that the caller decides when to wait for it. ``a`` must fit one block
+    that is not finite), except that the status comes back as a :class:`Status`, so that
+    the caller decides when to wait for it (``status.wait()``). ``a`` must fit one block
     (:func:`fits`); ``ValueError`` otherwise. ``lanes``: threads per pivot pair, one of
     :data:`LANES`, or 0 to pick them by shape and batch (:func:`lanes_for`).
     """
@@ -170,7 +193,7 @@ def small_svd(a, *, compute_uv, full_matrices, max_sweeps=MAX_SWEEPS, lanes=0):
                                               compute_uv, device)
     config = _launch_config(shape, a.dtype, compute_uv, batch, lanes)
     real = np.finfo(a.dtype).dtype
-    status = cupy.zeros(1, np.int32)
+    status = Status()
     s = cupy.empty((batch, shape.n), real)
     u = cupy.empty((batch, *shape.u), a.dtype) if compute_uv else s
     vh = cupy.empty((batch, *shape.vh), a.dtype) if compute_uv else s
@@ -188,7 +211,7 @@ def small_svd(a, *, compute_uv, full_matrices, max_sweeps=MAX_SWEEPS, lanes=0):
            (a, np.int32(rows), np.int32(cols), np.int32(shape.wide), pairs,
             np.int32(pairs.shape[0]), np.int32(shape.k), np.int32(max_sweeps + 1),
             real.type(tolerance), np.int32(compute_uv),
-            np.int32(shape.ku), s, u, vh, status),
+            np.int32(shape.ku), s, u, vh, status.pointer),
            shared_mem=config.shared_bytes)
     if not compute_uv:
         return None, s, None, status
