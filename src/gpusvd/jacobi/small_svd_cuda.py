@@ -56,7 +56,10 @@ def shared_bytes(shape, dtype, want_uv):
 # a power of two, at most 64), one entry per batch of BATCH_GRID: the fastest of 2, 4, 8,
 # 16 and 32 for square Gaussian matrices on the H100 (2026-11-27, one run,
 # bench/results/small_lanes_h100.json; k = 8 takes 8 everywhere and k <= 4 takes 4, where
-# the counts differ by less than the noise). Few matrices leave most of the GPU idle and
+# the counts differ by less than the noise). float32 and complex64 from 512 matrices:
+# measured again after their rotations moved to float (2026-11-28, lanes_narrow_h100.json:
+# 1000 × 32² float32 0.62 ms with 2 lanes against 8 lanes' 0.90, 5000 × 64² 13.1 ms with 2
+# against 4 lanes' 18.9). Few matrices leave most of the GPU idle and
 # each step's latency decides: 16 lanes, few rows each (16² float64, one matrix: 0.115
 # ms against 4 lanes' 0.166). Many fill it and the lanes' redundant work decides, since
 # every lane of a group computes its pair's rotation: 32768 × 32² float32 12.4 ms with 2
@@ -64,11 +67,11 @@ def shared_bytes(shape, dtype, want_uv):
 BATCH_GRID = (1, 8, 64, 512, 4096, 32768)
 _SMALL_ORDERS = {2: (4,) * 6, 4: (4,) * 6, 8: (8,) * 6}
 LANES_BY_BATCH = {
-    "f": {**_SMALL_ORDERS, 16: (16, 16, 16, 16, 4, 4), 32: (16, 16, 16, 8, 2, 2),
-          64: (16, 16, 16, 4, 4, 4)},
+    "f": {**_SMALL_ORDERS, 16: (16, 16, 16, 8, 4, 4), 32: (16, 16, 16, 2, 2, 2),
+          64: (16, 16, 16, 2, 2, 2)},
     "d": {**_SMALL_ORDERS, 16: (16, 16, 16, 8, 2, 2), 32: (16, 16, 16, 8, 2, 2),
           64: (16, 16, 16, 8, 8, 8)},
-    "F": {**_SMALL_ORDERS, 16: (16, 16, 16, 8, 4, 4), 32: (16, 16, 16, 8, 2, 2),
+    "F": {**_SMALL_ORDERS, 16: (16, 16, 16, 8, 4, 4), 32: (16, 16, 16, 2, 2, 2),
           64: (16, 16, 16, 8, 8, 8)},
     "D": {**_SMALL_ORDERS, 16: (16, 16, 16, 8, 4, 4), 32: (16, 16, 16, 8, 8, 8),
           64: (16, 16, 16, 8, 8, 8)},
