@@ -232,8 +232,26 @@ __device__ int pair_step(T *gp, T *gq, T *vp, T *vq, int m, int k, bool hyperbol
     typedef Work R;  // steps 1-5 in Work; tol and sign_p widened exactly
     typedef typename Scalar<T>::Real D;
     typedef typename Pick<Narrow, D, Work>::type P;  // the rotation's and updates' type
+    // Real columns of at most C rows per lane stay in registers from the Gram sums to the
+    // update, which then reads g from shared memory once instead of twice (complex ones
+    // would need more registers than the 128 of a 512-thread block: 116-120 already).
+    constexpr int C = Scalar<T>::complex ? 1 : 4;
+    const bool cached = !Scalar<T>::complex && m <= C * L;
+    T xs[C], ys[C];
     R app = 0, aqq = 0, re = 0, im = 0;
-    for (int i = lane; i < m; i += L) gram_add(gp[i], gq[i], app, aqq, re, im);
+    if (cached) {
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+            const int i = lane + c * L;
+            if (i < m) {
+                xs[c] = gp[i];
+                ys[c] = gq[i];
+                gram_add(xs[c], ys[c], app, aqq, re, im);
+            }
+        }
+    } else {
+        for (int i = lane; i < m; i += L) gram_add(gp[i], gq[i], app, aqq, re, im);
+    }
     app = group_sum<L>(app, mask);
     aqq = group_sum<L>(aqq, mask);
     re = group_sum<L>(re, mask);
@@ -271,11 +289,24 @@ __device__ int pair_step(T *gp, T *gq, T *vp, T *vq, int m, int k, bool hyperbol
     if (!rotate && !swap) return 0;
     const bool scale = cs != P(1);
     T *dp = swap ? gq : gp, *dq = swap ? gp : gq;
-    for (int i = lane; i < m; i += L) {
-        T x = gp[i], y = gq[i];
-        if (rotate) rotate_entry(x, y, cs, scale, cpr, cpi, cqr, cqi);
-        dp[i] = x;
-        dq[i] = y;
+    if (cached) {
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+            const int i = lane + c * L;
+            if (i < m) {
+                T x = xs[c], y = ys[c];
+                if (rotate) rotate_entry(x, y, cs, scale, cpr, cpi, cqr, cqi);
+                dp[i] = x;
+                dq[i] = y;
+            }
+        }
+    } else {
+        for (int i = lane; i < m; i += L) {
+            T x = gp[i], y = gq[i];
+            if (rotate) rotate_entry(x, y, cs, scale, cpr, cpi, cqr, cqi);
+            dp[i] = x;
+            dq[i] = y;
+        }
     }
     dp = swap ? vq : vp;
     dq = swap ? vp : vq;
