@@ -58,8 +58,8 @@ def takagi(a, *, method="auto", device="auto", tol=None, max_sweeps=driver.MAX_S
       keeps it unitary where values are near zero (:mod:`gpusvd.takagi.embedding`);
     - ``"auto"`` (default): ``"eigh"`` on the CPU, 9–31× faster than the Jacobi sweeps
       there at N = 64–500 with the same accuracy; ``"jacobi"`` on the GPU (where
-      ``"eigh"`` took 1.9–5.3× its time from N = 256 on an H100), and wherever ``tol`` or
-      a ``max_sweeps`` other than 50 is given (they control its sweeps).
+      ``"eigh"`` is the slower, BENCHMARKS.md), and wherever ``tol`` or a ``max_sweeps``
+      other than 50 is given (they control its sweeps).
 
     Parameters
     ----------
