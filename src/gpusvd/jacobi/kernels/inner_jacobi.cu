@@ -29,6 +29,9 @@
 // H100: orthogonality of V up to 5e5 n*eps on side="both" graded input, reproduced by an
 // emulation of the float32 kernel on the CPU). Products of two floats are exact in double
 // and cannot underflow there, so the float Gram sums no longer depend on contraction.
+// The small SVD (small_svd.cu), whose columns are scaled and never rotated below 2^-102,
+// asks pair_step for its Narrow variant: float data then computes (16)-(18) and the
+// updates of step 6 in float, the rest in double.
 //
 // The CPU twin is gpusvd/jacobi/inner.py and the rotation's reference is
 // gpusvd/jacobi/rotations.py. jacobi_rotation, the orthogonality test, the phase and the
@@ -53,7 +56,7 @@ template <> struct Scalar<Complex<double>> {
 };
 
 // The type of steps 1-6 (pivot Gram matrix, test, rotation, column updates) for all data
-// (the small SVD's float data: steps 1-3, pair_step's Narrow).
+// but the small SVD's float data (pair_step's Narrow).
 typedef double Work;
 
 // A if the condition holds, else B (NVRTC has no <type_traits>).
