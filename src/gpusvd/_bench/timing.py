@@ -130,7 +130,7 @@ def time_interleaved(fns: dict[str, Callable[[], Any]], *, warmup: int = 1,
     for _ in range(max(1, rounds)):
         shuffle(order)
         for name in order:
-            last[name] = None
+            last[name] = None  # the previous result freed before the next call
             seconds, last[name] = _one_call(fns[name], sync)
             times[name].append(seconds)
     return {name: failed[name] if name in failed else

@@ -38,8 +38,9 @@ same order, with every product and sum explicitly rounded, so it gives the same 
 :func:`rotation` is the reference both inner Jacobi kernels call per pivot pair, in
 float64 for every dtype (their Gram sums of float32 columns are formed in float64: see
 :mod:`.inner`), except the small SVD's float32 data, which takes (15) in float64 and
-(16)–(18) in float32 (:func:`rotation_of`); its inputs are of one real type (float32 or float64) and so is every
-intermediate, and the float32 version is checked on the same table of cases.
+(16)–(18) in float32 (:func:`rotation_of`); its inputs are of one real type (float32 or
+float64) and so is every intermediate, and the float32 version is checked on the same
+table of cases.
 ``tests/jacobi/rotation_cases.py`` is the one table of cases both twins must pass.
 """
 

@@ -227,8 +227,9 @@ small_svd(const T *__restrict__ a, int rows, int cols, int wide, const int *__re
             for (int j = group; j < per_step; j += groups) {
                 const int p = __ldg(step + 2 * j), q = __ldg(step + 2 * j + 1);
                 T *vp = want_uv ? vs + p * ldv : gs, *vq = want_uv ? vs + q * ldv : gs;
-                rotated |= pair_step<T, L, true>(gs + p * ldg, gs + q * ldg, vp, vq, mp, vrows,
-                                           false, R(1), tol, lane, mask, floor2) & 1;
+                rotated |= pair_step<T, L, true>(gs + p * ldg, gs + q * ldg, vp, vq, mp,
+                                                 vrows, false, R(1), tol, lane, mask,
+                                                 floor2) & 1;
             }
             __syncthreads();
         }
