@@ -3,6 +3,7 @@
 See the README for the methods and their papers.
 """
 
+from . import autodiff
 from ._core.errors import LinAlgError
 from ._core.results import HSVDResult, LowRankSVD, SVDResult, TakagiResult
 from ._dispatch import svd, svdvals
@@ -15,3 +16,5 @@ __all__ = ["HSVDResult", "LinAlgError", "LowRankSVD", "SVDResult", "TakagiResult
            "eigh_factored", "hsvd", "jacobi_svd", "polar", "svd", "svd_lowrank", "svdvals",
            "takagi"]
 __version__ = "0.1.0"
+
+autodiff.EAGER.update(svd=svd, polar=polar)  # what the framework operators compute

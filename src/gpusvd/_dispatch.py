@@ -229,28 +229,23 @@ def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finit
         return SVDResult(job.vectors(u), job.values(s), job.vectors(vh))
 
 
-def _differentiated(a, *, full_matrices, compute_uv, broadening, kw):
-    """The SVD of a torch tensor that requires grad or of a traced JAX array, with its
-    backward recorded (:mod:`gpusvd.autodiff`); None for any other input."""
+def _differentiated(a, *, full_matrices, compute_uv, gauge_invariant, broadening, kw):
+    """The SVD of a torch tensor or JAX array that is differentiated, transformed or
+    compiled, through the framework's operator (:mod:`gpusvd.autodiff`); None for any
+    other input."""
     binding = autodiff.binding_for(a)
     if binding is None:
         return None
-    validation.check_broadening(broadening)
-
-    def economy(x):
-        return svd(x, full_matrices=False, **kw)
-
-    def full(x):
-        return svd(x, full_matrices=True, **kw)
-
-    out = binding.svd(a, economy, full, full_matrices=full_matrices, compute_uv=compute_uv,
-                      broadening=broadening)
+    validation.check_gradient_options(gauge_invariant, broadening)
+    out = binding.svd(a, svd, full_matrices=full_matrices, compute_uv=compute_uv,
+                      gauge_invariant=gauge_invariant, broadening=broadening, kw=kw)
     return SVDResult(*out) if compute_uv else out
 
 
 @hint_on_exhaustion(DENSE_HINT)
 def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=False,
-        check_finite=True, device="auto", reduction="auto", broadening=None, **options):
+        check_finite=True, device="auto", reduction="auto", gauge_invariant=False,
+        broadening=None, **options):
     """Singular value decomposition ``a = U @ diag(S) @ Vh``.
 
     Parameters
@@ -289,11 +284,17 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
         ``two_stage_vectors_min_n_cpu`` / ``_max_n_cpu`` / ``_min_n_gpu``
         (``docs/guide.md`` gives them).
 
+    gauge_invariant : bool, optional
+        Gradients only (torch tensors, JAX arrays). At numerically repeated or zero
+        singular values, a term of the derivative that the loss reads through U or Vh is
+        NaN by default: its value depends on the loss, which the SVD does not see. True
+        declares the loss unchanged when the singular vectors are rotated inside such a
+        cluster for any S (a function of U·Vh, of projectors onto whole clusters, of S),
+        and takes those terms' limit for such losses, 0 (``docs/guide.md``, "Gradients").
     broadening : float > 0, optional
-        Gradients only: replace each 1/(s_j − s_i) of the derivative by the Lorentzian
-        x/(x² + broadening). Default (None): the exact derivative, finite at repeated
-        singular values for every loss invariant to the basis inside them (``docs/guide.md``,
-        "Gradients").
+        Gradients only: replace each 1/x of the derivative by the Lorentzian
+        x/(x² + broadening): finite everywhere, biased. Default (None): the exact
+        derivative, or NaN where it is not determined.
 
     Returns
     -------
@@ -365,10 +366,10 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
     kw = dict(method=method, check_finite=check_finite, device=device, reduction=reduction,
               **options)
     done = _differentiated(a, full_matrices=full_matrices, compute_uv=compute_uv,
-                           broadening=broadening, kw=kw)
+                           gauge_invariant=gauge_invariant, broadening=broadening, kw=kw)
     if done is not None:
         return done
-    validation.check_broadening(broadening)
+    validation.check_gradient_options(gauge_invariant, broadening)
     return _decompose(a, full_matrices=full_matrices, compute_uv=compute_uv, method=method,
                       overwrite_a=overwrite_a, check_finite=check_finite, device=device,
                       reduction=reduction, options=options, what="svd")
@@ -376,7 +377,7 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
 
 @hint_on_exhaustion(DENSE_HINT)
 def svdvals(a, *, method="auto", overwrite_a=False, check_finite=True, device="auto",
-            reduction="auto", broadening=None, **options):
+            reduction="auto", gauge_invariant=False, broadening=None, **options):
     """Singular values of ``a`` (or of each matrix of a stack), descending.
 
     Takes the same arguments as :func:`svd`, chooses the method by the same rule, and
@@ -406,8 +407,10 @@ def svdvals(a, *, method="auto", overwrite_a=False, check_finite=True, device="a
         ``"auto"`` (default): two-stage from min(M, N) >= 10 on the CPU and >= 4096 on
         the GPU.
 
-    broadening : float > 0, optional
-        As in :func:`svd` (gradients only; the gradient of the values needs none).
+    gauge_invariant, broadening : optional
+        As in :func:`svd` (gradients only; the gradient of the values needs neither: it
+        is exact where the values are differentiable, the minimal-norm subgradient where
+        they are not).
 
     Returns
     -------
@@ -440,11 +443,11 @@ def svdvals(a, *, method="auto", overwrite_a=False, check_finite=True, device="a
     """
     kw = dict(method=method, check_finite=check_finite, device=device, reduction=reduction,
               **options)
-    done = _differentiated(a, full_matrices=False, compute_uv=False, broadening=broadening,
-                           kw=kw)
+    done = _differentiated(a, full_matrices=False, compute_uv=False,
+                           gauge_invariant=gauge_invariant, broadening=broadening, kw=kw)
     if done is not None:
         return done
-    validation.check_broadening(broadening)
+    validation.check_gradient_options(gauge_invariant, broadening)
     return _decompose(a, full_matrices=False, compute_uv=False, method=method,
                       overwrite_a=overwrite_a, check_finite=check_finite, device=device,
                       reduction=reduction, options=options, what="svdvals")

@@ -146,9 +146,10 @@ def polar(a, side="right", *, method="auto", check_finite=True, device="auto",
     device : {"auto", "cpu", "gpu"} or int, optional
         Where to compute, as in :func:`gpusvd.svd`.
     broadening : float > 0, optional
-        Gradients only, as in :func:`gpusvd.svd`. The derivative of the polar factors is
-        defined wherever σ_i + σ_j > 0; with a torch tensor that requires grad or inside
-        ``jax.grad``, the factors come from gpusvd's SVD so that it is recorded.
+        Gradients of second order only, as in :func:`gpusvd.svd`. The polar factors
+        have their own derivative, exact wherever σ_i + σ_j > 0 (repeated singular
+        values included) and NaN where A is numerically rank-deficient; when a
+        derivative is needed, the factors come from gpusvd's SVD.
 
     Returns
     -------
@@ -179,9 +180,10 @@ def polar(a, side="right", *, method="auto", check_finite=True, device="auto",
     validation.check_broadening(broadening)
     binding = autodiff.binding_for(a)
     if binding is not None:
-        def economy(x):
-            return svd(x, full_matrices=False, check_finite=check_finite, device=device)
-        return binding.polar(a, economy, side=side, broadening=broadening)
+        return binding.polar(a, polar, svd, side=side, broadening=broadening,
+                             kw_polar=dict(method=method, check_finite=check_finite,
+                                           device=device),
+                             kw_svd=dict(check_finite=check_finite, device=device))
     arr, placement = placed = place(a, device)
     route = "svd" if method == "svd" or (method == "auto" and not placement.on_gpu) else "qdwh"
     if route == "svd" and passes_unchanged(arr, placement):

@@ -129,6 +129,14 @@ def check_signs(signs, n, *, what):
     return signs
 
 
+def check_gradient_options(gauge_invariant, broadening):
+    """``ValueError`` unless ``gauge_invariant`` is a bool and ``broadening`` is valid
+    (:func:`check_broadening`)."""
+    if not isinstance(gauge_invariant, bool):
+        raise ValueError(f"gauge_invariant must be True or False, got {gauge_invariant!r}")
+    check_broadening(broadening)
+
+
 def check_broadening(value):
     """``ValueError`` unless the gradients' Lorentzian ``broadening`` is None or a finite
     number > 0."""

@@ -1,33 +1,74 @@
-"""The reverse-mode derivative of the SVD, stable where singular values repeat.
+"""Derivatives of the SVD and of the polar decomposition: right, or NaN, never finite and
+wrong.
 
 Written once against the array namespace of the framework (``torch`` or ``jax.numpy``),
-through the few operations :class:`Ops` names. For A = U·diag(s)·Vᴴ (economy, k =
-min(m, n)) and cotangents gU, gs, gVh (any may be None), with Ĝu = UᴴgU, Ĝv = Vᴴ·gV
-(gV = gVhᴴ), Xu = Ĝu − Ĝuᴴ and Xv = Ĝv − Ĝvᴴ (their skew-Hermitian parts), the derivation
-of Uᴴ·dA·V = dP·S + dS − S·dQ (dP = UᴴdU, dQ = VᴴdV skew-Hermitian) gives
+through the few operations :class:`Ops` names, in forward mode (``*_jvp``) and reverse
+mode (``*_backward``); each is linear in its tangent or cotangents and written in
+differentiable operations, so that second derivatives work.
 
-    Ā = U·M·Vᴴ + (gU − U·Ĝu)·S⁻¹·Vᴴ + U·S⁻¹·(gVh − gVh·Vᴴ·V),
-    M_ij = (Xu + Xv)_ij / (2(s_j − s_i)) + (Xu − Xv)_ij / (2(s_j + s_i)) + δ_ij·gs_i,
+**The SVD.** For A = U·diag(s)·Vᴴ (economy, k = min(m, n)), dC = Uᴴ·dA·V, F = dC, G = dCᴴ,
+Uᴴ·dA·V = dP·S + dS − S·dQ (dP = UᴴdU, dQ = VᴴdV skew-Hermitian) gives ds = Re diag(dC),
 
-the split of (Xu_ij·s_j + Xv_ij·s_i)/(s_j² − s_i²) (torch's and JAX's one fraction) into
-a part that is singular where s_i = s_j and one that is singular only where
-s_i = s_j = 0. For a loss invariant under the rotations that leave A unchanged — U and V
-rotated together inside a repeated singular value's subspace, independently inside the
-null space — the numerator of each singular part vanishes there: (Xu + Xv) on a
-repeated value's block, (Xu − Xv) on the null space's. Those 0/0 terms are defined as
-0, their limit, wherever the denominator is below ``max(m, n)·ε·s_max``, so the gradient
-of every such loss (a function of s, the nuclear norm, the polar factor, a projector onto
-a separated subspace) is finite and right at repeated and zero values, where torch and
-JAX divide by zero (JAX #2311, #8732; torch #49886). A loss that depends on the choice of
-basis inside a degenerate subspace has no gradient there; the same rule returns the
-gradient of its gauge-invariant part. The diagonal of the second part is the complex
-phase term, (Im Ĝu_ii − Im Ĝv_ii)/(2s_i)·i (torch's, symmetrized). S⁻¹ in the last two
-terms is 0 where s_i is below the same threshold: the columns of U and V for zero
-singular values are arbitrary, and the gradient is taken with their cotangents ignored.
+    dP = (F + G)/(2(s_j − s_i)) + (F − G)/(2(s_j + s_i)),
+    dQ = (F + G)/(2(s_j − s_i)) − (F − G)/(2(s_j + s_i)),
+
+plus (I − UUᴴ)·dA·V·S⁻¹ in dU (m > k) and (I − VVᴴ)·dAᴴ·U·S⁻¹ in dV (n > k): torch's and
+JAX's one fraction (F·s_j + G·s_i)/(s_j² − s_i²) split into a part singular where
+s_i = s_j and one singular only where s_i = s_j = 0. The reverse mode is its adjoint:
+with Ĝu = Uᴴ·gU, Ĝv = Vᴴ·gV, Xu = Ĝu − Ĝuᴴ, Xv = Ĝv − Ĝvᴴ,
+
+    Ā = U·M·Vᴴ + (gU − U·Ĝu)·S⁻¹·Vᴴ + U·S⁻¹·(gVh − gVh·V·Vᴴ),
+    M_ij = (Xu + Xv)_ij / (2(s_j − s_i)) + (Xu − Xv)_ij / (2(s_j + s_i)) + δ_ij·gs_i.
+
+**The rule where values repeat.** Two values are *numerically repeated* when
+|s_i − s_j| <= max(m, n)·ε·s_max, and a value is *numerically zero* below that bound:
+there the SVD cannot tell the values apart, and the singular vectors inside the cluster
+are arbitrary. Each term that divides by such a gap is *undetermined*: two losses can
+hand the SVD the same cotangents there and need different gradients (the reconstruction
+U·S·Vᴴ and the polar factor U·Vᴴ at the identity do), so no backward of the SVD alone can
+be right for both. The rule:
+
+1. Values only (no cotangent of U or V: a function of s, ``svdvals``): the cotangent of
+   s is averaged over each cluster of numerically repeated values and is 0 at
+   numerically zero values. This is the gradient wherever the loss is differentiable
+   (a symmetric function of s gives equal cotangents inside a cluster, and a smooth
+   one a zero cotangent at zero) and the minimal-norm subgradient where it is not: the
+   spectral norm at a repeated top value gives U_c·V_cᴴ / r over its cluster of r, the
+   nuclear norm at a rank-deficient matrix U_r·V_rᴴ, which is what symmetric finite
+   differences give.
+2. Cotangents of U or V: an undetermined term whose columns the loss reads (a nonzero
+   cotangent in column i or j of U, row i or j of Vh) is NaN; one whose columns it
+   never reads is exactly 0, which is right (the loss does not depend on how the
+   cluster's vectors are chosen). So a loss of the top-k singular vectors across a
+   gap is finite and right at rank-deficient matrices, and U·g(S)·Vᴴ at repeated
+   values is NaN, where a finite value would be wrong.
+3. ``gauge_invariant=True`` declares that the loss does not change when columns i and
+   j of U and of V are rotated together (and, inside the null space, independently),
+   for every s, not only where s_i = s_j: a function of U·Vᴴ, of projectors onto
+   subspaces spanned by whole clusters, of s. The undetermined terms then take their
+   limit for such losses, 0. It is wrong for U·g(S)·Vᴴ (the reconstruction included),
+   which is invariant only because s_i = s_j.
+4. The forward mode follows the same rule column by column: the tangents of the
+   columns of U and V that an undetermined term mixes are NaN (0 with
+   ``gauge_invariant``), every other column is right; the tangent of s is averaged
+   over clusters and 0 at zero, the transpose of rule 1.
+5. A complex loss whose cotangents have a phase part Im diag(Ĝu + Ĝv) beyond
+   ``GAUGE_TOL`` of their size depends on the phases of the singular vectors, which the
+   SVD does not fix: its gradient is NaN (torch raises there).
 
 ``broadening`` (β > 0) replaces every 1/x above by the Lorentzian x/(x² + β) instead
-(Liao, Liu, Wang & Xiang, Phys. Rev. X 9, 031041, 2019), for losses that are not
-invariant: it is biased, and never the default.
+(Liao, Liu, Wang & Xiang, Phys. Rev. X 9, 031041, 2019): biased, never the default, and
+it overrides the rule.
+
+**The polar decomposition** A = W·P, W = U·Vᴴ, P = V·S·Vᴴ, has its own derivative, which
+divides only by s_i + s_j (the Daleckii–Krein divided differences of the square root):
+
+    dW = U·((dC − dCᴴ) ∘ 1/(s_i + s_j))·Vᴴ + (I − UUᴴ)·dA·V·S⁻¹·Vᴴ + U·S⁻¹·Uᴴ·dA·(I − VVᴴ),
+    dP = V·((dC + dCᴴ)/2 − (dC − dCᴴ) ∘ (s_j − s_i)/(2(s_j + s_i)))·Vᴴ
+         + (I − VVᴴ)·dAᴴ·U·Vᴴ + V·Uᴴ·dA·(I − VVᴴ),
+
+(the last terms of each for m > k and n > k), exact at repeated values; NaN where
+s_i + s_j or a divided s_i is numerically zero (A rank-deficient: W is not unique there).
 """
 
 from typing import Callable, NamedTuple
@@ -43,82 +84,190 @@ class Ops(NamedTuple):
     real: Callable
     eps: Callable          # dtype -> machine epsilon (float)
     cast: Callable         # (x, like) -> x in like's dtype
+    any: Callable          # (x, axis) -> x.any(axis)
+
+
+NAN = float("nan")
+
+# A complex loss whose cotangents' phase part Im diag(Ĝu + Ĝv) exceeds this share of
+# their size depends on the singular vectors' phases (torch's own check and tolerance).
+GAUGE_TOL = 1e-6
 
 
 def _ct(x):
-    return x.conj().swapaxes(-1, -2)
+    return x.conj().mT
 
 
-def _inverse(ops, x, tol, broadening):
-    """1/x, 0 where |x| <= tol; with ``broadening`` β, x/(x² + β)."""
+class _Gaps(NamedTuple):
+    """Which values of each matrix are numerically repeated or zero (module docstring)."""
+
+    tol: object       # (..., 1, 1)
+    close: object     # (..., k, k) |s_i − s_j| <= tol, i ≠ j
+    zero: object      # (..., k) s_i <= tol
+    zero_sum: object  # (..., k, k) s_i + s_j <= tol
+
+
+def _eye(ops, s):
+    """The boolean identity (..., k, k) for values ``s`` (..., k)."""
+    return ops.diag_embed(1 + 0 * s) != 0
+
+
+def _is_complex(x):
+    dtype = x.dtype
+    return dtype.is_complex if hasattr(dtype, "is_complex") else dtype.kind == "c"
+
+
+def _gaps(ops, s, m, n):
+    tol = ops.eps(s.dtype) * max(m, n) * s[..., :1, None]
+    off = ops.abs(s[..., :, None] - s[..., None, :]) <= tol
+    return _Gaps(tol, off & ~_eye(ops, s), s <= tol[..., 0],
+                 s[..., :, None] + s[..., None, :] <= tol)
+
+
+def _reciprocal(ops, x, small, undetermined, gauge_invariant, broadening):
+    """1/x where not ``small``; there NaN where ``undetermined`` (0 with
+    ``gauge_invariant``) and 0 elsewhere; with ``broadening`` β, x/(x² + β) everywhere."""
     if broadening:
         return x / (x * x + broadening)
-    big = ops.abs(x) > tol
-    return ops.where(big, 1 / ops.where(big, x, 1), 0 * x)
+    inverse = ops.where(small, 0 * x, 1 / ops.where(small, 1 + 0 * x, x))
+    if gauge_invariant:
+        return inverse
+    return ops.where(undetermined, NAN + 0 * x, inverse)
 
 
-def svd_backward(ops, u, s, vh, gu, gs, gvh, broadening=None):
+def _cluster_mean(ops, x, gaps):
+    """``x`` (..., k) averaged over each cluster of numerically repeated values, 0 at
+    numerically zero values (rule 1)."""
+    together = ops.cast(gaps.close | _eye(ops, x), x)
+    mean = (together @ x[..., :, None])[..., 0] / together.sum(-1)
+    return ops.where(gaps.zero, 0 * mean, mean)
+
+
+def _phase_nan(ops, gu_hat, gv_hat):
+    """NaN on the diagonal where a complex loss depends on the vectors' phases (rule 5),
+    else 0."""
+    phase = ops.diagonal(gu_hat + gv_hat).imag
+    size = ops.abs(gu_hat).max() + ops.abs(gv_hat).max()
+    bad = ops.abs(phase) > GAUGE_TOL * (size + 1)
+    return ops.diag_embed(ops.where(bad, NAN + 0 * phase, 0 * phase))
+
+
+def svd_backward(ops, u, s, vh, gu, gs, gvh, *, gauge_invariant=False, broadening=None):
     """Ā from the cotangents of an economy SVD (module docstring); ``u`` (..., m, k), ``s``
     (..., k) descending, ``vh`` (..., k, n); ``gu``, ``gs``, ``gvh`` of the same shapes or
     None."""
-    m, n = u.shape[-2], vh.shape[-1]
-    tol = ops.eps(s.dtype) * max(m, n) * s[..., :1, None]
-    inv_s = _inverse(ops, s, tol[..., 0], broadening)
+    m, n, k = u.shape[-2], vh.shape[-1], s.shape[-1]
+    gaps = _gaps(ops, s, m, n)
     middle = 0 * s[..., :, None] * s[..., None, :]
     if gs is not None:
-        middle = middle + ops.diag_embed(gs)
+        middle = middle + ops.diag_embed(_cluster_mean(ops, gs, gaps))
     cols = 0
     if gu is not None or gvh is not None:
+        read = 0 * s != 0
+        if gu is not None:
+            read = read | ops.any(gu != 0, -2)
+        if gvh is not None:
+            read = read | ops.any(gvh != 0, -1)
+        reads_pair = read[..., :, None] | read[..., None, :]
         gu_hat = _ct(u) @ gu if gu is not None else 0 * middle
         gv_hat = vh @ _ct(gvh) if gvh is not None else 0 * middle
         xu, xv = gu_hat - _ct(gu_hat), gv_hat - _ct(gv_hat)
         diff = s[..., None, :] - s[..., :, None]
         summ = s[..., None, :] + s[..., :, None]
-        middle = middle + ((xu + xv) * _inverse(ops, diff, tol, broadening)
-                           + (xu - xv) * _inverse(ops, summ, tol, broadening)) / 2
-        if gu is not None and m > s.shape[-1]:
+        small_diff = gaps.close | _eye(ops, s)
+        inv_diff = _reciprocal(ops, diff, small_diff, gaps.close & reads_pair,
+                               gauge_invariant, broadening)
+        inv_sum = _reciprocal(ops, summ, gaps.zero_sum, gaps.zero_sum & reads_pair,
+                              gauge_invariant, broadening)
+        middle = middle + ((xu + xv) * inv_diff + (xu - xv) * inv_sum) / 2
+        if _is_complex(u) and k:
+            middle = middle + _phase_nan(ops, gu_hat, gv_hat)
+        inv_s = _reciprocal(ops, s, gaps.zero, gaps.zero & read, gauge_invariant, broadening)
+        if gu is not None and m > k:
             cols = ((gu - u @ gu_hat) * inv_s[..., None, :]) @ vh
-        if gvh is not None and n > s.shape[-1]:
+        if gvh is not None and n > k:
             cols = cols + u @ ((gvh - gvh @ _ct(vh) @ vh) * inv_s[..., :, None])
     return u @ ops.cast(middle, u) @ vh + cols
 
 
-def polar_cotangents(u, s, vh, g_unitary, g_hermitian, ops):
-    """(gU, gs, gVh) of the SVD from the cotangents of the right polar factors
-    W = U·Vᴴ and P = V·diag(s)·Vᴴ (either may be None): W and P are invariant under the
-    SVD's rotations, so :func:`svd_backward` gives their gradient everywhere."""
-    v = _ct(vh)
-    gu = g_unitary @ v if g_unitary is not None else None
-    gv = _ct(g_unitary) @ u if g_unitary is not None else 0 * v
-    gs = None
-    if g_hermitian is not None:
-        gs = ops.real(ops.diagonal(vh @ g_hermitian @ v))
-        gv = gv + ((g_hermitian + _ct(g_hermitian)) @ v) * s[..., None, :]
-    return gu, gs, _ct(gv)
-
-
-
-def svd_jvp(ops, u, s, vh, da, broadening=None):
-    """(dU, ds, dVh) of an economy SVD along ``da``: the forward-mode form of
-    :func:`svd_backward` (the same derivation, the same split and the same 0/0 rule), so
-    that JAX may transpose it into the reverse mode. dU = U·dP + (I − UUᴴ)·dA·V·S⁻¹,
-    dV = V·dQ + (I − VVᴴ)·dAᴴ·U·S⁻¹ with, for dC = Uᴴ·dA·V, F = dC and G = dCᴴ,
-    dP = (F + G)/(2(s_j − s_i)) + (F − G)/(2(s_j + s_i)) and
-    dQ = (F + G)/(2(s_j − s_i)) − (F − G)/(2(s_j + s_i)); ds = Re diag(dC)."""
-    m, n = u.shape[-2], vh.shape[-1]
-    k = s.shape[-1]
-    tol = ops.eps(s.dtype) * max(m, n) * s[..., :1, None]
-    inv_s = _inverse(ops, s, tol[..., 0], broadening)
+def svd_jvp(ops, u, s, vh, da, *, gauge_invariant=False, broadening=None):
+    """(dU, ds, dVh) of an economy SVD along ``da``: the forward mode of the module
+    docstring, the transpose of :func:`svd_backward` (rule 4 at repeated values)."""
+    m, n, k = u.shape[-2], vh.shape[-1], s.shape[-1]
+    gaps = _gaps(ops, s, m, n)
     v = _ct(vh)
     dc = _ct(u) @ da @ v
-    ds = ops.real(ops.diagonal(dc))
+    ds = _cluster_mean(ops, ops.real(ops.diagonal(dc)), gaps)
     plus, minus = dc + _ct(dc), dc - _ct(dc)
-    one = plus * _inverse(ops, s[..., None, :] - s[..., :, None], tol, broadening) / 2
-    two = minus * _inverse(ops, s[..., None, :] + s[..., :, None], tol, broadening) / 2
+    diff = s[..., None, :] - s[..., :, None]
+    small_diff = gaps.close | _eye(ops, s)
+    inv_diff = _reciprocal(ops, diff, small_diff, gaps.close, gauge_invariant, broadening)
+    inv_sum = _reciprocal(ops, s[..., None, :] + s[..., :, None], gaps.zero_sum,
+                          gaps.zero_sum, gauge_invariant, broadening)
+    one = plus * ops.cast(inv_diff, dc) / 2
+    two = minus * ops.cast(inv_sum, dc) / 2
     du = u @ (one + two)
     dv = v @ (one - two)
-    if m > k:
-        du = du + (da @ v - u @ dc) * inv_s[..., None, :]
-    if n > k:
-        dv = dv + (_ct(da) @ u - v @ _ct(dc)) * inv_s[..., None, :]
+    if m > k or n > k:
+        inv_s = ops.cast(_reciprocal(ops, s, gaps.zero, gaps.zero, gauge_invariant,
+                                     broadening), dc)
+        if m > k:
+            du = du + (da @ v - u @ dc) * inv_s[..., None, :]
+        if n > k:
+            dv = dv + (_ct(da) @ u - v @ _ct(dc)) * inv_s[..., None, :]
     return du, ds, _ct(dv)
+
+
+def _polar_weights(ops, s, m, n):
+    """1/(s_i + s_j), 2·s_i/(s_i + s_j) and 1/s_i, NaN where the divisor is numerically
+    zero (the polar factor is not unique there)."""
+    gaps = _gaps(ops, s, m, n)
+    summ = s[..., :, None] + s[..., None, :]
+    inv_sum = _reciprocal(ops, summ, gaps.zero_sum, gaps.zero_sum, False, None)
+    inv_s = _reciprocal(ops, s, gaps.zero, gaps.zero, False, None)
+    return inv_sum, 2 * s[..., :, None] * inv_sum, inv_s
+
+
+def polar_jvp(ops, u, s, vh, da):
+    """(dW, dP) of the right polar decomposition A = W·P along ``da``, from A's economy
+    SVD (module docstring)."""
+    m, n, k = u.shape[-2], vh.shape[-1], s.shape[-1]
+    inv_sum, share, inv_s = (ops.cast(w, da) for w in _polar_weights(ops, s, m, n))
+    v = _ct(vh)
+    dc = _ct(u) @ da @ v
+    minus = dc - _ct(dc)
+    dw = u @ (minus * inv_sum) @ vh
+    # (dC + dCᴴ)/2 − (dC − dCᴴ)∘(s_j − s_i)/(2(s_j + s_i)); 1 − share is the last ratio
+    inner = (dc + _ct(dc)) / 2 - minus * (1 - share) / 2
+    dp = v @ inner @ vh
+    if m > k:
+        dw = dw + ((da @ v - u @ dc) * inv_s[..., None, :]) @ vh
+    if n > k:
+        rest = da - da @ v @ vh
+        dw = dw + (u * inv_s[..., None, :]) @ _ct(u) @ rest
+        dp = dp + _ct(rest) @ u @ vh + v @ _ct(u) @ rest
+    return dw, dp
+
+
+def polar_backward(ops, u, s, vh, gw, gp):
+    """Ā from the cotangents ``gw`` of W and ``gp`` of P (either may be None): the adjoint
+    of :func:`polar_jvp`."""
+    m, n, k = u.shape[-2], vh.shape[-1], s.shape[-1]
+    inv_sum, share, inv_s = (ops.cast(w, u) for w in _polar_weights(ops, s, m, n))
+    v = _ct(vh)
+    inner = 0 * inv_sum
+    out = 0
+    if gw is not None:
+        g_hat = _ct(u) @ gw @ v
+        inner = inner + (g_hat - _ct(g_hat)) * inv_sum
+        if m > k:
+            out = out + (gw - u @ (_ct(u) @ gw)) @ (v * inv_s[..., None, :]) @ vh
+        if n > k:
+            out = out + (u * inv_s[..., None, :]) @ _ct(u) @ (gw - gw @ v @ vh)
+    if gp is not None:
+        h_hat = vh @ gp @ v
+        inner = inner + (h_hat + _ct(h_hat)) / 2 * share
+        if n > k:
+            both = gp + _ct(gp)
+            out = out + u @ vh @ (both - both @ v @ vh)
+    return u @ inner @ vh + out

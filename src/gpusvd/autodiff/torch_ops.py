@@ -1,0 +1,110 @@
+"""PyTorch operators ``gpusvd::svd``, ``gpusvd::svdvals`` and ``gpusvd::polar``, and the
+autograd of ``gpusvd.svd``, ``svdvals`` and ``polar`` on tensors.
+
+Each decomposition is a ``torch.library.custom_op`` whose implementation is gpusvd's
+eager code on the tensor's device, with a fake (meta) implementation, so that
+``torch.compile(fullgraph=True)`` and ``torch.export`` capture it without a graph break;
+a vmap rule that maps a batch onto gpusvd's stack engine (one call, no loop); and a
+reverse-mode derivative (:mod:`.formulas`, written in differentiable torch operations,
+so that ``gradgradcheck`` passes), so that the operator alone passes
+``torch.library.opcheck``.
+
+``gpusvd.svd`` and friends reach the operators through ``torch.autograd.Function`` s with
+``setup_context`` (what ``torch.func`` needs): reverse mode, forward mode (``jvp``),
+double backward, ``vmap`` through the operators' rule. Dynamo does not trace a Function
+with a custom ``jvp``; under ``torch.compile`` the same Functions without it run, so
+forward mode is eager only. The polar decomposition's derivative is its own
+(:func:`.formulas.polar_backward`), exact at repeated singular values; its factors come
+from the SVD when a derivative is needed, from gpusvd's polar method otherwise.
+
+The options of the eager call (method, device, …) and of the derivative
+(``gauge_invariant``, ``broadening``) reach the operators as one JSON string.
+"""
+
+import importlib
+import json
+import sys
+
+
+def _constant_for_dynamo(fn):
+    """``torch.compiler.assume_constant_result`` without importing torch (the attribute is
+    that decorator's whole effect): Dynamo runs ``fn`` when it traces a call, and keeps
+    the result as a constant."""
+    fn._dynamo_marked_constant = True
+    return fn
+
+
+def _torch():
+    return sys.modules.get("torch")
+
+
+def _needs_derivative(a):
+    """Whether autograd, forward mode or a ``torch.func`` transform may differentiate
+    ``a``."""
+    torch = _torch()
+    if a.requires_grad and torch.is_grad_enabled():
+        return True
+    if torch.compiler.is_compiling():
+        return False
+    return (torch.autograd.forward_ad.unpack_dual(a).tangent is not None
+            or torch._C._functorch.is_functorch_wrapped_tensor(a))
+
+
+def handles(a):
+    """Whether ``a`` is a tensor whose decomposition goes through the operators: one that
+    is differentiated (reverse or forward mode), wrapped by ``torch.func``, or traced by
+    ``torch.compile``."""
+    torch = _torch()
+    if torch is None or not isinstance(a, torch.Tensor):
+        return False
+    return torch.compiler.is_compiling() or _needs_derivative(a)
+
+
+@_constant_for_dynamo
+def _encode(kw):
+    """The operators' ``options`` string: the eager call's keywords."""
+    try:
+        return json.dumps(kw, sort_keys=True)
+    except TypeError as e:
+        raise ValueError(f"with torch tensors, gpusvd's options must be numbers, strings "
+                         f"or booleans: {e}") from None
+
+
+@_constant_for_dynamo
+def _library():
+    """Imports :mod:`.torch_library`, which registers the operators; Dynamo runs this
+    rather than tracing it."""
+    importlib.import_module(".torch_library", __package__)
+    return True
+
+
+def svd(a, eager, *, full_matrices, compute_uv, gauge_invariant, broadening, kw):
+    """gpusvd's SVD of the tensor ``a`` (:func:`handles`) through the operators, with its
+    derivatives (``eager`` is the same function, which the operators call on plain
+    tensors)."""
+    _library()
+    from . import torch_library as library
+
+    options = _encode(kw)
+    svd_fn, _ = library.FUNCTIONS[_torch().compiler.is_compiling()]
+    if not compute_uv:
+        if not _needs_derivative(a):
+            return _torch().ops.gpusvd.svdvals(a, options)
+        return svd_fn.apply(a, False, options, gauge_invariant, broadening)[1]
+    return svd_fn.apply(a, full_matrices, options, gauge_invariant, broadening)
+
+
+def polar(a, eager_polar, eager_svd, *, side, broadening, kw_polar, kw_svd):
+    """gpusvd's polar decomposition of the tensor ``a`` (:func:`handles`): the
+    polar method where no derivative is needed, else the factors of the SVD with their
+    own derivative (the left decomposition of A is the right one of Aᴴ)."""
+    _library()
+    from . import torch_library as library
+
+    if not _needs_derivative(a):
+        return _torch().ops.gpusvd.polar(a, side, _encode({"svd": kw_svd, "polar": kw_polar}))
+    svd_fn, polar_fn = library.FUNCTIONS[_torch().compiler.is_compiling()]
+    x = a if side == "right" else a.transpose(-1, -2).conj_physical()
+    u, s, vh = svd_fn.apply(x, False, _encode(kw_svd), False, broadening)
+    w, p = polar_fn.apply(x, u, s, vh)
+    return (w, p) if side == "right" else (w.transpose(-1, -2).conj_physical(), p)

@@ -1,0 +1,379 @@
+"""gpusvd's torch operators in compiled and transformed code: ``torch.library.opcheck``
+of each operator, ``gradcheck`` and ``gradgradcheck`` with forward mode and batched
+gradients, ``torch.compile(fullgraph=True)`` equal to eager, every ``torch.func``
+transform against torch's own SVD or finite differences, and the rule at repeated
+singular values (right or NaN). On CPU tensors, and on CUDA tensors (marker ``gpu``)."""
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+import gpusvd
+from losses import finite_difference
+
+torch = pytest.importorskip("torch")
+library = pytest.importorskip("gpusvd.autodiff.torch_library")
+func = torch.func
+
+DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
+SHAPES = [(5, 5), (6, 4), (4, 6), (3, 5, 4)]
+
+
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def device(request):
+    return request.param
+
+
+def _random(shape, dtype, device, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g, dtype=dtype).to(device)
+
+
+def _reference_svd(x):
+    """torch's own economy SVD, in float64/complex128."""
+    return torch.linalg.svd(x, full_matrices=False)
+
+
+# --- the operators -----------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(5, 3), (2, 3, 4)], ids=str)
+def test_opcheck(shape, dtype, device):
+    """With random cotangents for every output: a complex U's cotangent depends on the
+    vectors' phases and a full U's extra columns are arbitrary, both NaN by the rule
+    (and NaN ≠ NaN to opcheck), so those two are checked without a gradient."""
+    x = _random(shape, dtype, device).requires_grad_()
+    plain = x.detach()
+    torch.library.opcheck(torch.ops.gpusvd.svd.default,
+                          (plain if x.is_complex() else x, False, "{}"))
+    torch.library.opcheck(torch.ops.gpusvd.svd.default, (plain, True, "{}"))
+    torch.library.opcheck(torch.ops.gpusvd.svdvals.default, (x, "{}"))
+    options = '{"polar": {}, "svd": {}}'
+    for side in ("right", "left"):
+        torch.library.opcheck(torch.ops.gpusvd.polar.default, (x, side, options))
+
+
+def test_the_operators_pass_the_options_through():
+    x = _random((6, 4), torch.float64, "cpu")
+    s = torch.ops.gpusvd.svdvals(x, '{"method": "jacobi", "device": "cpu"}')
+    ref = torch.linalg.svdvals(x)
+    assert (s - ref).abs().max() <= 10 * 6 * torch.finfo(x.dtype).eps * ref[0]
+
+
+def test_unsupported_options_are_refused():
+    x = _random((3, 3), torch.float64, "cpu").requires_grad_()
+    with pytest.raises(ValueError, match="options must be numbers, strings or booleans"):
+        gpusvd.svd(x, method=object())
+
+
+# --- gradcheck, gradgradcheck, forward mode, batched gradients -----------------------
+
+def _losses(x):
+    """Losses of every output: of s, of the top-2 projector across a gap, of the polar
+    factors; each a real number."""
+    u, s, vh = gpusvd.svd(x, full_matrices=False)
+    top = u[..., :2] @ u[..., :2].conj().transpose(-1, -2)
+    w, p = gpusvd.polar(x)
+    wl, pl = gpusvd.polar(x, "left")
+    parts = [s.pow(3).sum(), gpusvd.svdvals(x).sum(), top.sum(), w.sum(), p.sum(),
+             (wl * wl.conj()).sum() + pl.sum()]
+    if x.is_complex():  # (.real of a real tensor is a view forward mode refuses)
+        parts = [t.real for t in parts] + [top.imag.sum() + w.imag.sum()]
+    return torch.stack(parts)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128], ids=str)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_gradcheck_forward_and_batched(shape, dtype, device):
+    """Batched forward mode of a complex loss is left out: a conjugate view under it
+    trips an internal assert of torch (2.13), with torch.linalg.svd as with gpusvd."""
+    x = _random(shape, dtype, device, seed=1).requires_grad_()
+    assert torch.autograd.gradcheck(_losses, (x,), check_forward_ad=True,
+                                    check_batched_grad=True,
+                                    check_batched_forward_grad=not x.is_complex())
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128], ids=str)
+@pytest.mark.parametrize("shape", [(5, 5), (6, 4), (4, 6)], ids=str)
+def test_gradgradcheck(shape, dtype, device):
+    x = _random(shape, dtype, device, seed=2).requires_grad_()
+    assert torch.autograd.gradgradcheck(_losses, (x,), check_fwd_over_rev=True,
+                                        check_batched_grad=True)
+
+
+def test_full_matrices_derivative_of_the_first_columns(device):
+    x = _random((6, 4), torch.float64, device, seed=3).requires_grad_()
+    assert torch.autograd.gradcheck(
+        lambda y: (lambda r: (r[0][:, :4] @ r[2]).sum())(gpusvd.svd(y)), (x,),
+        check_forward_ad=False)
+
+
+def test_full_matrices_extra_columns_have_no_derivative(device):
+    """The last m − k columns of a full U are any basis of the complement: a loss that
+    reads them gets NaN, in reverse and forward mode."""
+    x = _random((6, 4), torch.float64, device, seed=3).requires_grad_()
+    u, s, vh = gpusvd.svd(x)
+    (grad,) = torch.autograd.grad(u[:, 5].sum(), x)
+    assert torch.isnan(grad).all()
+    _, tangent = func.jvp(lambda y: gpusvd.svd(y)[0], (x.detach(),),
+                          (torch.ones_like(x),))
+    assert torch.isnan(tangent[:, 4:]).all() and torch.isfinite(tangent[:, :4]).all()
+
+
+# --- torch.compile --------------------------------------------------------------------
+
+def _training_loss(x):
+    """A penalty a training step uses: spectral norm, orthogonality of the polar factor."""
+    u, s, vh = gpusvd.svd(x, full_matrices=False)
+    w, _ = gpusvd.polar(x)
+    return s[..., 0].sum() + (s ** 2).sum() + ((x - w) ** 2).sum() + (u @ vh).sum()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(6, 4), (3, 5, 5)], ids=str)
+def test_compile_fullgraph_equals_eager(shape, dtype, device):
+    torch._dynamo.reset()
+    x = _random(shape, dtype, device, seed=4)
+    compiled = torch.compile(lambda y: tuple(gpusvd.svd(y, full_matrices=False))
+                             + (gpusvd.svdvals(y),) + tuple(gpusvd.polar(y)),
+                             fullgraph=True, backend="aot_eager")
+    eager = tuple(gpusvd.svd(x, full_matrices=False)) + (gpusvd.svdvals(x),) + tuple(
+        gpusvd.polar(x))
+    for got, expected in zip(compiled(x), eager):
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_compile_fullgraph_gradient_equals_eager(dtype, device):
+    torch._dynamo.reset()
+    x = _random((3, 6, 5), dtype, device, seed=5)
+    compiled = torch.compile(_training_loss, fullgraph=True, backend="aot_eager")
+    y = x.clone().requires_grad_()
+    (got,) = torch.autograd.grad(compiled(y).real, y)
+    (expected,) = torch.autograd.grad(_training_loss(y).real, y)
+    eps = torch.finfo(dtype).eps
+    assert (got - expected).abs().max() <= 100 * 6 * eps * expected.abs().max()
+
+
+def test_export_captures_the_operators():
+    x = _random((6, 4), torch.float64, "cpu")
+
+    class Values(torch.nn.Module):
+        def forward(self, y):
+            return gpusvd.svdvals(y)
+
+    program = torch.export.export(Values(), (x,))
+    assert "gpusvd.svdvals" in str(program.graph)
+    torch.testing.assert_close(program.module()(x), gpusvd.svdvals(x), rtol=0, atol=0)
+
+
+# --- torch.func -----------------------------------------------------------------------
+
+def _cubes(svdvals):
+    return lambda x: svdvals(x).pow(3).sum()
+
+
+def test_func_grad_vjp_hessian_against_torch(device):
+    x = _random((5, 4), torch.float64, device, seed=6)
+    ours, theirs = _cubes(gpusvd.svdvals), _cubes(torch.linalg.svdvals)
+    tol = 100 * 5 * torch.finfo(x.dtype).eps
+    assert (func.grad(ours)(x) - func.grad(theirs)(x)).abs().max() <= tol * 100
+    hess, ref = func.hessian(ours)(x), func.hessian(theirs)(x)
+    assert (hess - ref).abs().max() <= tol * ref.abs().max()
+    (vjp_ours,) = func.vjp(gpusvd.svdvals, x)[1](torch.ones(4, dtype=x.dtype, device=device))
+    (vjp_ref,) = func.vjp(torch.linalg.svdvals, x)[1](torch.ones(4, dtype=x.dtype,
+                                                                  device=device))
+    assert (vjp_ours - vjp_ref).abs().max() <= tol
+
+
+def test_func_jacfwd_jacrev_against_torch(device):
+    """Of the projector onto the top two singular vectors and of the values: torch's
+    own SVD is finite at this random matrix."""
+    x = _random((5, 4), torch.float64, device, seed=7)
+
+    def top(svd):
+        return lambda y: (lambda u: u[:, :2] @ u[:, :2].T)(svd(y, full_matrices=False)[0])
+    for f, g in ((top(gpusvd.svd), top(torch.linalg.svd)),
+                 (gpusvd.svdvals, torch.linalg.svdvals)):
+        ref = func.jacrev(g)(x)
+        for jac in (func.jacfwd(f)(x), func.jacrev(f)(x)):
+            assert (jac - ref).abs().max() <= 1e-12 * max(ref.abs().max(), 1)
+
+
+def test_func_jvp_of_polar_against_finite_differences(device):
+    x = _random((5, 4), torch.float64, device, seed=8)
+    t = _random((5, 4), torch.float64, device, seed=9)
+    _, (dw, dp) = func.jvp(gpusvd.polar, (x,), (t,))
+    a, h = x.cpu().numpy(), 1e-6
+    d = t.cpu().numpy()
+    for got, k in ((dw, 0), (dp, 1)):
+        expected = (scipy.linalg.polar(a + h * d)[k] - scipy.linalg.polar(a - h * d)[k]) / (2 * h)
+        assert np.abs(got.cpu().numpy() - expected).max() <= 1e-7 * np.abs(expected).max()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_func_vmap_maps_onto_the_stack(dtype, device, monkeypatch):
+    """One call of the operator for the whole batch, not one per matrix."""
+    x = _random((7, 5, 4), dtype, device, seed=10)
+    calls = []
+    eager = library.EAGER["svd"]
+    monkeypatch.setitem(library.EAGER, "svd", lambda a, **kw: calls.append(a.shape)
+                        or eager(a, **kw))
+    got = func.vmap(gpusvd.svdvals)(x)
+    assert calls == [(7, 5, 4)]
+    ref = torch.linalg.svdvals(x.to(torch.complex128 if x.is_complex() else torch.float64))
+    eps = torch.finfo(x.dtype).eps
+    assert (got - ref.to(got.dtype)).abs().max() <= 10 * 5 * eps * ref.max()
+    u, s, vh = func.vmap(lambda y: tuple(gpusvd.svd(y, full_matrices=False)))(x)
+    assert ((u * s[..., None, :].to(u.dtype)) @ vh - x).abs().max() <= 10 * 5 * eps * ref.max()
+
+
+def test_func_vmap_of_grad(device):
+    x = _random((4, 5, 4), torch.float64, device, seed=11)
+    ours = func.vmap(func.grad(_cubes(gpusvd.svdvals)))(x)
+    ref = func.vmap(func.grad(_cubes(torch.linalg.svdvals)))(x)
+    assert (ours - ref).abs().max() <= 1e-12 * ref.abs().max()
+
+
+def test_forward_mode_dual_tensor(device):
+    """The case that gave a None tangent: svdvals of a dual tensor."""
+    import torch.autograd.forward_ad as fwAD
+
+    x = _random((5, 4), torch.float64, device, seed=12)
+    t = _random((5, 4), torch.float64, device, seed=13)
+    with fwAD.dual_level():
+        tangent = fwAD.unpack_dual(gpusvd.svdvals(fwAD.make_dual(x, t))).tangent
+    u, _, vh = _reference_svd(x)
+    expected = torch.diagonal(u.T @ t @ vh.T)
+    assert tangent is not None and (tangent - expected).abs().max() <= 1e-13
+
+
+# --- the rule at repeated values ------------------------------------------------------
+
+def _grad_at(a, loss, device, **options):
+    x = torch.tensor(a, dtype=torch.float64, device=device, requires_grad=True)
+    (grad,) = torch.autograd.grad(loss(x, **options), x)
+    return grad.cpu().numpy()
+
+
+ORTHOGONAL = np.linalg.qr(np.random.default_rng(0).standard_normal((4, 4)))[0]
+WEIGHTS = np.arange(16.0).reshape(4, 4) / 16
+
+
+def _reconstruction(x, **options):
+    u, s, vh = gpusvd.svd(x, full_matrices=False, **options)
+    return ((u * s) @ vh * torch.tensor(WEIGHTS, device=x.device)).sum()
+
+
+def _spectral_function(x, **options):
+    """U·g(S)·Vᴴ with g = exp."""
+    u, s, vh = gpusvd.svd(x, full_matrices=False, **options)
+    return ((u * s.exp()) @ vh * torch.tensor(WEIGHTS, device=x.device)).sum()
+
+
+def _polar_factor(x, **options):
+    return (gpusvd.polar(x)[0] * torch.tensor(WEIGHTS, device=x.device)).sum()
+
+
+def _values(x, **options):
+    return gpusvd.svdvals(x).pow(3).sum() + gpusvd.svdvals(x).sum()
+
+
+def _top_projector(x, **options):
+    u = gpusvd.svd(x, full_matrices=False, **options)[0]
+    return (u[:, :2] @ u[:, :2].T * torch.tensor(WEIGHTS, device=x.device)).sum()
+
+
+def _reference(loss):
+    """The same loss of a NumPy matrix, for finite differences."""
+    def values(a):
+        return np.linalg.svd(a, compute_uv=False)
+    return {_reconstruction: lambda a, w: (a * w).sum(),
+            _spectral_function: lambda a, w: ((lambda u, s, vh: (u * np.exp(s)) @ vh)(
+                *np.linalg.svd(a)) * w).sum(),
+            _polar_factor: lambda a, w: (scipy.linalg.polar(a)[0] * w).sum(),
+            _values: lambda a, w: (values(a) ** 3).sum() + values(a).sum(),
+            _top_projector: lambda a, w: ((lambda u: u[:, :2] @ u[:, :2].T)(
+                np.linalg.svd(a)[0]) * w).sum()}[loss]
+
+
+REPEATED = {"identity": np.eye(4), "orthogonal": ORTHOGONAL,
+            "diag_3211": np.diag([3.0, 2.0, 1.0, 1.0])}
+
+
+@pytest.mark.parametrize("case", sorted(REPEATED))
+@pytest.mark.parametrize("loss", [_values, _polar_factor], ids=lambda f: f.__name__)
+def test_repeated_values_right(case, loss, device):
+    """Functions of s and of the polar factor: finite differences' value."""
+    a = REPEATED[case]
+    expected = finite_difference(_reference(loss), a, WEIGHTS)
+    grad = _grad_at(a, loss, device)
+    assert np.abs(grad - expected).max() <= 1e-7 * max(np.abs(expected).max(), 1)
+
+
+def test_projector_across_a_gap_right_where_the_cluster_is_not_read(device):
+    a = np.diag([3.0, 2.0, 1.0, 1.0])
+    expected = finite_difference(_reference(_top_projector), a, WEIGHTS)
+    grad = _grad_at(a, _top_projector, device)
+    assert np.abs(grad - expected).max() <= 1e-7 * max(np.abs(expected).max(), 1)
+
+
+@pytest.mark.parametrize("case", sorted(REPEATED))
+@pytest.mark.parametrize("loss", [_reconstruction, _spectral_function],
+                         ids=lambda f: f.__name__)
+def test_repeated_values_nan_where_the_svd_cannot_know(case, loss, device):
+    """U·g(S)·Vᴴ at repeated values needs g's divided differences, which the SVD's
+    cotangents do not carry: NaN, not the wrong finite number the 0 limit gives."""
+    a = REPEATED[case]
+    assert np.isnan(_grad_at(a, loss, device)).all()
+    expected = finite_difference(_reference(loss), a, WEIGHTS)
+    wrong = _grad_at(a, loss, device, gauge_invariant=True)
+    assert np.abs(wrong - expected).max() > 1e-3  # why it is not the default
+
+
+def test_gauge_invariant_takes_the_limit_of_invariant_losses(device):
+    """The top-2 projector of diag(2, 1, 1, 1): its cluster {1, 1, 1} straddles the
+    cut, no gap, the loss is not differentiable; with diag(3, 3, 1, 1) the projector
+    spans a whole cluster and gauge_invariant gives finite differences' value where the
+    default is NaN (column 0 and 1 are read, and repeated)."""
+    a = np.diag([3.0, 3.0, 1.0, 1.0])
+    assert np.isnan(_grad_at(a, _top_projector, device)).all()
+    expected = finite_difference(_reference(_top_projector), a, WEIGHTS)
+    grad = _grad_at(a, _top_projector, device, gauge_invariant=True)
+    assert np.abs(grad - expected).max() <= 1e-7 * max(np.abs(expected).max(), 1)
+
+
+def test_nuclear_norm_at_rank_deficiency_is_the_minimal_norm_subgradient(device):
+    rng = np.random.default_rng(14)
+    a = rng.standard_normal((5, 2)) @ rng.standard_normal((2, 4))
+    grad = _grad_at(a, lambda x: gpusvd.svdvals(x).sum(), device)
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    minimal = u[:, :2] @ vh[:2]
+    expected = finite_difference(lambda b, w: np.linalg.svd(b, compute_uv=False).sum(), a,
+                                 None)
+    assert np.abs(grad - minimal).max() <= 1e-12
+    assert np.abs(grad - expected).max() <= 1e-6
+
+
+def test_spectral_norm_at_a_repeated_top_value_is_the_minimal_norm_subgradient(device):
+    """max s at diag(2, 2, 1): the subdifferential is {U_c·Z·V_cᴴ, Z ⪰ 0, tr Z = 1}, its
+    minimal-norm element Z = I/2."""
+    grad = _grad_at(np.diag([2.0, 2.0, 1.0]), lambda x: gpusvd.svdvals(x)[0], device)
+    np.testing.assert_allclose(grad, np.diag([0.5, 0.5, 0.0]), atol=1e-15)
+
+
+def test_second_derivative_at_random_input_against_torch(device):
+    """The Hessian-vector product that was 95% off."""
+    x = _random((5, 4), torch.float64, device, seed=15)
+    v = _random((5, 4), torch.float64, device, seed=16)
+    ours = torch.autograd.functional.hvp(_cubes(gpusvd.svdvals), x, v)[1]
+    ref = torch.autograd.functional.hvp(_cubes(torch.linalg.svdvals), x, v)[1]
+    assert (ours - ref).abs().max() <= 1e-12 * ref.abs().max()
+
+
+def test_complex_loss_that_depends_on_the_phases_is_nan(device):
+    x = _random((4, 3), torch.complex128, device).requires_grad_()
+    u, s, vh = gpusvd.svd(x, full_matrices=False)
+    (grad,) = torch.autograd.grad(u[0, 0].real, x)
+    assert torch.isnan(grad).any()
