@@ -1,6 +1,8 @@
 """JAX's transformations of ``svd``, ``svdvals`` and ``polar`` (issue 30, acceptance 1):
 ``jax.grad`` eagerly against finite differences, at random and at exactly repeated
-singular values where JAX's own SVD gives NaN; ``jax.jit`` says in one line what to do.
+singular values where JAX's own SVD gives NaN; a function that is not a JAX primitive
+says in one line what to do with a traced array (``jax.jit`` and ``jax.vmap`` of the
+primitives: test_jax_transforms.py).
 Every test with JAX arrays on the CPU, and again on the GPU (marker ``gpu``)."""
 
 import numpy as np
@@ -68,9 +70,10 @@ def test_vjp_of_svdvals_and_a_stack():
     np.testing.assert_allclose(np.asarray(grad), u @ vh, atol=1e-12)
 
 
-@pytest.mark.parametrize("fn", [gpusvd.svd, gpusvd.svdvals, gpusvd.polar])
-def test_jit_says_what_to_do(fn):
-    with pytest.raises(ValueError, match="cannot run inside jax.jit.*outside the jitted"):
+@pytest.mark.parametrize("fn", [gpusvd.takagi, gpusvd.jacobi_svd])
+def test_a_traced_array_elsewhere_says_what_to_do(fn):
+    with pytest.raises(ValueError, match="cannot take a traced JAX array.*svd, "
+                       "gpusvd.svdvals and gpusvd.polar are JAX primitives"):
         jax.jit(fn)(jnp.eye(3))
 
 

@@ -35,15 +35,19 @@ def _instance_of(a, module, name):
     return mod is not None and isinstance(a, getattr(mod, name))
 
 
-# What a user who calls gpusvd inside jax.jit is told (the front end and the JAX binding).
+# What a user who passes a traced JAX array to a gpusvd function that is not a JAX
+# primitive is told (svd, svdvals and polar are: :mod:`gpusvd.autodiff.jax_primitives`).
 JAX_TRACER_MESSAGE = (
-    "gpusvd cannot run inside jax.jit (or another JAX transformation that traces without "
-    "values): its kernels are not XLA operations. Call it outside the jitted function, or "
-    "pass the values in with jax.pure_callback; jax.grad and jax.vjp of eager code work")
+    "this gpusvd function cannot take a traced JAX array (inside jax.jit, jax.vmap, "
+    "jax.grad or another transformation): its kernels are not XLA operations. "
+    "gpusvd.svd, gpusvd.svdvals and gpusvd.polar are JAX primitives and work inside every "
+    "transformation; call this one outside the transformed function, or pass the values "
+    "in with jax.pure_callback")
 
 
-def _jax_tracer(a):
-    """Whether ``a`` is a JAX tracer that holds no value (jit's abstract arrays)."""
+def jax_tracer(a):
+    """Whether ``a`` is a JAX tracer: an array inside ``jax.jit``, ``jax.vmap``,
+    ``jax.grad`` or another transformation, whose values gpusvd's kernels cannot read."""
     core = sys.modules.get("jax.core")
     return core is not None and isinstance(a, core.Tracer)
 
@@ -142,7 +146,7 @@ def place(a, device="auto"):
     ``Placement.writable``).
     """
     kind, index = parse_device(device)
-    if _jax_tracer(a):
+    if jax_tracer(a):  # svd, svdvals and polar take tracers before they get here
         raise ValueError(JAX_TRACER_MESSAGE)
     cp = cupy_or_none()
     immutable = _instance_of(a, "jax", "Array")

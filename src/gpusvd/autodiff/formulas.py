@@ -21,16 +21,16 @@ with Ĝu = Uᴴ·gU, Ĝv = Vᴴ·gV, Xu = Ĝu − Ĝuᴴ, Xv = Ĝv − Ĝvᴴ,
     M_ij = (Xu + Xv)_ij / (2(s_j − s_i)) + (Xu − Xv)_ij / (2(s_j + s_i)) + δ_ij·gs_i.
 
 **The rule where values repeat.** Two values are *numerically repeated* when
-|s_i − s_j| <= max(m, n)·ε·s_max, and a value is *numerically zero* below that bound:
-there the SVD cannot tell the values apart, and the singular vectors inside the cluster
-are arbitrary. Each term that divides by such a gap is *undetermined*: two losses can
+|s_i − s_j| <= 4·√max(m, n)·ε·s_max (``VECTORS_TOL``), and a value is *numerically zero*
+below that bound: there the singular vectors inside the cluster are not determined to
+working accuracy. Each term that divides by such a gap is *undetermined*: two losses can
 hand the SVD the same cotangents there and need different gradients (the reconstruction
 U·S·Vᴴ and the polar factor U·Vᴴ at the identity do), so no backward of the SVD alone can
 be right for both. The rule:
 
 1. Values only (no cotangent of U or V: a function of s, ``svdvals``): the cotangent of
-   s is averaged over each cluster of numerically repeated values and is 0 at
-   numerically zero values. This is the gradient wherever the loss is differentiable
+   s is averaged over each cluster of values within 4·ε·s_max (``VALUES_TOL``) of each
+   other and is 0 at values below that. This is the gradient wherever the loss is differentiable
    (a symmetric function of s gives equal cotangents inside a cluster, and a smooth
    one a zero cotangent at zero) and the minimal-norm subgradient where it is not: the
    spectral norm at a repeated top value gives U_c·V_cᴴ / r over its cluster of r, the
@@ -101,10 +101,18 @@ def _ct(x):
 class _Gaps(NamedTuple):
     """Which values of each matrix are numerically repeated or zero (module docstring)."""
 
-    tol: object       # (..., 1, 1)
     close: object     # (..., k, k) |s_i − s_j| <= tol, i ≠ j
     zero: object      # (..., k) s_i <= tol
     zero_sum: object  # (..., k, k) s_i + s_j <= tol
+
+
+# The gaps below which the derivative's terms are undetermined: VECTORS_TOL·√max(m, n)·ε·
+# s_max for the terms of U and V (a finite term above it is off by at most ε·s_max/gap of
+# the cotangent, the accuracy of the vectors themselves); VALUES_TOL·ε·s_max for the rule
+# of the values (a differentiable loss moves by O(ε·s_max) there when its cotangent is
+# averaged, where a wider bound would zero the cotangent of a small but distinct value).
+VECTORS_TOL = 4.0
+VALUES_TOL = 4.0
 
 
 def _eye(ops, s):
@@ -117,11 +125,19 @@ def _is_complex(x):
     return dtype.is_complex if hasattr(dtype, "is_complex") else dtype.kind == "c"
 
 
-def _gaps(ops, s, m, n):
-    tol = ops.eps(s.dtype) * max(m, n) * s[..., :1, None]
+def _gaps(ops, s, scale):
+    tol = ops.eps(s.dtype) * scale * s[..., :1, None]
     off = ops.abs(s[..., :, None] - s[..., None, :]) <= tol
-    return _Gaps(tol, off & ~_eye(ops, s), s <= tol[..., 0],
+    return _Gaps(off & ~_eye(ops, s), s <= tol[..., 0],
                  s[..., :, None] + s[..., None, :] <= tol)
+
+
+def _vector_gaps(ops, s, m, n):
+    return _gaps(ops, s, VECTORS_TOL * max(m, n) ** 0.5)
+
+
+def _value_gaps(ops, s):
+    return _gaps(ops, s, VALUES_TOL)
 
 
 def _reciprocal(ops, x, small, undetermined, gauge_invariant, broadening):
@@ -157,10 +173,10 @@ def svd_backward(ops, u, s, vh, gu, gs, gvh, *, gauge_invariant=False, broadenin
     (..., k) descending, ``vh`` (..., k, n); ``gu``, ``gs``, ``gvh`` of the same shapes or
     None."""
     m, n, k = u.shape[-2], vh.shape[-1], s.shape[-1]
-    gaps = _gaps(ops, s, m, n)
+    gaps = _vector_gaps(ops, s, m, n)
     middle = 0 * s[..., :, None] * s[..., None, :]
     if gs is not None:
-        middle = middle + ops.diag_embed(_cluster_mean(ops, gs, gaps))
+        middle = middle + ops.diag_embed(_cluster_mean(ops, gs, _value_gaps(ops, s)))
     cols = 0
     if gu is not None or gvh is not None:
         read = 0 * s != 0
@@ -194,10 +210,10 @@ def svd_jvp(ops, u, s, vh, da, *, gauge_invariant=False, broadening=None):
     """(dU, ds, dVh) of an economy SVD along ``da``: the forward mode of the module
     docstring, the transpose of :func:`svd_backward` (rule 4 at repeated values)."""
     m, n, k = u.shape[-2], vh.shape[-1], s.shape[-1]
-    gaps = _gaps(ops, s, m, n)
+    gaps = _vector_gaps(ops, s, m, n)
     v = _ct(vh)
     dc = _ct(u) @ da @ v
-    ds = _cluster_mean(ops, ops.real(ops.diagonal(dc)), gaps)
+    ds = _cluster_mean(ops, ops.real(ops.diagonal(dc)), _value_gaps(ops, s))
     plus, minus = dc + _ct(dc), dc - _ct(dc)
     diff = s[..., None, :] - s[..., :, None]
     small_diff = gaps.close | _eye(ops, s)
@@ -221,7 +237,7 @@ def svd_jvp(ops, u, s, vh, da, *, gauge_invariant=False, broadening=None):
 def _polar_weights(ops, s, m, n):
     """1/(s_i + s_j), 2·s_i/(s_i + s_j) and 1/s_i, NaN where the divisor is numerically
     zero (the polar factor is not unique there)."""
-    gaps = _gaps(ops, s, m, n)
+    gaps = _vector_gaps(ops, s, m, n)
     summ = s[..., :, None] + s[..., None, :]
     inv_sum = _reciprocal(ops, summ, gaps.zero_sum, gaps.zero_sum, False, None)
     inv_s = _reciprocal(ops, s, gaps.zero, gaps.zero, False, None)

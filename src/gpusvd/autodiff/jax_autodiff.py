@@ -1,91 +1,64 @@
-"""JAX's transformations of ``svd``, ``svdvals`` and ``polar``: a ``jax.custom_jvp`` per
-decomposition, whose primal is gpusvd's on the concrete array and whose tangent map is
-:func:`.formulas.svd_jvp` in ``jax.numpy``, linear in the tangent, so that JAX transposes
-it for the reverse mode: ``jax.jvp``, ``jax.grad`` and ``jax.vjp`` of eager code that
-calls gpusvd work. Inside ``jax.jit`` gpusvd cannot run: its kernels are not XLA
-operations, and the front end says what to do instead. ``full_matrices=True`` is not
-differentiable here (the extra columns are arbitrary; ``jnp.linalg.svd`` refuses too).
+"""JAX's transformations of ``svd``, ``svdvals`` and ``polar``: the entry from gpusvd's
+public functions, for a traced JAX array, to the primitives of :mod:`.jax_primitives`
+(which imports JAX: this module does not, so that gpusvd loads without it). Inside
+``jax.jit``, ``jax.vmap``, ``jax.grad`` and their compositions, each decomposition is one
+primitive that runs gpusvd's eager function on the concrete arrays, with derivatives from
+:mod:`.formulas`.
+
+>>> import jax, jax.numpy as jnp, gpusvd
+>>> a = jnp.array([[3.0, 0.0], [4.0, 5.0]])
+>>> [round(float(s) ** 2, 3) for s in jax.jit(gpusvd.svdvals)(a)]
+[45.0, 5.0]
+>>> jax.vmap(gpusvd.svdvals)(jnp.stack([a, 2 * a])).shape
+(2, 2)
+>>> jax.jit(jax.grad(lambda x: gpusvd.svdvals(x).sum()))(jnp.diag(jnp.array([3.0, 1.0])))
+Array([[1., 0.],
+       [0., 1.]], dtype=float32)
 """
 
-import functools
-
-from .._core.arrays import JAX_TRACER_MESSAGE
-from . import formulas
+from .._core.arrays import jax_tracer
 
 
 def traced(a):
-    """Whether ``a`` is a JAX tracer (an array being differentiated or jitted)."""
-    if not type(a).__module__.startswith("jax"):
-        return False
-    import jax
-
-    return isinstance(a, jax.core.Tracer)
+    """Whether ``a`` is a JAX tracer (inside ``jax.jit``, ``jax.vmap``, ``jax.grad`` or
+    any other transformation)."""
+    return jax_tracer(a)
 
 
-@functools.cache
-def _ops():
-    import jax.numpy as jnp
-
-    def diag_embed(x):
-        return x[..., :, None] * jnp.eye(x.shape[-1], dtype=x.dtype)
-
-    return formulas.Ops(where=jnp.where, abs=jnp.abs, diag_embed=diag_embed,
-                        diagonal=lambda x: jnp.diagonal(x, axis1=-2, axis2=-1),
-                        real=jnp.real, eps=lambda dtype: float(jnp.finfo(dtype).eps),
-                        cast=lambda x, like: x.astype(like.dtype))
+def _params(kw):
+    """Keyword arguments as a primitive's parameter, which must be hashable."""
+    return tuple(sorted(kw.items()))
 
 
-def _ct(x):
-    return x.conj().swapaxes(-1, -2)
+def svd(a, eager_svd, *, full_matrices, compute_uv, gauge_invariant, broadening, kw):
+    """``svd`` (``compute_uv``) or ``svdvals`` of the traced array ``a`` as a primitive.
+    ``eager_svd(x, full_matrices=False, compute_uv=True, **kw)`` is gpusvd's eager SVD
+    (U, S, Vh, or S). ``gauge_invariant`` and ``broadening`` choose the derivative's rule
+    (:func:`.formulas.svd_backward`). ``full_matrices=True`` compiles and maps but raises
+    ``ValueError`` under differentiation."""
+    from . import jax_primitives as primitives
+
+    x, back = primitives.working(a)
+    if not compute_uv:
+        (s,) = primitives.svdvals_p.bind(x, eager=eager_svd, kw=_params(kw),
+                                         gauge_invariant=gauge_invariant,
+                                         broadening=broadening)
+        return back(s)
+    out = primitives.svd_p.bind(x, eager=eager_svd, kw=_params(kw),
+                                full_matrices=full_matrices,
+                                gauge_invariant=gauge_invariant, broadening=broadening)
+    return tuple(map(back, out))
 
 
-def _concrete(x):
-    """``x`` if it holds values; inside jax.jit it does not, and gpusvd cannot run. A
-    differentiation tracer holds its primal, which may hold values in turn."""
-    import jax
+def polar(a, eager_polar, eager_svd, *, side, broadening, kw_polar, kw_svd):
+    """``polar`` of the traced array ``a`` as a primitive: the factors by
+    ``eager_polar(x, side=side, **kw_polar)``, their derivative from the SVD by
+    ``eager_svd(x, **kw_svd)``; ``broadening`` enters second derivatives only (the
+    closed forms of :func:`.formulas.polar_jvp` need none)."""
+    from . import jax_primitives as primitives
 
-    inner = x
-    while isinstance(inner, jax.core.Tracer):
-        if not hasattr(inner, "primal"):
-            raise ValueError(JAX_TRACER_MESSAGE)
-        inner = inner.primal
-    return x
-
-
-def _svd_rule(economy, broadening):
-    """The custom-JVP economy SVD: (U, s, Vh) of a concrete array, its tangents."""
-    import jax
-
-    @jax.custom_jvp
-    def decompose(x):
-        return tuple(economy(_concrete(x)))
-
-    @decompose.defjvp
-    def tangents(primals, dots):
-        (x,), (dx,) = primals, dots
-        u, s, vh = decompose(x)
-        du, ds, dvh = formulas.svd_jvp(_ops(), u, s, vh, dx, broadening)
-        return (u, s, vh), (du, ds, dvh)
-
-    return decompose
-
-
-def svd(a, economy, full, *, full_matrices, compute_uv, broadening):
-    """``svd`` of the traced array ``a`` under a custom JVP (module docstring)."""
-    _concrete(a)
-    if full_matrices and compute_uv:
-        raise ValueError("svd: full_matrices=True is not differentiable (its extra columns "
-                         "are arbitrary); pass full_matrices=False under jax.grad or jax.jvp")
-    u, s, vh = _svd_rule(economy, broadening)(a)
-    return (u, s, vh) if compute_uv else s
-
-
-def polar(a, economy, *, side, broadening):
-    """``polar`` of the traced array ``a``: its factors from the differentiable SVD."""
-    x = _concrete(a) if side == "right" else _ct(_concrete(a))
-    u, s, vh = _svd_rule(economy, broadening)(x)
-    unitary = u @ vh
-    hermitian = (_ct(vh) * s[..., None, :].astype(vh.dtype)) @ vh
-    if side == "right":
-        return unitary, hermitian
-    return _ct(unitary), hermitian
+    x, back = primitives.working(a)
+    w, p = primitives.polar_p.bind(x, eager=eager_polar, kw=_params(kw_polar), side=side,
+                                   eager_svd=eager_svd, kw_svd=_params(kw_svd),
+                                   broadening=broadening)
+    return back(w), back(p)
