@@ -284,17 +284,11 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
         ``two_stage_vectors_min_n_cpu`` / ``_max_n_cpu`` / ``_min_n_gpu``
         (``docs/guide.md`` gives them).
 
-    gauge_invariant : bool, optional
-        Gradients only (torch tensors, JAX arrays). At numerically repeated or zero
-        singular values, a term of the derivative that the loss reads through U or Vh is
-        NaN by default: its value depends on the loss, which the SVD does not see. True
-        declares the loss unchanged when the singular vectors are rotated inside such a
-        cluster for any S (a function of U·Vh, of projectors onto whole clusters, of S),
-        and takes those terms' limit for such losses, 0 (``docs/guide.md``, "Gradients").
-    broadening : float > 0, optional
-        Gradients only: replace each 1/x of the derivative by the Lorentzian
-        x/(x² + broadening): finite everywhere, biased. Default (None): the exact
-        derivative, or NaN where it is not determined.
+    gauge_invariant, broadening : optional
+        Gradients only: at repeated singular values a derivative that reads U or Vh is
+        NaN; ``gauge_invariant=True`` declares the loss invariant to rotations of their
+        vectors and takes the limit, 0; ``broadening=β`` uses x/(x² + β) for each 1/x
+        (``docs/guide.md``, "Gradients").
 
     Returns
     -------
