@@ -237,7 +237,7 @@ def _differentiated(a, *, full_matrices, compute_uv, gauge_invariant, broadening
     if binding is None:
         return None
     validation.check_gradient_options(gauge_invariant, broadening)
-    out = binding.svd(a, svd, full_matrices=full_matrices, compute_uv=compute_uv,
+    out = binding.svd(a, full_matrices=full_matrices, compute_uv=compute_uv,
                       gauge_invariant=gauge_invariant, broadening=broadening, kw=kw)
     return SVDResult(*out) if compute_uv else out
 

@@ -39,7 +39,6 @@ from ._core.arrays import place
 from ._core.errors import LinAlgError
 from ._core.front_end import passes_unchanged, receive
 from ._core.memory import DENSE_HINT, hint_on_exhaustion
-from ._dispatch import svd
 from . import autodiff
 from .batched import driver as batched_svd
 from .batched import qdwh
@@ -180,7 +179,7 @@ def polar(a, side="right", *, method="auto", check_finite=True, device="auto",
     validation.check_broadening(broadening)
     binding = autodiff.binding_for(a)
     if binding is not None:
-        return binding.polar(a, polar, svd, side=side, broadening=broadening,
+        return binding.polar(a, side=side, broadening=broadening,
                              kw_polar=dict(method=method, check_finite=check_finite,
                                            device=device),
                              kw_svd=dict(check_finite=check_finite, device=device))

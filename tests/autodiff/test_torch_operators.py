@@ -377,3 +377,14 @@ def test_complex_loss_that_depends_on_the_phases_is_nan(device):
     u, s, vh = gpusvd.svd(x, full_matrices=False)
     (grad,) = torch.autograd.grad(u[0, 0].real, x)
     assert torch.isnan(grad).any()
+
+
+def test_phase_dependence_is_judged_matrix_by_matrix(device):
+    """A stack whose first matrix's loss is phase-invariant and large, the second's
+    phase-dependent and small: the second gets NaN, the first stays finite."""
+    x = _random((2, 4, 3), torch.complex128, device, seed=17).requires_grad_()
+    u, s, vh = gpusvd.svd(x, full_matrices=False)
+    top = u[0, :, :1] @ u[0, :, :1].conj().T
+    loss = 1e8 * top.real.sum() + u[1, 0, 0].real
+    (grad,) = torch.autograd.grad(loss, x)
+    assert torch.isfinite(grad[0]).all() and torch.isnan(grad[1]).any()

@@ -90,12 +90,17 @@ class Ops(NamedTuple):
 NAN = float("nan")
 
 # A complex loss whose cotangents' phase part Im diag(Ĝu + Ĝv) exceeds this share of
-# their size depends on the singular vectors' phases (torch's own check and tolerance).
+# their mean size (each matrix's own) depends on the singular vectors' phases (torch's
+# tolerance).
 GAUGE_TOL = 1e-6
 
 
-def _ct(x):
+def conj_transpose(x):
+    """xᴴ of each matrix of a stack (torch tensors and JAX arrays alike)."""
     return x.conj().mT
+
+
+_ct = conj_transpose
 
 
 class _Gaps(NamedTuple):
@@ -163,8 +168,8 @@ def _phase_nan(ops, gu_hat, gv_hat):
     """NaN on the diagonal where a complex loss depends on the vectors' phases (rule 5),
     else 0."""
     phase = ops.diagonal(gu_hat + gv_hat).imag
-    size = ops.abs(gu_hat).max() + ops.abs(gv_hat).max()
-    bad = ops.abs(phase) > GAUGE_TOL * (size + 1)
+    size = (ops.abs(gu_hat) + ops.abs(gv_hat)).mean((-2, -1))  # each matrix's own
+    bad = ops.abs(phase) > GAUGE_TOL * size[..., None]
     return ops.diag_embed(ops.where(bad, NAN + 0 * phase, 0 * phase))
 
 

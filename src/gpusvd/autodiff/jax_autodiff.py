@@ -30,35 +30,33 @@ def _params(kw):
     return tuple(sorted(kw.items()))
 
 
-def svd(a, eager_svd, *, full_matrices, compute_uv, gauge_invariant, broadening, kw):
-    """``svd`` (``compute_uv``) or ``svdvals`` of the traced array ``a`` as a primitive.
-    ``eager_svd(x, full_matrices=False, compute_uv=True, **kw)`` is gpusvd's eager SVD
-    (U, S, Vh, or S). ``gauge_invariant`` and ``broadening`` choose the derivative's rule
-    (:func:`.formulas.svd_backward`). ``full_matrices=True`` compiles and maps but raises
+def svd(a, *, full_matrices, compute_uv, gauge_invariant, broadening, kw):
+    """``svd`` (``compute_uv``) or ``svdvals`` of the traced array ``a`` as a primitive,
+    whose value is gpusvd's eager SVD with the keywords ``kw``. ``gauge_invariant`` and
+    ``broadening`` choose the derivative's rule (:func:`.formulas.svd_backward`). ``full_matrices=True`` compiles and maps but raises
     ``ValueError`` under differentiation."""
     from . import jax_primitives as primitives
 
     x, back = primitives.working(a)
     if not compute_uv:
-        (s,) = primitives.svdvals_p.bind(x, eager=eager_svd, kw=_params(kw),
+        (s,) = primitives.svdvals_p.bind(x, kw=_params(kw),
                                          gauge_invariant=gauge_invariant,
                                          broadening=broadening)
         return back(s)
-    out = primitives.svd_p.bind(x, eager=eager_svd, kw=_params(kw),
+    out = primitives.svd_p.bind(x, kw=_params(kw),
                                 full_matrices=full_matrices,
                                 gauge_invariant=gauge_invariant, broadening=broadening)
     return tuple(map(back, out))
 
 
-def polar(a, eager_polar, eager_svd, *, side, broadening, kw_polar, kw_svd):
-    """``polar`` of the traced array ``a`` as a primitive: the factors by
-    ``eager_polar(x, side=side, **kw_polar)``, their derivative from the SVD by
-    ``eager_svd(x, **kw_svd)``; ``broadening`` enters second derivatives only (the
-    closed forms of :func:`.formulas.polar_jvp` need none)."""
+def polar(a, *, side, broadening, kw_polar, kw_svd):
+    """``polar`` of the traced array ``a`` as a primitive: the factors by gpusvd's eager
+    polar with the keywords ``kw_polar``, their derivative from its SVD with ``kw_svd``;
+    ``broadening`` enters second derivatives only (the closed forms of
+    :func:`.formulas.polar_jvp` need none)."""
     from . import jax_primitives as primitives
 
     x, back = primitives.working(a)
-    w, p = primitives.polar_p.bind(x, eager=eager_polar, kw=_params(kw_polar), side=side,
-                                   eager_svd=eager_svd, kw_svd=_params(kw_svd),
-                                   broadening=broadening)
+    w, p = primitives.polar_p.bind(x, kw=_params(kw_polar), side=side,
+                                   kw_svd=_params(kw_svd), broadening=broadening)
     return back(w), back(p)

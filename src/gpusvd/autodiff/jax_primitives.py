@@ -3,7 +3,7 @@
 in any composition.
 
 Each decomposition is one primitive whose value is gpusvd's eager function on concrete
-arrays; the function and its keywords are the primitive's parameters, so that ``method``,
+arrays (``autodiff.EAGER``); its keywords are the primitive's parameters, so that ``method``,
 ``device`` and the other options reach it. Where it runs:
 
 - outside ``jax.jit``: the eager function on the JAX array itself;
@@ -55,15 +55,14 @@ from jax.experimental.buffer_callback import buffer_callback
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
-from . import formulas
+from . import EAGER, formulas
 
 FULL_NOT_DIFFERENTIABLE = (
     "svd: full_matrices=True is not differentiable (its extra columns are arbitrary); pass "
     "full_matrices=False under jax.grad, jax.jvp and the other derivatives")
 
 
-def _ct(x):
-    return jnp.conj(x).swapaxes(-1, -2)
+_ct = formulas.conj_transpose
 
 
 def _diag_embed(x):
@@ -78,16 +77,16 @@ OPS = formulas.Ops(where=jnp.where, abs=jnp.abs, diag_embed=_diag_embed,
 
 
 # The eager call of each primitive: its results as a tuple of arrays of x's library.
-def _svd_call(x, *, eager, kw, full_matrices, **_):
-    return tuple(eager(x, full_matrices=full_matrices, compute_uv=True, **dict(kw)))
+def _svd_call(x, *, kw, full_matrices, **_):
+    return tuple(EAGER["svd"](x, full_matrices=full_matrices, compute_uv=True, **dict(kw)))
 
 
-def _svdvals_call(x, *, eager, kw, **_):
-    return (eager(x, full_matrices=False, compute_uv=False, **dict(kw)),)
+def _svdvals_call(x, *, kw, **_):
+    return (EAGER["svd"](x, full_matrices=False, compute_uv=False, **dict(kw)),)
 
 
-def _polar_call(x, *, eager, kw, side, **_):
-    return tuple(eager(x, side=side, **dict(kw)))
+def _polar_call(x, *, kw, side, **_):
+    return tuple(EAGER["polar"](x, side=side, **dict(kw)))
 
 
 # Their results' shapes and dtypes (s real: float32 for float32 and complex64 input).
@@ -276,16 +275,16 @@ def _svd_jvp(primals, tangents, **params):
                                           broadening=params["broadening"])
 
 
-def _economy_svd(a, eager, kw, gauge_invariant, broadening):
+def _economy_svd(a, kw, gauge_invariant, broadening):
     """The economy SVD under a derivative of s or of the polar factors: its own tangent
     map enters second derivatives only."""
-    return svd_p.bind(a, eager=eager, kw=kw, full_matrices=False,
+    return svd_p.bind(a, kw=kw, full_matrices=False,
                       gauge_invariant=gauge_invariant, broadening=broadening)
 
 
-def _svdvals_jvp(primals, tangents, *, eager, kw, gauge_invariant, broadening):
+def _svdvals_jvp(primals, tangents, *, kw, gauge_invariant, broadening):
     (a,), (da,) = primals, tangents
-    u, s, vh = _economy_svd(a, eager, kw, gauge_invariant, broadening)
+    u, s, vh = _economy_svd(a, kw, gauge_invariant, broadening)
     ds = svd_tangent_p.bind(u, s, vh, da, gauge_invariant=gauge_invariant,
                             broadening=broadening)[1]
     return (s,), (ds,)
@@ -296,7 +295,7 @@ def _polar_jvp(primals, tangents, **params):
     w, p = polar_p.bind(a, **params)
     # Not gauge-invariant for every s (formulas, rule 3): polar_jvp weighs U's and V's
     # columns by 1/(s_i + s_j), so second derivatives at repeated values are NaN.
-    u, s, vh = _economy_svd(a, params["eager_svd"], params["kw_svd"], False,
+    u, s, vh = _economy_svd(a, params["kw_svd"], False,
                             params["broadening"])
     if params["side"] == "right":
         dw, dp = formulas.polar_jvp(OPS, u, s, vh, da)

@@ -1,7 +1,7 @@
 """The torch side of :mod:`.torch_ops`: the operators ``gpusvd::svd``, ``svdvals`` and
 ``polar``, their fake implementations, vmap rules and reverse mode, and the autograd
 Functions that ``gpusvd.svd`` and friends apply. Imported only when a tensor needs them
-(it imports torch)."""
+(it imports torch); importing it registers the operators."""
 
 import functools
 import json
@@ -16,13 +16,18 @@ OPS = formulas.Ops(where=torch.where, abs=torch.abs, diag_embed=torch.diag_embed
                    real=torch.real, eps=lambda dtype: torch.finfo(dtype).eps,
                    cast=lambda x, like: x.to(like.dtype), any=lambda x, axis: x.any(axis))
 
-
-def _ct(x):
-    return x.conj().transpose(-1, -2)
+_ct = formulas.conj_transpose
 
 
-def _encode(kw):
-    return json.dumps(kw, sort_keys=True)
+@torch.compiler.assume_constant_result
+def encode(kw):
+    """The operators' ``options`` string: the eager call's keywords (a constant to
+    Dynamo, which runs this once when it traces a call)."""
+    try:
+        return json.dumps(kw, sort_keys=True)
+    except TypeError as e:
+        raise ValueError(f"with torch tensors, gpusvd's options must be numbers, strings "
+                         f"or booleans: {e}") from None
 
 
 @functools.lru_cache(maxsize=256)
@@ -48,94 +53,61 @@ def _to_front(a, dim):
     return a if dim is None else a.movedim(dim, 0)
 
 
-def _define_operators():
-    """The three operators (module docstring of :mod:`.torch_ops`)."""
-    @torch.library.custom_op("gpusvd::svd", mutates_args=())
-    def svd_op(a: Tensor, full_matrices: bool, options: str) -> tuple[Tensor, Tensor, Tensor]:
-        u, s, vh = EAGER["svd"](a, full_matrices=full_matrices, **_decode(options))
-        return _fresh(u), _fresh(s), _fresh(vh)
+# --- the operators ---------------------------------------------------------------------
 
-    @svd_op.register_fake
-    def _(a, full_matrices, options):
-        *batch, m, n = a.shape
-        k = min(m, n)
-        vectors, values = _dtypes(a.dtype)
-        return (a.new_empty((*batch, m, m if full_matrices else k), dtype=vectors),
-                a.new_empty((*batch, k), dtype=values),
-                a.new_empty((*batch, n if full_matrices else k, n), dtype=vectors))
-
-    @torch.library.custom_op("gpusvd::svdvals", mutates_args=())
-    def svdvals_op(a: Tensor, options: str) -> Tensor:
-        return _fresh(EAGER["svd"](a, full_matrices=False, compute_uv=False,
-                                   **_decode(options)))
-
-    @svdvals_op.register_fake
-    def _(a, options):
-        *batch, m, n = a.shape
-        return a.new_empty((*batch, min(m, n)), dtype=_dtypes(a.dtype)[1])
-
-    @torch.library.custom_op("gpusvd::polar", mutates_args=())
-    def polar_op(a: Tensor, side: str, options: str) -> tuple[Tensor, Tensor]:
-        w, p = EAGER["polar"](a, side=side, **_decode(options)["polar"])
-        return _fresh(w), _fresh(p)
-
-    @polar_op.register_fake
-    def _(a, side, options):
-        *batch, m, n = a.shape
-        k = n if side == "right" else m
-        dtype = _dtypes(a.dtype)[0]
-        return a.new_empty(a.shape, dtype=dtype), a.new_empty((*batch, k, k), dtype=dtype)
-
-    torch.library.register_vmap(svd_op, lambda info, dims, a, full_matrices, options: (
-        svd_op(_to_front(a, dims[0]), full_matrices, options), (0, 0, 0)))
-    torch.library.register_vmap(svdvals_op, lambda info, dims, a, options: (
-        svdvals_op(_to_front(a, dims[0]), options), 0))
-    torch.library.register_vmap(polar_op, lambda info, dims, a, side, options: (
-        polar_op(_to_front(a, dims[0]), side, options), (0, 0)))
-    _register_autograd(svd_op, svdvals_op, polar_op)
+@torch.library.custom_op("gpusvd::svd", mutates_args=())
+def svd_op(a: Tensor, full_matrices: bool, options: str) -> tuple[Tensor, Tensor, Tensor]:
+    u, s, vh = EAGER["svd"](a, full_matrices=full_matrices, **_decode(options))
+    return _fresh(u), _fresh(s), _fresh(vh)
 
 
-def _register_autograd(svd_op, svdvals_op, polar_op):
-    """Reverse mode of the operators called directly (``torch.ops.gpusvd.*``), by the
-    default rule of :mod:`.formulas`; ``svdvals`` and ``polar`` compute the SVD again."""
-
-    def svd_context(ctx, inputs, output):
-        k = min(inputs[0].shape[-2:])
-        u, s, vh = output
-        ctx.k = k
-        ctx.save_for_backward(u[..., :k], s, vh[..., :k, :])
-
-    def svd_backward(ctx, gu, gs, gvh):
-        u, s, vh = ctx.saved_tensors
-        return _svd_grad(u, s, vh, gu, gs, gvh, ctx.k, {}), None, None
-
-    def recompute_context(ctx, inputs, output):
-        ctx.options = inputs[-1]
-        ctx.side = inputs[1] if len(inputs) == 3 else "right"
-        ctx.save_for_backward(inputs[0])
-
-    def svdvals_backward(ctx, gs):
-        (a,) = ctx.saved_tensors
-        u, s, vh = svd_op(a, False, ctx.options)
-        return formulas.svd_backward(OPS, u, s, vh, None, gs, None), None
-
-    def polar_backward(ctx, gw, gp):
-        (a,) = ctx.saved_tensors
-        left = ctx.side == "left"
-        u, s, vh = svd_op(_ct(a) if left else a, False, _encode(_decode(ctx.options)["svd"]))
-        if left:
-            gw = None if gw is None else _ct(gw)
-            return _ct(formulas.polar_backward(OPS, u, s, vh, gw, gp)), None, None
-        return formulas.polar_backward(OPS, u, s, vh, gw, gp), None, None
-
-    torch.library.register_autograd(svd_op, svd_backward, setup_context=svd_context)
-    torch.library.register_autograd(svdvals_op, svdvals_backward,
-                                    setup_context=recompute_context)
-    torch.library.register_autograd(polar_op, polar_backward,
-                                    setup_context=recompute_context)
+@svd_op.register_fake
+def _(a, full_matrices, options):
+    *batch, m, n = a.shape
+    k = min(m, n)
+    vectors, values = _dtypes(a.dtype)
+    return (a.new_empty((*batch, m, m if full_matrices else k), dtype=vectors),
+            a.new_empty((*batch, k), dtype=values),
+            a.new_empty((*batch, n if full_matrices else k, n), dtype=vectors))
 
 
-def _svd_grad(u, s, vh, gu, gs, gvh, k, options):
+@torch.library.custom_op("gpusvd::svdvals", mutates_args=())
+def svdvals_op(a: Tensor, options: str) -> Tensor:
+    return _fresh(EAGER["svd"](a, full_matrices=False, compute_uv=False, **_decode(options)))
+
+
+@svdvals_op.register_fake
+def _(a, options):
+    *batch, m, n = a.shape
+    return a.new_empty((*batch, min(m, n)), dtype=_dtypes(a.dtype)[1])
+
+
+@torch.library.custom_op("gpusvd::polar", mutates_args=())
+def polar_op(a: Tensor, side: str, options: str) -> tuple[Tensor, Tensor]:
+    w, p = EAGER["polar"](a, side=side, **_decode(options)["polar"])
+    return _fresh(w), _fresh(p)
+
+
+@polar_op.register_fake
+def _(a, side, options):
+    *batch, m, n = a.shape
+    k = n if side == "right" else m
+    dtype = _dtypes(a.dtype)[0]
+    return a.new_empty(a.shape, dtype=dtype), a.new_empty((*batch, k, k), dtype=dtype)
+
+
+torch.library.register_vmap(svd_op, lambda info, dims, a, full_matrices, options: (
+    svd_op(_to_front(a, dims[0]), full_matrices, options), (0, 0, 0)))
+torch.library.register_vmap(svdvals_op, lambda info, dims, a, options: (
+    svdvals_op(_to_front(a, dims[0]), options), 0))
+torch.library.register_vmap(polar_op, lambda info, dims, a, side, options: (
+    polar_op(_to_front(a, dims[0]), side, options), (0, 0)))
+
+
+# --- the operators' reverse mode, called directly (``torch.ops.gpusvd.*``): the default
+# rule of :mod:`.formulas`; ``svdvals`` and ``polar`` compute the SVD again -------------
+
+def _svd_grad(u, s, vh, gu, gs, gvh, k, rule):
     """Ā of an SVD whose U and Vh may be full (of which the first k columns and rows, an
     economy SVD, are given): a loss that reads the extra ones, which are arbitrary, gets
     NaN."""
@@ -146,15 +118,54 @@ def _svd_grad(u, s, vh, gu, gs, gvh, k, options):
     if gvh is not None and gvh.shape[-2] > k:
         reads_extra.append((gvh[..., k:, :] != 0).flatten(-2).any(-1))
         gvh = gvh[..., :k, :]
-    grad = formulas.svd_backward(OPS, u, s, vh, gu, gs, gvh, **options)
+    grad = formulas.svd_backward(OPS, u, s, vh, gu, gs, gvh, **rule)
     for reads in reads_extra:
         grad = torch.where(reads[..., None, None], float("nan"), grad)
     return grad
 
 
-# The autograd Functions of torch_ops's docstring, each without ``jvp`` (Dynamo traces
-# no Function that has one) and with it.
+def _svd_context(ctx, inputs, output):
+    k = min(inputs[0].shape[-2:])
+    u, s, vh = output
+    ctx.k = k
+    ctx.save_for_backward(u[..., :k], s, vh[..., :k, :])
 
+
+def _svd_backward(ctx, gu, gs, gvh):
+    u, s, vh = ctx.saved_tensors
+    return _svd_grad(u, s, vh, gu, gs, gvh, ctx.k, {}), None, None
+
+
+def _recompute_context(ctx, inputs, output):
+    ctx.options = inputs[-1]
+    ctx.side = inputs[1] if len(inputs) == 3 else "right"
+    ctx.save_for_backward(inputs[0])
+
+
+def _svdvals_backward(ctx, gs):
+    (a,) = ctx.saved_tensors
+    u, s, vh = svd_op(a, False, ctx.options)
+    return formulas.svd_backward(OPS, u, s, vh, None, gs, None), None
+
+
+def _polar_backward(ctx, gw, gp):
+    (a,) = ctx.saved_tensors
+    left = ctx.side == "left"
+    u, s, vh = svd_op(_ct(a) if left else a, False, encode(_decode(ctx.options)["svd"]))
+    if left:
+        gw = None if gw is None else _ct(gw)
+        return _ct(formulas.polar_backward(OPS, u, s, vh, gw, gp)), None, None
+    return formulas.polar_backward(OPS, u, s, vh, gw, gp), None, None
+
+
+torch.library.register_autograd(svd_op, _svd_backward, setup_context=_svd_context)
+torch.library.register_autograd(svdvals_op, _svdvals_backward,
+                                setup_context=_recompute_context)
+torch.library.register_autograd(polar_op, _polar_backward, setup_context=_recompute_context)
+
+
+# --- the autograd Functions of torch_ops's docstring, each without ``jvp`` (Dynamo traces
+# no Function that has one) and with it ---------------------------------------------------
 
 class SVD(torch.autograd.Function):
     generate_vmap_rule = True
@@ -179,17 +190,18 @@ class SVD(torch.autograd.Function):
         grad = _svd_grad(u[..., :k], s, vh[..., :k, :], gu, gs, gvh, k, ctx.rule)
         return grad, None, None, None, None
 
+
 class SVDWithJvp(SVD):
     @staticmethod
     def jvp(ctx, da, *_):
         u, s, vh = ctx.saved_tensors
         k = ctx.k
-        du, ds, dvh = formulas.svd_jvp(OPS, u[..., :k], s, vh[..., :k, :], da,
-                                       **ctx.rule)
+        du, ds, dvh = formulas.svd_jvp(OPS, u[..., :k], s, vh[..., :k, :], da, **ctx.rule)
         if ctx.full:  # the extra columns are arbitrary: no derivative
             du = torch.cat([du, torch.full_like(u[..., k:], float("nan"))], -1)
             dvh = torch.cat([dvh, torch.full_like(vh[..., k:, :], float("nan"))], -2)
         return du, ds, dvh
+
 
 class RightPolar(torch.autograd.Function):
     """W = U·Vᴴ and P = V·S·Vᴴ from the SVD (u, s, vh) of ``a``, differentiated as
@@ -213,16 +225,13 @@ class RightPolar(torch.autograd.Function):
         u, s, vh = ctx.saved_tensors
         return formulas.polar_backward(OPS, u, s, vh, gw, gp), None, None, None
 
+
 class RightPolarWithJvp(RightPolar):
     @staticmethod
     def jvp(ctx, da, *_):
         u, s, vh = ctx.saved_tensors
         return formulas.polar_jvp(OPS, u, s, vh, da)
 
-# The Functions by whether Dynamo traces them: without jvp then.
+
+# The Functions by whether Dynamo traces them (then without jvp).
 FUNCTIONS = {False: (SVDWithJvp, RightPolarWithJvp), True: (SVD, RightPolar)}
-
-
-
-
-_define_operators()

@@ -17,12 +17,12 @@ forward mode is eager only. The polar decomposition's derivative is its own
 (:func:`.formulas.polar_backward`), exact at repeated singular values; its factors come
 from the SVD when a derivative is needed, from gpusvd's polar method otherwise.
 
-The options of the eager call (method, device, …) and of the derivative
-(``gauge_invariant``, ``broadening``) reach the operators as one JSON string.
+The options of the eager call (method, device, …) reach the operators as one JSON
+string; those of the derivative (``gauge_invariant``, ``broadening``) are the Functions'
+arguments. The torch side lives in :mod:`.torch_library`, imported at the first tensor.
 """
 
 import importlib
-import json
 import sys
 
 
@@ -61,16 +61,6 @@ def handles(a):
 
 
 @_constant_for_dynamo
-def _encode(kw):
-    """The operators' ``options`` string: the eager call's keywords."""
-    try:
-        return json.dumps(kw, sort_keys=True)
-    except TypeError as e:
-        raise ValueError(f"with torch tensors, gpusvd's options must be numbers, strings "
-                         f"or booleans: {e}") from None
-
-
-@_constant_for_dynamo
 def _library():
     """Imports :mod:`.torch_library`, which registers the operators; Dynamo runs this
     rather than tracing it."""
@@ -78,14 +68,13 @@ def _library():
     return True
 
 
-def svd(a, eager, *, full_matrices, compute_uv, gauge_invariant, broadening, kw):
-    """gpusvd's SVD of the tensor ``a`` (:func:`handles`) through the operators, with its
-    derivatives (``eager`` is the same function, which the operators call on plain
-    tensors)."""
+def svd(a, *, full_matrices, compute_uv, gauge_invariant, broadening, kw):
+    """gpusvd's SVD of the tensor ``a`` (:func:`handles`) with the keywords ``kw``,
+    through the operators, with its derivatives."""
     _library()
     from . import torch_library as library
 
-    options = _encode(kw)
+    options = library.encode(kw)
     svd_fn, _ = library.FUNCTIONS[_torch().compiler.is_compiling()]
     if not compute_uv:
         if not _needs_derivative(a):
@@ -94,7 +83,7 @@ def svd(a, eager, *, full_matrices, compute_uv, gauge_invariant, broadening, kw)
     return svd_fn.apply(a, full_matrices, options, gauge_invariant, broadening)
 
 
-def polar(a, eager_polar, eager_svd, *, side, broadening, kw_polar, kw_svd):
+def polar(a, *, side, broadening, kw_polar, kw_svd):
     """gpusvd's polar decomposition of the tensor ``a`` (:func:`handles`): the
     polar method where no derivative is needed, else the factors of the SVD with their
     own derivative (the left decomposition of A is the right one of Aᴴ)."""
@@ -102,9 +91,10 @@ def polar(a, eager_polar, eager_svd, *, side, broadening, kw_polar, kw_svd):
     from . import torch_library as library
 
     if not _needs_derivative(a):
-        return _torch().ops.gpusvd.polar(a, side, _encode({"svd": kw_svd, "polar": kw_polar}))
+        options = library.encode({"svd": kw_svd, "polar": kw_polar})
+        return _torch().ops.gpusvd.polar(a, side, options)
     svd_fn, polar_fn = library.FUNCTIONS[_torch().compiler.is_compiling()]
     x = a if side == "right" else a.transpose(-1, -2).conj_physical()
-    u, s, vh = svd_fn.apply(x, False, _encode(kw_svd), False, broadening)
+    u, s, vh = svd_fn.apply(x, False, library.encode(kw_svd), False, broadening)
     w, p = polar_fn.apply(x, u, s, vh)
     return (w, p) if side == "right" else (w.transpose(-1, -2).conj_physical(), p)
