@@ -85,7 +85,8 @@ def test_vmap_against_a_loop_and_jax(dtype):
     moved = jax.vmap(gpusvd.svdvals, in_axes=2, out_axes=1)(jnp.moveaxis(x, 0, 2))
     _close(moved, values.T, unit)
     u, s, vh = jax.vmap(lambda m: gpusvd.svd(m, full_matrices=False))(x)
-    _close((u * s[..., None, :].astype(dtype)) @ vh, x, unit)
+    # the product at full precision (JAX's float32 default on a GPU is TF32)
+    _close(jnp.matmul(u * s[..., None, :].astype(dtype), vh, precision="highest"), x, unit)
     w, p = jax.vmap(gpusvd.polar)(x)
     for got, expected in zip((w, p), zip(*[gpusvd.polar(m) for m in x])):
         _close(got, jnp.stack(expected), unit)
