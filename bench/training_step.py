@@ -9,6 +9,7 @@ input on the GPU; median time after warm-up (compilation and tracing stay out); 
 gradient's relative error against torch's float64 gradient of the same matrix.
 
     python bench/training_step.py --out training_step.json
+    python bench/training_step.py --plot training_step.json   # its PNG beside it
 
 ``torch.compile`` runs with the ``aot_eager`` backend (Dynamo and AOTAutograd capture
 the step, the SVD runs as the operator it is); JAX's step is ``jax.jit(jax.grad)``.
@@ -79,11 +80,41 @@ def _error(grad, reference):
     return float((grad.double() - reference).norm() / reference.norm())
 
 
+def plot(path):
+    """Time a step against the case, one bar per method (log scale), to ``path``'s PNG."""
+    import json
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in json.load(open(path))["rows"] if "seconds" in r]
+    cases = list(dict.fromkeys(tuple(r["shape"]) for r in rows))
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    fig, ax = plt.subplots(figsize=(10, 4))
+    width = 0.8 / len(methods)
+    for i, method in enumerate(methods):
+        seconds = {tuple(r["shape"]): r["seconds"] for r in rows if r["method"] == method}
+        ax.bar([c + i * width for c in range(len(cases))],
+               [seconds.get(case, float("nan")) * 1e3 for case in cases], width,
+               label=method)
+    ax.set_xticks([c + 0.4 - width / 2 for c in range(len(cases))],
+                  [" × ".join(map(str, case)) for case in cases])
+    ax.set_yscale("log")
+    ax.set_ylabel("ms per step (value and gradient)")
+    ax.legend(fontsize=8, ncol=3)
+    fig.tight_layout()
+    fig.savefig(path.removesuffix(".json") + ".png", dpi=110)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="training_step.json")
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--plot", metavar="JSON", help="only draw the PNG of a run's JSON")
     args = parser.parse_args()
+    if args.plot:
+        return plot(args.plot)
     import torch
 
     rows = []
@@ -108,6 +139,7 @@ def main():
             print(f"{str(shape):>18} {name:>16} {t.median * 1e3:10.2f} ms "
                   f"grad err {rows[-1]['gradient_error']:.1e}", flush=True)
         common.write_json(args.out, {"device": common.device_info(), "rows": rows})
+    plot(args.out)
 
 
 if __name__ == "__main__":
