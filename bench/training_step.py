@@ -11,8 +11,10 @@ gradient's relative error against torch's float64 gradient of the same matrix.
     python bench/training_step.py --out training_step.json
     python bench/training_step.py --plot training_step.json   # its PNG beside it
 
-``torch.compile`` runs with the ``aot_eager`` backend (Dynamo and AOTAutograd capture
-the step, the SVD runs as the operator it is); JAX's step is ``jax.jit(jax.grad)``.
+``torch.compile`` runs with its default backend, Inductor (``--backend aot_eager``: Dynamo
+and AOTAutograd capture the step and run it op by op); the SVD runs as the operator it
+is, its derivative's formulas are compiled with the rest of the step. JAX's step is
+``jax.jit(jax.grad)``.
 """
 
 import argparse
@@ -28,7 +30,7 @@ def _loss(s):
     return ((s - 1) ** 2).sum() + s[..., 0].sum()
 
 
-def _torch_steps(w):
+def _torch_steps(w, backend):
     import torch
 
     import gpusvd
@@ -45,7 +47,7 @@ def _torch_steps(w):
             return torch.autograd.grad(f(x), x)[0]
         return run
 
-    compiled = {name: torch.compile(f, fullgraph=True, backend="aot_eager")
+    compiled = {name: torch.compile(f, fullgraph=True, backend=backend)
                 for name, f in (("gpusvd", ours), ("torch", theirs))}
     return {"gpusvd eager": step(ours), "torch eager": step(theirs),
             "gpusvd compiled": step(compiled["gpusvd"]),
@@ -111,6 +113,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="training_step.json")
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--backend", default="inductor", help="torch.compile's backend")
     parser.add_argument("--plot", metavar="JSON", help="only draw the PNG of a run's JSON")
     args = parser.parse_args()
     if args.plot:
@@ -123,7 +126,7 @@ def main():
         g = torch.Generator(device="cuda").manual_seed(0)
         w = torch.randn(*shape, generator=g, device="cuda") / n ** 0.5
         reference = _reference(w)
-        fns = _torch_steps(w)
+        fns = _torch_steps(w, args.backend)
         try:
             fns.update(_jax_steps(w))
         except Exception as exc:  # JAX absent or failing: a result, not the end
@@ -138,7 +141,8 @@ def main():
                          "gradient_error": _error(t.result, reference)})
             print(f"{str(shape):>18} {name:>16} {t.median * 1e3:10.2f} ms "
                   f"grad err {rows[-1]['gradient_error']:.1e}", flush=True)
-        common.write_json(args.out, {"device": common.device_info(), "rows": rows})
+        common.write_json(args.out, {"device": common.device_info(),
+                                     "torch_compile_backend": args.backend, "rows": rows})
     plot(args.out)
 
 

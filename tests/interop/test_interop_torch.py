@@ -1,9 +1,12 @@
 """PyTorch tensors in, PyTorch tensors out, on the input's device (issue 8).
 
 CPU tensors go through NumPy (``numpy.from_dlpack``) and come back as CPU tensors; CUDA
-tensors cross to CuPy and back by DLPack with no host round trip. Tensors that require
+tensors cross to CuPy and back with no host round trip: viewed in place where torch and
+CuPy work on one stream, by DLPack's exchange otherwise. Tensors that require
 grad, carry a lazy conjugate, or are not contiguous are taken as they are.
 """
+
+import contextlib
 
 import numpy as np
 import pytest
@@ -102,6 +105,33 @@ class TestCUDA:
             back = (u * s) @ vh
         torch.cuda.synchronize(self.device)
         assert torch.allclose(back, a, atol=1e-10 * float(a.abs().max()))
+
+    @pytest.mark.parametrize("shared_stream", [False, True])
+    def test_one_stream_is_viewed_without_exchange(self, shared_stream):
+        # Where torch and CuPy work on one stream (the default one, or one the caller
+        # gave both), the tensor is viewed in place and the results are the CuPy call's
+        # bit for bit; on a stream of torch's alone DLPack's exchange orders the work
+        # (test_stream_order).
+        import cupy
+
+        rng = np.random.default_rng(4)
+        a = rng.standard_normal((30, 6, 5)) + 1j * rng.standard_normal((30, 6, 5))
+        expected = gpusvd.svd(cupy.asarray(a), full_matrices=False)
+        side = torch.cuda.Stream(device=self.device)
+        x = self.put(a)
+        with torch.cuda.device(self.device):
+            cupy_stream = (cupy.cuda.ExternalStream(side.cuda_stream) if shared_stream
+                           else contextlib.nullcontext())
+            with torch.cuda.stream(side if shared_stream else
+                                   torch.cuda.current_stream(self.device)), cupy_stream:
+                view = arrays._torch_cuda_view(x, cupy)
+                assert view is not None and view[0].data.ptr == x.data_ptr()
+                got = gpusvd.svd(x, full_matrices=False)
+            torch.cuda.synchronize(self.device)
+        for r, e in zip(got, expected):
+            assert r.device == x.device and np.array_equal(_numpy(r), cupy.asnumpy(e))
+        with torch.cuda.stream(side):
+            assert arrays._torch_cuda_view(x, cupy) is None
 
 
 @pytest.mark.gpu

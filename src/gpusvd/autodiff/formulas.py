@@ -141,10 +141,6 @@ def _vector_gaps(ops, s, m, n):
     return _gaps(ops, s, VECTORS_TOL * max(m, n) ** 0.5)
 
 
-def _value_gaps(ops, s):
-    return _gaps(ops, s, VALUES_TOL)
-
-
 def _reciprocal(ops, x, small, undetermined, gauge_invariant, broadening):
     """1/x where not ``small``; there NaN where ``undetermined`` (0 with
     ``gauge_invariant``) and 0 elsewhere; with ``broadening`` β, x/(x² + β) everywhere."""
@@ -156,12 +152,14 @@ def _reciprocal(ops, x, small, undetermined, gauge_invariant, broadening):
     return ops.where(undetermined, NAN + 0 * x, inverse)
 
 
-def _cluster_mean(ops, x, gaps):
-    """``x`` (..., k) averaged over each cluster of numerically repeated values, 0 at
-    numerically zero values (rule 1)."""
-    together = ops.cast(gaps.close | _eye(ops, x), x)
+def _cluster_mean(ops, x, s):
+    """``x`` (..., k) averaged over each cluster of values ``s`` within VALUES_TOL·ε·s_max
+    of each other, 0 at values below that (rule 1). Each value is in its own cluster
+    (|s_i − s_i| = 0), so the count is at least 1 unless s is NaN, whose mean is NaN."""
+    tol = VALUES_TOL * ops.eps(s.dtype) * s[..., :1]
+    together = ops.cast(ops.abs(s[..., :, None] - s[..., None, :]) <= tol[..., None], x)
     mean = (together @ x[..., :, None])[..., 0] / together.sum(-1)
-    return ops.where(gaps.zero, 0 * mean, mean)
+    return ops.where(s <= tol, 0 * mean, mean)
 
 
 def _phase_nan(ops, gu_hat, gv_hat):
@@ -177,37 +175,39 @@ def svd_backward(ops, u, s, vh, gu, gs, gvh, *, gauge_invariant=False, broadenin
     """Ā from the cotangents of an economy SVD (module docstring); ``u`` (..., m, k), ``s``
     (..., k) descending, ``vh`` (..., k, n); ``gu``, ``gs``, ``gvh`` of the same shapes or
     None."""
+    if gu is None and gvh is None:  # values only (rule 1): U·diag(ḡs)·Vᴴ
+        g = 0 * s if gs is None else _cluster_mean(ops, gs, s)
+        return (u * g[..., None, :]) @ vh
     m, n, k = u.shape[-2], vh.shape[-1], s.shape[-1]
     gaps = _vector_gaps(ops, s, m, n)
     middle = 0 * s[..., :, None] * s[..., None, :]
     if gs is not None:
-        middle = middle + ops.diag_embed(_cluster_mean(ops, gs, _value_gaps(ops, s)))
+        middle = middle + ops.diag_embed(_cluster_mean(ops, gs, s))
     cols = 0
-    if gu is not None or gvh is not None:
-        read = 0 * s != 0
-        if gu is not None:
-            read = read | ops.any(gu != 0, -2)
-        if gvh is not None:
-            read = read | ops.any(gvh != 0, -1)
-        reads_pair = read[..., :, None] | read[..., None, :]
-        gu_hat = _ct(u) @ gu if gu is not None else 0 * middle
-        gv_hat = vh @ _ct(gvh) if gvh is not None else 0 * middle
-        xu, xv = gu_hat - _ct(gu_hat), gv_hat - _ct(gv_hat)
-        diff = s[..., None, :] - s[..., :, None]
-        summ = s[..., None, :] + s[..., :, None]
-        small_diff = gaps.close | _eye(ops, s)
-        inv_diff = _reciprocal(ops, diff, small_diff, gaps.close & reads_pair,
-                               gauge_invariant, broadening)
-        inv_sum = _reciprocal(ops, summ, gaps.zero_sum, gaps.zero_sum & reads_pair,
-                              gauge_invariant, broadening)
-        middle = middle + ((xu + xv) * inv_diff + (xu - xv) * inv_sum) / 2
-        if _is_complex(u) and k:
-            middle = middle + _phase_nan(ops, gu_hat, gv_hat)
-        inv_s = _reciprocal(ops, s, gaps.zero, gaps.zero & read, gauge_invariant, broadening)
-        if gu is not None and m > k:
-            cols = ((gu - u @ gu_hat) * inv_s[..., None, :]) @ vh
-        if gvh is not None and n > k:
-            cols = cols + u @ ((gvh - gvh @ _ct(vh) @ vh) * inv_s[..., :, None])
+    read = 0 * s != 0
+    if gu is not None:
+        read = read | ops.any(gu != 0, -2)
+    if gvh is not None:
+        read = read | ops.any(gvh != 0, -1)
+    reads_pair = read[..., :, None] | read[..., None, :]
+    gu_hat = _ct(u) @ gu if gu is not None else 0 * middle
+    gv_hat = vh @ _ct(gvh) if gvh is not None else 0 * middle
+    xu, xv = gu_hat - _ct(gu_hat), gv_hat - _ct(gv_hat)
+    diff = s[..., None, :] - s[..., :, None]
+    summ = s[..., None, :] + s[..., :, None]
+    small_diff = gaps.close | _eye(ops, s)
+    inv_diff = _reciprocal(ops, diff, small_diff, gaps.close & reads_pair,
+                           gauge_invariant, broadening)
+    inv_sum = _reciprocal(ops, summ, gaps.zero_sum, gaps.zero_sum & reads_pair,
+                          gauge_invariant, broadening)
+    middle = middle + ((xu + xv) * inv_diff + (xu - xv) * inv_sum) / 2
+    if _is_complex(u) and k:
+        middle = middle + _phase_nan(ops, gu_hat, gv_hat)
+    inv_s = _reciprocal(ops, s, gaps.zero, gaps.zero & read, gauge_invariant, broadening)
+    if gu is not None and m > k:
+        cols = ((gu - u @ gu_hat) * inv_s[..., None, :]) @ vh
+    if gvh is not None and n > k:
+        cols = cols + u @ ((gvh - gvh @ _ct(vh) @ vh) * inv_s[..., :, None])
     return u @ ops.cast(middle, u) @ vh + cols
 
 
@@ -218,7 +218,7 @@ def svd_jvp(ops, u, s, vh, da, *, gauge_invariant=False, broadening=None):
     gaps = _vector_gaps(ops, s, m, n)
     v = _ct(vh)
     dc = _ct(u) @ da @ v
-    ds = _cluster_mean(ops, ops.real(ops.diagonal(dc)), _value_gaps(ops, s))
+    ds = _cluster_mean(ops, ops.real(ops.diagonal(dc)), s)
     plus, minus = dc + _ct(dc), dc - _ct(dc)
     diff = s[..., None, :] - s[..., :, None]
     small_diff = gaps.close | _eye(ops, s)

@@ -51,11 +51,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.core import ShapedArray
-from jax.experimental.buffer_callback import buffer_callback
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from . import EAGER, formulas
+
+try:
+    from jax.experimental.buffer_callback import buffer_callback
+except ImportError:  # JAX before buffer_callback: eager calls work, traced ones cannot
+    raise ImportError(
+        f"gpusvd inside jax.jit, jax.vmap or jax.grad needs jax.experimental."
+        f"buffer_callback, which JAX {jax.__version__} lacks (gpusvd is tested with JAX "
+        f"0.10 and later); upgrade JAX, or call gpusvd outside the transformation") from None
 
 FULL_NOT_DIFFERENTIABLE = (
     "svd: full_matrices=True is not differentiable (its extra columns are arbitrary); pass "

@@ -35,10 +35,31 @@ def _decode(options):
     return json.loads(options)
 
 
-def _fresh(x):
-    """A contiguous copy (an operator's output may not alias gpusvd's, and forward mode
-    wants a tangent laid out as its primal)."""
-    return x.clone(memory_format=torch.contiguous_format)
+def _own(outputs, a):
+    """gpusvd's results as an operator's outputs: each contiguous (forward mode wants a
+    tangent laid out as its primal) and in memory of its own (an operator's output may
+    alias neither its input nor another output), copied only where it is not."""
+    taken = {a.untyped_storage().data_ptr()}
+    owned = []
+    for x in outputs:
+        if x.untyped_storage().data_ptr() in taken or not x.is_contiguous():
+            x = x.clone(memory_format=torch.contiguous_format)
+        taken.add(x.untyped_storage().data_ptr())
+        owned.append(x)
+    return tuple(owned)
+
+
+def _svd_eager(a, full_matrices, options):
+    return _own(EAGER["svd"](a, full_matrices=full_matrices, **_decode(options)), a)
+
+
+def _traced(a):
+    """Whether the SVD of ``a`` must be the operator (Dynamo traces it, ``torch.func``
+    wraps it, it is a tensor subclass) rather than gpusvd's eager call, which saves the
+    dispatcher's layers (0.2 ms of a 64² call on an H200)."""
+    return (torch.compiler.is_compiling()
+            or type(a) not in (Tensor, torch.nn.Parameter)
+            or torch._C._functorch.is_functorch_wrapped_tensor(a))
 
 
 def _dtypes(dtype):
@@ -57,8 +78,7 @@ def _to_front(a, dim):
 
 @torch.library.custom_op("gpusvd::svd", mutates_args=())
 def svd_op(a: Tensor, full_matrices: bool, options: str) -> tuple[Tensor, Tensor, Tensor]:
-    u, s, vh = EAGER["svd"](a, full_matrices=full_matrices, **_decode(options))
-    return _fresh(u), _fresh(s), _fresh(vh)
+    return _svd_eager(a, full_matrices, options)
 
 
 @svd_op.register_fake
@@ -73,7 +93,8 @@ def _(a, full_matrices, options):
 
 @torch.library.custom_op("gpusvd::svdvals", mutates_args=())
 def svdvals_op(a: Tensor, options: str) -> Tensor:
-    return _fresh(EAGER["svd"](a, full_matrices=False, compute_uv=False, **_decode(options)))
+    return _own((EAGER["svd"](a, full_matrices=False, compute_uv=False,
+                              **_decode(options)),), a)[0]
 
 
 @svdvals_op.register_fake
@@ -84,8 +105,7 @@ def _(a, options):
 
 @torch.library.custom_op("gpusvd::polar", mutates_args=())
 def polar_op(a: Tensor, side: str, options: str) -> tuple[Tensor, Tensor]:
-    w, p = EAGER["polar"](a, side=side, **_decode(options)["polar"])
-    return _fresh(w), _fresh(p)
+    return _own(EAGER["polar"](a, side=side, **_decode(options)["polar"]), a)
 
 
 @polar_op.register_fake
@@ -172,7 +192,9 @@ class SVD(torch.autograd.Function):
 
     @staticmethod
     def forward(a, full_matrices, options, gauge_invariant, broadening):
-        return torch.ops.gpusvd.svd(a, full_matrices, options)
+        if _traced(a):
+            return torch.ops.gpusvd.svd(a, full_matrices, options)
+        return _svd_eager(a.detach(), full_matrices, options)
 
     @staticmethod
     def setup_context(ctx, inputs, output):

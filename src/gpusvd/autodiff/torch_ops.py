@@ -11,7 +11,10 @@ so that ``gradgradcheck`` passes), so that the operator alone passes
 
 ``gpusvd.svd`` and friends reach the operators through ``torch.autograd.Function`` s with
 ``setup_context`` (what ``torch.func`` needs): reverse mode, forward mode (``jvp``),
-double backward, ``vmap`` through the operators' rule. Dynamo does not trace a Function
+double backward, ``vmap`` through the operators' rule. A Function whose input is a plain
+tensor in eager code calls gpusvd's eager function itself, without the dispatcher's
+layers (0.2 ms of a 64² call on an H200); traced, wrapped or subclassed input takes the
+operator. Dynamo does not trace a Function
 with a custom ``jvp``; under ``torch.compile`` the same Functions without it run, so
 forward mode is eager only. The polar decomposition's derivative is its own
 (:func:`.formulas.polar_backward`), exact at repeated singular values; its factors come
