@@ -33,6 +33,16 @@ def _forbid_host_round_trip(monkeypatch):
     monkeypatch.setattr(np, "from_dlpack", boom)
 
 
+class _CudaStream:
+    """A stream by its handle, in the CUDA stream protocol (``__cuda_stream__``)."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def __cuda_stream__(self):
+        return 0, self.handle
+
+
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_cpu_tensor(case):
     a = case.make()
@@ -120,8 +130,8 @@ class TestCUDA:
         side = torch.cuda.Stream(device=self.device)
         x = self.put(a)
         with torch.cuda.device(self.device):
-            cupy_stream = (cupy.cuda.ExternalStream(side.cuda_stream) if shared_stream
-                           else contextlib.nullcontext())
+            cupy_stream = (cupy.cuda.Stream.from_external(_CudaStream(side.cuda_stream))
+                           if shared_stream else contextlib.nullcontext())
             with torch.cuda.stream(side if shared_stream else
                                    torch.cuda.current_stream(self.device)), cupy_stream:
                 view = arrays._torch_cuda_view(x, cupy)
