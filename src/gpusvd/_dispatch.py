@@ -195,7 +195,7 @@ def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finit
                reduction, options, what):
     validation.check_choice("method", method, METHODS)
     options = _method_options(method, reduction, options, compute_uv=compute_uv, what=what)
-    placed = place(a, device)
+    placed = place(a, device, what)
     done = _lapack_directly(*placed, full_matrices=full_matrices, compute_uv=compute_uv,
                             method=method)
     if done is not None:

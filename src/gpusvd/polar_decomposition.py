@@ -183,7 +183,7 @@ def polar(a, side="right", *, method="auto", check_finite=True, device="auto",
                              kw_polar=dict(method=method, check_finite=check_finite,
                                            device=device),
                              kw_svd=dict(check_finite=check_finite, device=device))
-    arr, placement = placed = place(a, device)
+    arr, placement = placed = place(a, device, "polar")
     route = "svd" if method == "svd" or (method == "auto" and not placement.on_gpu) else "qdwh"
     if route == "svd" and passes_unchanged(arr, placement):
         # LAPACK's SVD takes the array as it is (a 3×3 call: 0.14 → 0.05 ms, as SciPy's)

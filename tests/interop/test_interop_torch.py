@@ -167,3 +167,37 @@ def test_half_precision_round_trips_its_dtype(dtype):
     eps = torch.finfo(dt).eps
     back = u.float() * s.float() @ vh.float()
     assert float((back - x.float()).abs().max()) <= 30 * 12 * eps * float(s.float().max())
+
+
+def _without_derivative():
+    """A call of each public function that has no derivative, on a fitting tensor."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((6, 4))
+    z = rng.standard_normal((5, 5)) + 1j * rng.standard_normal((5, 5))
+    return [(gpusvd.jacobi_svd, torch.from_numpy(a)),
+            (lambda x: gpusvd.svd_lowrank(x, 0.1).S, torch.from_numpy(a)),
+            (lambda x: gpusvd.takagi(x).S, torch.from_numpy(z + z.T)),
+            (lambda x: gpusvd.hsvd(x, np.array([1, -1, 1, -1])).S,
+             torch.from_numpy(a))]
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_no_derivative_refuses_a_tensor_that_requires_grad(index):
+    # Its results would count as constants in a gradient, silently: refused, with the
+    # way out in the message; detached or under no_grad the call works.
+    call, x = _without_derivative()[index]
+    with pytest.raises(ValueError, match="no derivative.*detach"):
+        call(x.clone().requires_grad_())
+    expected = call(x)
+    with torch.no_grad():
+        got = call(x.clone().requires_grad_())
+    # svd_lowrank's sketch is random: the two calls agree within its ε = 0.1
+    assert torch.allclose(got[0], expected[0], rtol=0.1, atol=0)
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_no_operator_refuses_torch_compile(index):
+    # Not a torch operator: a clear error inside torch.compile, not Dynamo's trace.
+    call, x = _without_derivative()[index]
+    with pytest.raises(ValueError, match="torch.compile.*torch.compiler.disable"):
+        torch.compile(call, backend="eager")(x)

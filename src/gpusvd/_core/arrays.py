@@ -177,16 +177,38 @@ def parse_device(device):
     raise ValueError(f"device must be 'auto', 'cpu', 'gpu' or a GPU index >= 0, got {device!r}")
 
 
-def place(a, device="auto"):
+def _torch_refusal(a):
+    """Why gpusvd's eager code must not take the torch tensor ``a``, else None: it is
+    traced by ``torch.compile`` (whose tracer cannot read the DLPack exchange), wrapped by
+    ``torch.func``, or differentiated, where results that carry no derivative would
+    count as constants in the gradient, silently. ``svd``, ``svdvals`` and ``polar`` are
+    operators with derivatives and take such tensors before they get here."""
+    torch = sys.modules["torch"]
+    if torch.compiler.is_compiling():
+        return ("it is not a torch operator and cannot be traced by torch.compile; call it "
+                "outside the compiled function, or wrap it in torch.compiler.disable")
+    if torch._C._functorch.is_functorch_wrapped_tensor(a):
+        return "it is not a torch operator and cannot be transformed by torch.func"
+    if a.requires_grad and torch.is_grad_enabled():
+        return ("it has no derivative, and the input requires grad: its results would "
+                "count as constants in the gradient. Pass the input detached (x.detach()) "
+                "or call it under torch.no_grad() to use them as constants")
+    return None
+
+
+def place(a, device="auto", what="this gpusvd function"):
     """Convert ``a`` to a NumPy or CuPy array and decide where to compute.
 
     Returns ``(array, Placement)``. The array may share memory with ``a``: callers copy
     before writing (the input is never modified unless ``overwrite_a=True`` and
-    ``Placement.writable``).
+    ``Placement.writable``). ``what``: the caller's name, for a refused torch tensor's
+    ``ValueError``.
     """
     kind, index = parse_device(device)
     if jax_tracer(a):  # svd, svdvals and polar take tracers before they get here
         raise ValueError(JAX_TRACER_MESSAGE)
+    if _instance_of(a, "torch", "Tensor") and (why := _torch_refusal(a)) is not None:
+        raise ValueError(f"{what}: {why}")
     cp = cupy_or_none()
     immutable = _instance_of(a, "jax", "Array")
     if is_cupy_array(a):

@@ -139,7 +139,7 @@ def prepare(a, *, what, device="auto", check_finite=True, overwrite_a=False,
     ``scan=False`` leaves step 5 to the caller (:meth:`Received.scan`). ``placed``: step
     1's result for ``a`` and ``device`` where the caller has placed it already.
     """
-    arr, placement = place(a, device) if placed is None else placed
+    arr, placement = place(a, device, what) if placed is None else placed
     validation.check_matrix(arr, what=what)
     dtype = validation.working_dtype(arr.dtype, allow_complex=allow_complex, what=what)
     if working is not None:

@@ -66,7 +66,7 @@ def as_source(a, device):
         if kind != "cpu" and index is not None and cp is not None:
             return source, to_host, cp.cuda.Device(index)
         return source, to_host, contextlib.nullcontext()
-    arr, placement = place(a, device)
+    arr, placement = place(a, device, WHAT)
     if arr.ndim != 2:
         raise ValueError(f"{WHAT} expects a 2-D matrix; got shape {tuple(arr.shape)}")
     kind = "device" if placement.on_gpu else "memory"
