@@ -13,6 +13,9 @@ skipped with that estimate instead of run. Where every library's call is fast (u
 drift from minute to minute reaches all of them alike.
 
     python bench/stacks.py --sizes 16 64 128 --batches 1 100 2000 --out stacks.json
+    python bench/stacks.py --sizes 2 16 64 --batches 1 --libraries gpusvd gpusvd_torch torch
+
+``gpusvd_torch`` is gpusvd called on a torch tensor (the small torch call's question).
 """
 
 import argparse
@@ -55,6 +58,15 @@ def _jax(a):
     return lambda: jax.block_until_ready(fn(x))
 
 
+def _gpusvd_torch(a):
+    """gpusvd on the stack as a torch tensor: what a PyTorch user calls (the tensor on
+    torch's default stream, which CuPy shares: viewed in place)."""
+    import torch
+
+    t = torch.from_dlpack(a)
+    return lambda: gpusvd.svd(t, full_matrices=False)
+
+
 def _gpusvd(method):
     def make(a):
         return lambda: gpusvd.svd(a, full_matrices=False, method=method)
@@ -62,8 +74,8 @@ def _gpusvd(method):
 
 
 LIBRARIES = {"gpusvd": _gpusvd("auto"), "gpusvd_polar": _gpusvd("polar"),
-             "gpusvd_jacobi": _gpusvd("jacobi"), "torch": _torch, "cupy": _cupy,
-             "jax": _jax}
+             "gpusvd_jacobi": _gpusvd("jacobi"), "gpusvd_torch": _gpusvd_torch,
+             "torch": _torch, "cupy": _cupy, "jax": _jax}
 LOOPING = {"torch", "cupy", "jax"}  # loop over a stack above 32 columns
 
 
