@@ -123,14 +123,22 @@ _SMALL = "small-jacobi"
 _OPTIONS = {"gr": golub_reinsch.check_options}
 
 
+# The keywords each function takes, for the message of an unknown one.
+_COMMON_KEYWORDS = ("method, overwrite_a, check_finite, device, reduction (with method='gr'), "
+                    "gauge_invariant and broadening")
+_KEYWORDS = {"svd": f"full_matrices, compute_uv, {_COMMON_KEYWORDS}",
+             "svdvals": _COMMON_KEYWORDS}
+
+
 def _method_options(method, reduction, options, *, compute_uv, what):
     """The checked options of ``method`` as its keyword arguments: ``reduction`` is
-    ``method="gr"``'s alone; ``options`` are the unknown keywords. ``ValueError`` for an
-    unknown keyword, or a ``reduction`` other than "auto" with another method."""
+    ``method="gr"``'s alone; ``options`` are the unknown keywords. ``TypeError`` for an
+    unknown keyword (as Python's own for a function's signature), ``ValueError`` for a
+    ``reduction`` other than "auto" with another method."""
     if options:
-        raise ValueError(f"{what}: unknown keyword argument(s) {', '.join(sorted(options))}; "
-                         f"{what} takes full_matrices, compute_uv, method, overwrite_a, "
-                         f"check_finite, device and (with method='gr') reduction")
+        names = ", ".join(map(repr, sorted(options)))
+        raise TypeError(f"{what}() got unexpected keyword argument(s) {names}; it takes "
+                        f"the matrix and {_KEYWORDS[what]}")
     if method in _OPTIONS:
         return _OPTIONS[method]({"reduction": reduction}, compute_uv=compute_uv, what=what)
     if not (isinstance(reduction, str) and reduction == "auto"):
@@ -299,8 +307,8 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
     Raises
     ------
     ValueError
-        Input that is not (a stack of) 2-D, non-finite entries, an unknown method,
-        keyword or value.
+        Input that is not (a stack of) 2-D, non-finite entries, an unknown method or
+        value. ``TypeError``: an unknown keyword.
     gpusvd.LinAlgError
         The iteration did not converge (it practically always does).
 
@@ -416,8 +424,8 @@ def svdvals(a, *, method="auto", overwrite_a=False, check_finite=True, device="a
     Raises
     ------
     ValueError
-        Input that is not (a stack of) 2-D, non-finite entries, unknown method or option
-        (or option value).
+        Input that is not (a stack of) 2-D, non-finite entries, an unknown method or
+        value. ``TypeError``: an unknown keyword.
     gpusvd.LinAlgError
         The iteration did not converge (it practically always does).
 

@@ -404,3 +404,13 @@ class TestDistributedOneRank:
         s = _bounded(lambda: distributed.jacobi_svd(bad, compute_uv=False, device="cpu",
                                                     check_finite=False))
         assert np.isnan(_host(s)).all()
+
+
+@pytest.mark.parametrize("call", [gpusvd.svd, gpusvd.svdvals])
+def test_an_unknown_keyword_is_a_type_error_that_lists_only_what_is_taken(call):
+    # As Python's own for a signature: TypeError, naming the keyword; the list of what
+    # the function takes does not hold it (svdvals takes no compute_uv).
+    for name in ("compute_uv", "flavour") if call is gpusvd.svdvals else ("flavour",):
+        with pytest.raises(TypeError, match=f"unexpected keyword argument.*'{name}'") as e:
+            call(np.eye(3), **{name: True})
+        assert name not in str(e.value).partition("it takes")[2]

@@ -201,3 +201,11 @@ def test_no_operator_refuses_torch_compile(index):
     call, x = _without_derivative()[index]
     with pytest.raises(ValueError, match="torch.compile.*torch.compiler.disable"):
         torch.compile(call, backend="eager")(x)
+
+
+def test_a_sparse_tensor_is_refused_with_the_way_out():
+    x = torch.eye(4).to_sparse()
+    with pytest.raises(ValueError, match="sparse_coo tensor.*to_dense"):
+        gpusvd.svd(x)
+    with pytest.raises(ValueError, match="sparse_coo tensor.*to_dense"):
+        gpusvd.jacobi_svd(x)

@@ -179,11 +179,14 @@ def parse_device(device):
 
 def _torch_refusal(a):
     """Why gpusvd's eager code must not take the torch tensor ``a``, else None: it is
-    traced by ``torch.compile`` (whose tracer cannot read the DLPack exchange), wrapped by
+    sparse (DLPack carries dense arrays only), traced by ``torch.compile`` (whose tracer cannot read the DLPack exchange), wrapped by
     ``torch.func``, or differentiated, where results that carry no derivative would
     count as constants in the gradient, silently. ``svd``, ``svdvals`` and ``polar`` are
     operators with derivatives and take such tensors before they get here."""
     torch = sys.modules["torch"]
+    if a.layout != torch.strided:
+        return (f"a {str(a.layout).rpartition('.')[2]} tensor is not taken; pass a dense "
+                f"one (x.to_dense())")
     if torch.compiler.is_compiling():
         return ("it is not a torch operator and cannot be traced by torch.compile; call it "
                 "outside the compiled function, or wrap it in torch.compiler.disable")
