@@ -1,4 +1,4 @@
-"""gpusvd.takagi: properties against SciPy's SVD (issue 4, acceptance 1 and 2).
+"""gpusvd.takagi: properties against SciPy's SVD.
 
 ``TestTakagi_CPU`` runs the paper's Jacobi method (``method="jacobi"``) on NumPy input;
 ``TestTakagi_GPU`` reruns every test with CuPy input (marker ``gpu``). The small
@@ -107,16 +107,33 @@ class TestTakagi_CPU:
                                    atol=self.bound * 20 * np.finfo(dtype).eps)
 
     @pytest.mark.parametrize("dtype", COMPLEX + REAL)
-    def test_zero(self, dtype):
-        s, u = self.check(np.zeros((6, 6), dtype))
-        assert not s.any()
-        assert np.array_equal(u @ u.conj().T, np.eye(6))  # no rotation: a permutation
+    @pytest.mark.parametrize("value", [0, 1], ids=["zero", "identity"])
+    def test_zero_and_identity_give_the_identity(self, dtype, value):
+        # thewalrus's own tests ask this of a Takagi factorization (its test_zeros, and
+        # the Bloch-Messiah decomposition of the identity), on every method and device.
+        s, u = self.check(value * np.eye(6, dtype=dtype))
+        assert np.array_equal(s, np.full(6, value)) and np.array_equal(u, np.eye(6))
 
-    @pytest.mark.parametrize("dtype", COMPLEX)
+    @pytest.mark.parametrize("dtype", COMPLEX + REAL)
     def test_diagonal(self, dtype):
-        d = np.array([1j, -3.0, 0.0, 2 + 2j, -0.5j, 1e-3], dtype)
-        s, _ = self.check(np.diag(d))
-        np.testing.assert_allclose(s, np.sort(np.abs(d))[::-1], rtol=4 * np.finfo(dtype).eps)
+        # A diagonal input: U a phase matrix, its columns in the values' descending order
+        # (ties in index order), U·diag(S)·Uᵀ = A.
+        d = np.array([1j, -3.0, 0.0, 2 + 2j, -0.5j, 1e-3, -3.0])
+        d = (d if np.dtype(dtype).kind == "c" else d.real + d.imag).astype(dtype)
+        s, u = self.check(np.diag(d))
+        order = np.argsort(-np.abs(d), kind="stable")
+        np.testing.assert_allclose(s, np.abs(d)[order], rtol=4 * np.finfo(dtype).eps)
+        assert np.array_equal(u != 0, np.eye(len(d), dtype=bool)[:, order])
+
+    def test_diagonal_matrices_in_a_stack_get_their_phase_matrix(self):
+        rng = np.random.default_rng(7)
+        g = rng.standard_normal((5, 5)) + 1j * rng.standard_normal((5, 5))
+        stack = np.stack([np.diag([2.0, 1j, 3.0, 0.0, 1.0]), g + g.T, np.zeros((5, 5))])
+        s, u = (_host(x) for x in self.takagi(stack))
+        assert np.array_equal(u[2], np.eye(5)) and not s[2].any()
+        assert np.array_equal(u[0] != 0, np.eye(5, dtype=bool)[:, [2, 0, 1, 4, 3]])
+        for k in range(3):
+            assert testing.svd_residual(stack[k], u[k], s[k], u[k].T) < self.bound
 
     @pytest.mark.parametrize("dtype", COMPLEX)
     def test_zero_leading_entry(self, dtype):

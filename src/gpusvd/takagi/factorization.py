@@ -16,7 +16,7 @@ from .._core.results import TakagiResult
 from . import driver, embedding
 
 # Relative asymmetry ‖A − Aᵀ‖_F / ‖A‖_F accepted, in units of n·ε: the accuracy asked of
-# the factorization itself (issue 4: residual below 100·n·ε), which a matrix further from
+# the factorization itself (a residual below 100·n·ε), which a matrix further from
 # symmetric cannot meet. It is factored as (A + Aᵀ)/2.
 SYMMETRY_TOL = 100
 
@@ -39,6 +39,32 @@ def _check_symmetric(mat, xp, dtype):
                          f"{asymmetry:.3g}, above the tolerance {allowed:.3g} "
                          f"({SYMMETRY_TOL}·n·ε); Takagi factorization needs A = Aᵀ "
                          "(complex symmetric, not Hermitian)")
+
+
+def _diagonal(mats, xp):
+    """Which matrices of the stack ``mats`` (batch, n, n) are diagonal (a host bool
+    array)."""
+    off = (mats != 0) & ~xp.eye(mats.shape[-1], dtype=bool)
+    found = off.any(axis=(1, 2))
+    return ~(found.get() if xp is not np else found)
+
+
+def _diagonal_takagi(mats, xp):
+    """The Takagi factorization of diagonal matrices in closed form: σ_k = |d_k|, u_k =
+    e_k·√(d_k/|d_k|) (e_k where d_k = 0), in descending σ with ties in index order, so
+    that the zero matrix and the identity give U = I and any diagonal input a phase
+    matrix whose columns follow the values' order, whatever the method and device."""
+    d = xp.diagonal(mats, axis1=1, axis2=2)
+    s = xp.abs(d)
+    phase = xp.sqrt(d / xp.where(s > 0, s, 1).astype(d.dtype))
+    phase = xp.where(s > 0, phase, xp.ones_like(phase))
+    order = (np.argsort(-s, axis=1, kind="stable") if xp is np
+             else xp.argsort(-s, axis=1))  # CuPy's sort is stable
+    n = mats.shape[-1]
+    eye = xp.broadcast_to(xp.eye(n, dtype=mats.dtype), mats.shape)
+    u = xp.take_along_axis(eye, order[:, None, :], axis=2)
+    u = u * xp.take_along_axis(phase, order, axis=1)[:, None, :]
+    return xp.take_along_axis(s, order, axis=1), u
 
 
 @hint_on_exhaustion(DENSE_HINT)
@@ -86,7 +112,9 @@ def takagi(a, *, method="auto", device="auto", tol=None, max_sweeps=driver.MAX_S
     -------
     TakagiResult(S, U)
         ``S`` (..., N) real, non-negative, descending; ``U`` (..., N, N) unitary, complex.
-        Results have the input's array type and device.
+        A diagonal matrix gets its closed form on every method and device: U a phase
+        matrix with columns in the values' order, ties in index order (U = I for the
+        zero matrix and the identity). Results have the input's array type and device.
 
     Raises
     ------
@@ -126,13 +154,16 @@ def takagi(a, *, method="auto", device="auto", tol=None, max_sweeps=driver.MAX_S
             _check_symmetric(mat, xp, mats.dtype)
         if method == "auto":
             method = "eigh" if xp is np and not controlled else "jacobi"
-        if method == "eigh":
+        diagonal = _diagonal(mats, xp)
+        if diagonal.all():  # the zero stack and the empty stack included
+            s, u = _diagonal_takagi(mats, xp)
+        elif method == "eigh":
             s, u = embedding.factorize(mats, xp)
-        elif batch:
+        else:
             tol = driver.default_tol(n, mats.dtype) if tol is None else tol
             parts = [driver.factorize(mat, xp, tol=tol, max_sweeps=max_sweeps) for mat in mats]
             s, u = xp.stack([p[0] for p in parts]), xp.stack([p[1] for p in parts])
-        else:
-            s = xp.zeros((0, n), np.finfo(mats.dtype).dtype)
-            u = xp.zeros((0, n, n), mats.dtype)
+        if diagonal.any() and not diagonal.all():
+            which = xp.asarray(np.flatnonzero(diagonal))
+            s[which], u[which] = _diagonal_takagi(mats[which], xp)
         return TakagiResult(job.values(s), job.vectors(u))
