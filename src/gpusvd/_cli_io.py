@@ -38,7 +38,20 @@ def _reading(path):
     try:
         yield
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise ValueError(f"{path}: cannot be read ({message(exc)})") from exc
+        text = message(exc)
+        if "allow_pickle" in text or "Python objects" in text:
+            # NumPy's advice (allow_pickle=) is a keyword the command line does not have,
+            # and loading pickles from a data file would run the code they hold.
+            text = "it holds Python objects, not numbers; expected an array of numbers"
+        raise ValueError(f"{path}: cannot be read ({text})") from exc
+
+
+def _check_npy(path):
+    """Refuse a file without NumPy's magic string before np.load takes it for a pickle."""
+    with open(path, "rb") as f:
+        if f.read(len(np.lib.format.MAGIC_PREFIX)) != np.lib.format.MAGIC_PREFIX:
+            raise ValueError(f"{path}: not a NumPy .npy file (no NumPy header); expected "
+                             "an array written by numpy.save")
 
 
 def _h5_datasets(group):
@@ -86,6 +99,8 @@ def read_matrix(spec, *, key=None, dataset=None, lazy=False, stack):
     """
     path, dataset = _split_dataset(spec, dataset)
     suffix = os.path.splitext(path)[1].lower()
+    if os.path.isdir(path):
+        raise ValueError(f"{path}: is a directory; expected a .npy, .npz, .h5 or .hdf5 file")
     if not os.path.isfile(path):
         raise ValueError(f"{path}: no such file")
     if key is not None and suffix != ".npz":
@@ -93,6 +108,7 @@ def read_matrix(spec, *, key=None, dataset=None, lazy=False, stack):
     if dataset is not None and suffix not in (".h5", ".hdf5"):
         raise ValueError(f"a dataset path applies to .h5/.hdf5 files; {path} is not one")
     if suffix == ".npy":
+        _check_npy(path)
         with _reading(path):
             return np.load(path, mmap_mode="r" if lazy else None, allow_pickle=False)
     if suffix == ".npz":

@@ -8,6 +8,7 @@ Subcommands::
     gpusvd hsvd     G.npy --signs 3 -o usvj.npz              # J = diag(+1, +1, +1, -1, ...)
     gpusvd hsvd     G.npy --signs signs.npy --check
     gpusvd takagi   A.npy -o su.npz [--tol 1e-14]
+    gpusvd polar    A.npy -o up.npz [--side right|left] [--method auto|qdwh|svd] [--check]
     gpusvd lowrank  big.npy --eps 1e-6 --max-rank 500 -o lr.npz   # .npy read as a memmap
     gpusvd info [--json]                 # versions, GPUs, host memory, kernel caches
     gpusvd bench svd --sizes 256 512 --dtype float64      # gpusvd against LAPACK/cuSOLVER
@@ -19,8 +20,9 @@ with the dataset as ``FILE.h5:/group/data`` or ``--dataset /group/data`` (defaul
 file's only dataset; needs h5py). ``--dtype`` converts the input (in memory) first. Output
 (``-o/--out``, a ``.npz``): ``U``, ``S``, ``Vh`` (``svd``, ``jacobi``), ``S``
 (``svdvals``, ``jacobi --values-only``), ``S``, ``U`` (``takagi``), ``U``, ``S``, ``V``,
-``J`` (``hsvd``), ``U``, ``S``, ``Vh`` and the 0-d arrays ``error_bound`` and ``rank``
-(``lowrank``). ``--check`` prints the accuracy in units of n·ε (:mod:`gpusvd.testing`).
+``J`` (``hsvd``), ``U``, ``P`` (``polar``: A = U·P, or P·U with ``--side left``),
+``U``, ``S``, ``Vh`` and the 0-d arrays ``error_bound`` and ``rank`` (``lowrank``).
+``--check`` prints the accuracy in units of n·ε (:mod:`gpusvd.testing`).
 ``--progress`` (default when stderr is a terminal; ``--no-progress``) draws a bar on
 stderr: one step per Jacobi or Takagi sweep, or per QUIC-SVD partition (``lowrank``).
 
@@ -29,9 +31,11 @@ bench`` measures medians after a warm-up. With no subcommand, or options only (`
 Errors (missing file, bad shape, bad option, no convergence) print one line
 ``gpusvd: error: ...`` on stderr and exit with status 1 (2 for a bad command line, 130
 when interrupted), on a line of its own after a progress bar; ``--debug`` shows the
-traceback instead. ``lowrank`` exits with status 3 (``EXIT_EPS_MISSED``), after writing
-its result and a warning, when ``--max-rank`` stopped the rank before the error bound met
-``--eps``: the factors are valid, but not the approximation that was asked for.
+traceback instead. Where the library's message names the function called, the line names
+the command typed instead (``svd``, not ``svdvals``; ``lowrank``, not ``svd_lowrank``).
+``lowrank`` exits with status 3 (``EXIT_EPS_MISSED``), after writing its result and a
+warning, when ``--max-rank`` stopped the rank before the error bound met ``--eps``: the
+factors are valid, but not the approximation that was asked for.
 Non-finite input is an error unless ``--no-check-finite`` is given (``check_finite=False``
 of the library: NaN in gives NaN out or a convergence error).
 """
@@ -39,6 +43,7 @@ of the library: NaN in gives NaN out or a convergence error).
 import argparse
 import contextlib
 import math
+import re
 import sys
 import time
 import zipfile
@@ -51,6 +56,7 @@ from gpusvd._core import progress
 from gpusvd._core.backend import cupy_or_none, to_host
 from gpusvd.jacobi.driver import DEFAULTS, MAX_SWEEPS, SHORTENINGS, VARIANTS, VECTORS
 from gpusvd.jacobi.strategies import NAMES as STRATEGIES
+from gpusvd.polar_decomposition import METHODS as POLAR_METHODS, SIDES
 from gpusvd.takagi.driver import MAX_SWEEPS as TAKAGI_MAX_SWEEPS
 from gpusvd.takagi.factorization import METHODS as TAKAGI_METHODS
 from gpusvd._cli_io import check_out, device_argument, message, read_matrix, write
@@ -210,6 +216,39 @@ def _takagi(args, a):
     return {"S": s, "U": u}, lambda: _check_takagi(np.asarray(a), s, u), ""
 
 
+def _semidefinite(p):
+    """How far the Hermitian ``p`` is from semidefinite: max(0, −λ_min) / (‖P‖₂·k·ε)."""
+    w = np.linalg.eigvalsh(p)
+    if w.size == 0:
+        return 0.0
+    scale = max(float(np.abs(w).max()), float(np.finfo(p.dtype).tiny))
+    return max(0.0, -float(w[0])) / (scale * w.size * float(np.finfo(p.dtype).eps))
+
+
+def _check_polar(a, u, p, side):
+    first, second = (u, p) if side == "right" else (p, u)
+    # U·P is U·diag(1)·P: the SVD's residual, with S = 1 in U's real precision.
+    ones = np.ones(first.shape[-1], np.finfo(u.dtype).dtype)
+    product = "U P" if side == "right" else "P U"
+    _report("residual", [testing.svd_residual(x, f, ones, g)
+                         for x, f, g in _matrices(a, first, second)],
+            f"||A - {product}||_F / (||A||_F max(m,n) eps)")
+    _report("orthogonal U", [testing.orthogonality(x, rows=x.shape[0] < x.shape[1])
+                             for (x,) in _matrices(u)],
+            "||U'U - I||_F / (k eps), rows if A is wide")
+    _report("P semidefinite", [_semidefinite(x) for (x,) in _matrices(p)],
+            "max(0, -min eig P) / (||P||_2 k eps)")
+
+
+def _polar(args, a):
+    out = gpusvd.polar(a, args.side, method=args.method, check_finite=args.check_finite,
+                       device=args.device)
+    u, p = map(to_host, out)
+    product = "U P" if args.side == "right" else "P U"
+    return ({"U": u, "P": p}, lambda: _check_polar(np.asarray(a), u, p, args.side),
+            f"; A = {product} (side {args.side})")
+
+
 def _lowrank_error(a, u, s, vh):
     """‖A − U·diag(S)·Vh‖²_F / ‖A‖²_F, reading ``a`` by row blocks (it may be on disk)."""
     m, n = a.shape
@@ -256,7 +295,28 @@ def _eps_missed(args, arrays):
 
 
 _RUN = {"svd": _svd, "svdvals": _svd, "jacobi": _svd, "hsvd": _hsvd, "takagi": _takagi,
-        "lowrank": _lowrank}
+        "polar": _polar, "lowrank": _lowrank}
+# The library functions each command calls. Their errors begin with the function's name;
+# the command line names the command typed instead (``gpusvd svd`` without -o calls
+# svdvals).
+_CALLS = {"svd": ("svdvals", "svd"), "svdvals": ("svdvals",), "jacobi": ("jacobi_svd",),
+          "hsvd": ("hsvd",), "takagi": ("takagi",), "polar": ("polar",),
+          "lowrank": ("svd_lowrank",)}
+
+
+def _as_typed(text, command):
+    """A library error as the command line says it: the command the user typed in place
+    of the function's name, the flag in place of the keyword ``check_finite=False``."""
+    text = text.replace("check_finite=False", "--no-check-finite")
+    names = _CALLS.get(command)
+    return re.sub(rf"^({'|'.join(names)})\b", command, text) if names else text
+
+
+def _preview(s):
+    """The leading singular values of the first matrix, as the summary line shows them."""
+    first = s.reshape(math.prod(s.shape[:-1]), s.shape[-1])[:1].ravel()
+    shown = ", ".join(f"{x:.6g}" for x in first[:PREVIEW])
+    return f"; S = {shown}{', ...' if first.size > PREVIEW else ''}"
 
 
 def _decompose(args):
@@ -273,12 +333,10 @@ def _decompose(args):
         with progress.sweep_bars() if sweeps else contextlib.nullcontext():
             arrays, check, note = _RUN[args.command](args, a)
         seconds = time.perf_counter() - start
-        s = arrays["S"]
-        first = s.reshape(math.prod(s.shape[:-1]), s.shape[-1])[:1].ravel()
-        shown = ", ".join(f"{x:.6g}" for x in first[:PREVIEW])
+        values = _preview(arrays["S"]) if "S" in arrays else ""
         where = "CPU" if cupy_or_none() is None else f"device={args.device}"
         print(f"{args.command}: {'x'.join(map(str, a.shape))} {np.dtype(a.dtype)} on {where}, "
-              f"{seconds:.3f} s; S = {shown}{', ...' if first.size > PREVIEW else ''}{note}")
+              f"{seconds:.3f} s{values}{note}")
         if args.check:
             print("check (largest over the stack):" if a.ndim > 2 else "check:")
             check()
@@ -381,9 +439,9 @@ def _parser():
                        help="auto (default), cpu, gpu or a GPU index")
     files.add_argument("--check", action="store_true",
                        help="print the accuracy: residual in units of max(m,n)*eps, "
-                            "orthogonality of U and V in k*eps, values only their error "
-                            "against LAPACK in s_max*eps; lowrank the squared relative "
-                            "error")
+                            "orthogonality of U and V in k*eps (polar: of U, and P's "
+                            "negative eigenvalues), values only their error against LAPACK "
+                            "in s_max*eps; lowrank the squared relative error")
     files.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                        help="progress bar on stderr per sweep (lowrank: per partition; "
                             "default: when stderr is a terminal)")
@@ -421,6 +479,13 @@ def _parser():
                    "threshold relative to ||A||_F (default 4 n eps)")
     p.add_argument("--max-sweeps", type=int, default=TAKAGI_MAX_SWEEPS,
                    help="jacobi: sweeps before giving up (default %(default)s)")
+    p = command("polar", "polar decomposition A = U P (or P U): U orthonormal, P Hermitian "
+                "semidefinite")
+    p.add_argument("--side", choices=SIDES, default="right",
+                   help="right: A = U P, P n x n; left: A = P U, P m x m (default %(default)s)")
+    p.add_argument("--method", choices=POLAR_METHODS, default="auto",
+                   help="qdwh: the QDWH iteration; svd: U = W Vh from the SVD A = W S Vh "
+                        "(LAPACK's gesdd on the CPU); auto: svd on the CPU, qdwh on a GPU")
     p = command("lowrank", "low-rank SVD with a guaranteed error (QUIC-SVD), out of core",
                 parents=(files,))
     p.add_argument("--eps", type=float, default=1e-6,
@@ -487,9 +552,7 @@ def main(argv=None):
         if args.debug:
             raise
         stderr.end_line()
-        # The library's advice names its keyword; here the flag is what the user can pass.
-        text = message(exc).replace("check_finite=False", "--no-check-finite")
-        print(f"gpusvd: error: {text}", file=stderr)
+        print(f"gpusvd: error: {_as_typed(message(exc), args.command)}", file=stderr)
         return 1
     except KeyboardInterrupt:
         if args.debug:

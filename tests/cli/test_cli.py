@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 import gpusvd
 from gpusvd import cli, testing
@@ -46,6 +47,10 @@ def files(tmp_path_factory):
         paths[name] = folder / name
     np.savez(folder / "a.npz", first=a, second=a[:8, :5])
     paths["a.npz"] = folder / "a.npz"
+    np.save(folder / "objects.npy", np.array([None, 1.0], dtype=object), allow_pickle=True)
+    paths["objects.npy"] = folder / "objects.npy"
+    (folder / "folder.npy").mkdir()
+    paths["folder.npy"] = folder / "folder.npy"
     if h5py is not None:
         with h5py.File(folder / "a.h5", "w") as f:
             f["group/data"] = a
@@ -53,8 +58,8 @@ def files(tmp_path_factory):
         with h5py.File(folder / "one.hdf5", "w") as f:
             f["only"] = a
     paths["a.h5"], paths["one.hdf5"] = folder / "a.h5", folder / "one.hdf5"
-    for name, content in {"a.txt": b"1 2\n3 4\n", "empty.npy": b"", "bad.npz": b"PK junk",
-                          "bad.h5": b"junk"}.items():
+    for name, content in {"a.txt": b"1 2\n3 4\n", "text.npy": b"1 2\n3 4\n", "empty.npy": b"",
+                          "bad.npz": b"PK junk", "bad.h5": b"junk"}.items():
         (folder / name).write_bytes(content)
         paths[name] = folder / name
     return paths
@@ -167,6 +172,50 @@ def test_takagi(files, tmp_path, capsys, options):
     assert all(0 <= x < TOL for x in check_lines(text).values())
 
 
+@pytest.mark.parametrize("method", ["auto", "qdwh", "svd"])
+@pytest.mark.parametrize("shape", [(30, 20), (12, 12), (8, 13)])
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_polar_writes_u_p(tmp_path, capsys, side, shape, method):
+    m, n = shape
+    a = testing.random_matrix(m, n, seed=6)
+    np.save(tmp_path / "a.npy", a)
+    out = tmp_path / "up.npz"
+    rc, text, err = run(capsys, "polar", tmp_path / "a.npy", "--side", side, "--method",
+                        method, "-o", out, "--device", "cpu")
+    assert rc == 0 and err == "" and f"wrote {out} (U, P)" in text
+    assert text.startswith(f"polar: {m}x{n} float64 on CPU, ")
+    with np.load(out) as z:
+        assert sorted(z.files) == ["P", "U"]
+        u, p = z["U"], z["P"]
+    k = n if side == "right" else m
+    assert u.shape == (m, n) and p.shape == (k, k)
+    eps = np.finfo(np.float64).eps
+    product = u @ p if side == "right" else p @ u
+    assert np.linalg.norm(a - product) < TOL * max(m, n) * eps * np.linalg.norm(a)
+    assert testing.orthogonality(u, rows=m < n) < TOL
+    assert np.array_equal(p, p.T)
+    assert np.linalg.eigvalsh(p).min() >= -TOL * k * eps * np.linalg.norm(p, 2)
+    u_ref, p_ref = scipy.linalg.polar(a, side=side)
+    np.testing.assert_allclose(u, u_ref, rtol=0, atol=TOL * max(m, n) * eps)
+    np.testing.assert_allclose(p, p_ref, rtol=0,
+                               atol=TOL * max(m, n) * eps * np.linalg.norm(a, 2))
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_polar_check_of_a_stack(files, tmp_path, capsys, side):
+    out = tmp_path / "up.npz"
+    rc, text, _ = run(capsys, "polar", files["stack.npy"], "--side", side, "--check", "-o",
+                      out)
+    assert rc == 0 and "largest over the stack" in text
+    assert f"; A = {'U P' if side == 'right' else 'P U'} (side {side})" in text
+    values = check_lines(text)
+    assert set(values) == {"residual", "orthogonal U", "P semidefinite"}
+    assert all(0 <= v < TOL for v in values.values())
+    with np.load(out) as z:  # two 3x6 matrices: U has orthonormal rows
+        assert z["U"].shape == (2, 3, 6)
+        assert z["P"].shape == ((2, 6, 6) if side == "right" else (2, 3, 3))
+
+
 def test_lowrank_writes_bound_and_rank(files, tmp_path, capsys):
     a = testing.low_rank(40, 30, 4, seed=4)
     np.save(tmp_path / "low.npy", a)
@@ -229,7 +278,7 @@ ERRORS = [
     (["svd", "{dir}/missing.npy"], 1, "missing.npy: no such file"),
     (["svd", "{vector.npy}"], 1, "2-D array"),
     (["svd", "{a.txt}"], 1, "unknown format '.txt'"),
-    (["svd", "{empty.npy}"], 1, "empty.npy: cannot be read"),
+    (["svd", "{empty.npy}"], 1, "empty.npy: not a NumPy .npy file"),
     (["svd", "{bad.npz}"], 1, "bad.npz: cannot be read"),
     pytest.param(["svd", "{bad.h5}"], 1, "bad.h5: cannot be read", marks=needs_h5py),
     (["svd", "{a.npz}", "--key", "nope"], 1, "has no array 'nope'; it holds first, second"),
@@ -252,6 +301,8 @@ ERRORS = [
     (["svd", "{a.npy}", "-o", "{dir}/nowhere/x.npz"], 1, "no such directory"),
     (["svd", "{a.npy}", "-o", "{dir}/x.txt"], 1, "the output is a .npz file"),
     (["svd", "{a.npy}", "--method", "qr"], 2, "invalid choice: 'qr'"),
+    (["polar", "{a.npy}", "--side", "up"], 2, "argument --side: invalid choice: 'up'"),
+    (["polar", "{a.npy}", "--method", "gr"], 2, "invalid choice: 'gr'"),
     (["svd", "{a.npy}", "--device", "tpu"], 2, "expected auto, cpu, gpu or a GPU index"),
     (["svd"], 2, "required: input"),
     (["frobnicate"], 2, "invalid choice: 'frobnicate'"),
@@ -271,6 +322,44 @@ def test_errors_are_one_line(files, capsys, argv, status, message):
     assert message in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("command", ["svd", "svdvals", "jacobi", "hsvd", "takagi", "polar",
+                                     "lowrank"])
+@pytest.mark.parametrize("problem", ["1-D", "NaN"])
+def test_errors_name_the_command_typed(files, tmp_path, capsys, command, problem):
+    """``gpusvd svd`` without -o calls svdvals, ``jacobi`` jacobi_svd, ``lowrank``
+    svd_lowrank: the message names the command the user typed, not the function."""
+    if problem == "1-D":
+        path = files["vector.npy"]
+        expected = f"gpusvd: error: {command} expects a 2-D "
+    else:
+        x = np.load(files["c.npy" if command == "takagi" else "a.npy"])
+        x[1, 1] = np.nan
+        path = tmp_path / "nan.npy"
+        np.save(path, x)
+        expected = f"gpusvd: error: {command}: the input contains NaN or infinity; "
+    extra = ("--signs", "1") if command == "hsvd" else ()
+    rc, _, err = run(capsys, command, path, "--device", "cpu", *extra)
+    assert rc == 1 and err.startswith(expected), err
+    others = {"svdvals", "jacobi_svd", "svd_lowrank"} - {command}
+    assert not any(name in err for name in others), err
+
+
+@pytest.mark.parametrize("name, text", [
+    ("dir", "{path}: is a directory; expected a .npy, .npz, .h5 or .hdf5 file"),
+    ("folder.npy", "{path}: is a directory; expected a .npy, .npz, .h5 or .hdf5 file"),
+    ("text.npy", "{path}: not a NumPy .npy file (no NumPy header); expected an array "
+                 "written by numpy.save"),
+    ("objects.npy", "{path}: cannot be read (it holds Python objects, not numbers; expected "
+                    "an array of numbers)")])
+@pytest.mark.parametrize("command", ["svd", "polar", "lowrank"])
+def test_unreadable_input_says_what_it_is(files, capsys, name, text, command):
+    """A directory is not "no such file"; a file named .npy that is not one (text, or an
+    object array) gets no advice to pass allow_pickle, which the command line has not."""
+    rc, _, err = run(capsys, command, files[name])
+    assert rc == 1 and err == f"gpusvd: error: {text.format(path=files[name])}\n"
+    assert "allow_pickle" not in err and "pickle" not in err
+
+
 @pytest.mark.parametrize("shape", [(0, 5), (5, 0), (2, 0, 3)])
 @pytest.mark.parametrize("command", ["svd", "svdvals", "jacobi"])
 def test_empty_input_checks(tmp_path, capsys, command, shape):
@@ -284,7 +373,7 @@ def test_empty_input_checks(tmp_path, capsys, command, shape):
         assert z["S"].shape == (*shape[:-2], 0)
 
 
-@pytest.mark.parametrize("command", ["svd", "svdvals", "jacobi", "hsvd", "takagi"])
+@pytest.mark.parametrize("command", ["svd", "svdvals", "jacobi", "hsvd", "takagi", "polar"])
 def test_nan_error_names_the_flag_that_skips_the_check(files, tmp_path, capsys, monkeypatch,
                                                        command):
     a = files["c.npy"] if command == "takagi" else files["a.npy"]

@@ -1,6 +1,0 @@
-"""Put this folder on sys.path so that the tests can ``import naive_quic``."""
-
-import pathlib
-import sys
-
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
