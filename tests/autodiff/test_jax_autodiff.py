@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import gpusvd
-from losses import DEGENERATE, LOSSES, finite_difference, rotated_cluster
+from .losses import DEGENERATE, LOSSES, finite_difference, rotated_cluster
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")

@@ -15,13 +15,13 @@ import pytest
 import scipy.linalg
 
 import gpusvd
-from losses import finite_difference
+from .losses import finite_difference
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 from jax.test_util import check_grads  # noqa: E402
 # The same autouse fixtures: every test on the CPU and the GPU (``platform``), in float64.
-from test_jax_autodiff import _float64, platform  # noqa: E402,F401
+from .test_jax_autodiff import _float64, platform  # noqa: E402,F401
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 # Values of two computations of the same quantity agree within this many n·ε.

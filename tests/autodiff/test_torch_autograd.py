@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import gpusvd
-from losses import DEGENERATE, LOSSES, finite_difference, rotated_cluster
+from .losses import DEGENERATE, LOSSES, finite_difference, rotated_cluster
 
 torch = pytest.importorskip("torch")
 

@@ -9,7 +9,7 @@ import pytest
 import scipy.linalg
 
 import gpusvd
-from losses import finite_difference
+from .losses import finite_difference
 
 torch = pytest.importorskip("torch")
 library = pytest.importorskip("gpusvd.autodiff.torch_library")

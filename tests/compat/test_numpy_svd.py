@@ -17,7 +17,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_almost_equal, assert_equal
 
 import gpusvd
-from numpy_svd_cases import select, strided
+from .numpy_svd_cases import select, strided
 
 # Upstream's get_rtol and the decimals of its assert_almost_equal wrapper.
 RTOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-11}

@@ -15,8 +15,8 @@ import types
 import numpy as np
 import pytest
 import scipy.linalg
-import test_numpy_svd
-import test_scipy_svd
+from . import test_numpy_svd
+from . import test_scipy_svd
 
 import gpusvd
 from gpusvd import _dispatch, testing

@@ -8,15 +8,12 @@ generators of random and graded bidiagonals.
 """
 
 import functools
-import pathlib
-import sys
 
 import numpy as np
 
 from gpusvd import testing
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "golub_reinsch"))
-from test_dqds import _graded as graded, _random, reference_singular_values  # noqa: E402
+from ..golub_reinsch.test_dqds import _graded as graded, _random, reference_singular_values
 
 # Relative error per value in units of n·ε: (2n − 1)·1.5 + 1 <= 4n (bisection.py's bound).
 BOUND = 4

@@ -9,16 +9,14 @@ function ``count_below`` is exported too, for the case table of the Sturm count.
 
 import ctypes
 import pathlib
-import sys
 
 import numpy as np
+
+from ..jacobi import host_kernel as _HOST  # the CUDA stubs of every host build
 
 _ROOT = pathlib.Path(__file__).resolve().parents[2]
 KERNEL = _ROOT / "src/gpusvd/condensed/kernels/bisection.cu"
 
-
-sys.path.insert(0, str(_ROOT / "tests/jacobi"))
-import host_kernel as _HOST  # noqa: E402  (the CUDA stubs of every host build)
 
 SHIM = _HOST.STUBS + f"""
 #include "{KERNEL}"

@@ -14,14 +14,12 @@ hypot, so the result must be the Numba loop's bit for bit. Two schedules:
 
 import ctypes
 import pathlib
-import sys
+
+from ..jacobi import host_kernel as _HOST  # the CUDA stubs of every host build
 
 _ROOT = pathlib.Path(__file__).resolve().parents[2]
 KERNEL = _ROOT / "src/gpusvd/condensed/kernels/bulge.cu"
 
-
-sys.path.insert(0, str(_ROOT / "tests/jacobi"))
-import host_kernel as _HOST  # noqa: E402  (the CUDA stubs of every host build)
 
 # What the host build of the chase kernel adds to host_kernel.STUBS before the kernel,
 # and its schedules after it: ``one_block``, the persistent kernel's one block;
@@ -74,7 +72,6 @@ static int interleaved(int n, Task task, unsigned seed, int window, int lag)
     return widest;
 }
 """
-
 
 
 def unordered_conflicts(sweeps, lag):

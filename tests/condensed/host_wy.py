@@ -8,15 +8,13 @@ with ``-ffp-contract=off`` leaves the products and sums as the source orders the
 
 import ctypes
 import pathlib
-import sys
 
 import numpy as np
 
+from ..jacobi import host_kernel as _HOST  # the CUDA stubs of every host build
+
 _ROOT = pathlib.Path(__file__).resolve().parents[2]
 KERNEL = _ROOT / "src/gpusvd/condensed/kernels/wy.cu"
-
-sys.path.insert(0, str(_ROOT / "tests/jacobi"))
-import host_kernel as _HOST  # noqa: E402  (the CUDA stubs of every host build)
 
 SHIM = _HOST.STUBS + f"""
 static Dim gridDim;

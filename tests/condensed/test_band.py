@@ -10,7 +10,7 @@ import scipy.linalg
 from gpusvd import testing
 from gpusvd.condensed import band as stage1
 
-import naive_condensed as naive
+from . import naive_condensed as naive
 
 BOUND = 30  # in units of n·ε, as gr's property tests (issue 2)
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)

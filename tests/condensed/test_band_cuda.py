@@ -12,8 +12,8 @@ from gpusvd import testing
 from gpusvd.condensed import band as stage1
 from gpusvd.condensed import compact_wy
 
-import host_wy
-import host_kernel  # tests/jacobi, on sys.path once the host module is imported
+from . import host_wy
+from ..jacobi import host_kernel
 
 
 BOUND = 30

@@ -16,7 +16,7 @@ from gpusvd.condensed.bidiagonal_dc import bidiagonal_svd
 from gpusvd.golub_reinsch import bidiagonal_qr
 from gpusvd.golub_reinsch.dqds import bidiagonal_singular_values
 
-import bisection_cases
+from . import bisection_cases
 
 BOUND = 30  # in units of n·ε, as gr's property tests (issue 2)
 SMLSIZ = 25  # dbdsdc's leaf size (ILAENV ispec 9): up to it, one QR solves B

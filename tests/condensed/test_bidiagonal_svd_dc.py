@@ -20,8 +20,8 @@ from gpusvd.condensed.bidiagonal_svd_dc import bidiagonal_svd_dc
 from gpusvd.golub_reinsch.bidiagonalize import bidiagonalize
 from gpusvd.golub_reinsch.dqds import bidiagonal_singular_values
 
-import bisection_cases
-from test_bidiagonal_dc import _check as _check_solver
+from . import bisection_cases
+from .test_bidiagonal_dc import _check as _check_solver
 
 BOUND = 30  # in units of n·ε, as gr's property tests (issue 2)
 SIZES = (0, 1, 2, 3, 31, 32, 33, 100, 500, 1500)

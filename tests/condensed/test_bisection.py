@@ -21,8 +21,8 @@ from gpusvd.condensed.bisection import (bidiagonal_singular_values_bisection,
                                         golub_kahan_offdiagonal)
 from gpusvd.golub_reinsch.dqds import bidiagonal_singular_values
 
-import bisection_cases
-from bisection_cases import BOUND, CASES, CASES32, COUNT_CASES, SUBNORMAL32
+from . import bisection_cases
+from .bisection_cases import BOUND, CASES, CASES32, COUNT_CASES, SUBNORMAL32
 
 DQDS_BOUND = 10  # dqds's own bound in units of n·ε (tests/golub_reinsch/test_dqds.py)
 

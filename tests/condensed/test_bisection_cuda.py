@@ -17,8 +17,8 @@ from gpusvd import testing
 from gpusvd._core import kernels
 from gpusvd.condensed.bisection import bidiagonal_singular_values_bisection
 
-import bisection_cases
-from bisection_cases import BOUND, CASES, CASES32
+from . import bisection_cases
+from .bisection_cases import BOUND, CASES, CASES32
 
 pytestmark = pytest.mark.gpu
 

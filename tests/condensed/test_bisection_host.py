@@ -12,10 +12,10 @@ from gpusvd import testing
 from gpusvd.condensed import bisection
 from gpusvd.condensed.bisection import golub_kahan_offdiagonal
 
-import bisection_cases
-import host_bisection
-import host_kernel  # tests/jacobi, on sys.path once the host module is imported
-from bisection_cases import CASES, CASES32, COUNT_CASES
+from . import bisection_cases
+from . import host_bisection
+from ..jacobi import host_kernel
+from .bisection_cases import CASES, CASES32, COUNT_CASES
 
 
 @pytest.fixture(scope="module")

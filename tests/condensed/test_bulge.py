@@ -12,7 +12,7 @@ from gpusvd import testing
 from gpusvd.condensed import band as stage1
 from gpusvd.condensed import bulge
 
-import naive_condensed as naive
+from . import naive_condensed as naive
 
 BOUND = 30  # in units of n·ε
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)

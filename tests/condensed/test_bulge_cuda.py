@@ -23,9 +23,9 @@ from gpusvd import testing
 from gpusvd.condensed import band as stage1
 from gpusvd.condensed import bulge, bulge_cuda
 
-import host_bulge
-import host_kernel  # tests/jacobi, on sys.path once the host module is imported
-import naive_condensed as naive
+from . import host_bulge
+from ..jacobi import host_kernel
+from . import naive_condensed as naive
 
 BOUND = 30  # in units of n·ε of max|band|
 REAL = (np.float32, np.float64)

@@ -19,7 +19,7 @@ from gpusvd._core import tunables
 from gpusvd.condensed import band as stage1
 from gpusvd.condensed import bulge, chase_back
 
-import naive_chase_back as naive
+from . import naive_chase_back as naive
 
 BOUND_ORACLE = 4
 BOUND = 30

@@ -16,7 +16,6 @@ GPU tests (pytest -m gpu) run the kernels themselves and the solver end to end.
 
 import ctypes
 import pathlib
-import sys
 
 import numpy as np
 import pytest
@@ -26,11 +25,10 @@ from gpusvd._core import tunables
 from gpusvd.condensed import bidiagonal_svd_dc as svd_dc
 from gpusvd.condensed.merge_vectors_cuda import pack_blocks
 
-import test_bidiagonal_svd_dc as svd_tests
+from ..jacobi import host_kernel  # the CUDA stubs of every host build
+from . import test_bidiagonal_svd_dc as svd_tests
 
 _ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(_ROOT / "tests/jacobi"))
-import host_kernel  # noqa: E402  (the CUDA stubs of every host build)
 
 KERNEL = _ROOT / "src/gpusvd/condensed/kernels/merge_vectors.cu"
 BOUND = 8  # entries within BOUND·k·ε of the NumPy twin's

@@ -22,10 +22,10 @@ from gpusvd.condensed import bidiagonal_svd_dc as svd_dc
 from gpusvd.condensed import secular_svd
 from gpusvd.condensed.secular import _UNIT_ROUNDOFF, MAX_STEPS, check_converged
 
-import host_secular
-import host_kernel  # tests/jacobi, on sys.path once host_secular is imported
-import test_bidiagonal_svd_dc as svd_tests
-import test_secular_svd as svd_problems
+from . import host_secular
+from ..jacobi import host_kernel
+from . import test_bidiagonal_svd_dc as svd_tests
+from . import test_secular_svd as svd_problems
 
 BOUND = 4  # roots within BOUND·k·ε·max(|d|, |σ|) of the Numba twin's (GPU)
 EPS = np.finfo(np.float64).eps

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from worker import CASES, HSVD_CASES, LOWRANK_CASES, SHORT
+from .worker import CASES, HSVD_CASES, LOWRANK_CASES, SHORT
 
 pytestmark = pytest.mark.mpi
 

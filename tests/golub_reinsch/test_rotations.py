@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from gpusvd.golub_reinsch.rotations import apply_rotations
-from naive import apply_rotations_naive, random_rotation_log
+from .naive import apply_rotations_naive, random_rotation_log
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -6,7 +6,7 @@ import pytest
 from gpusvd._core import tunables
 from gpusvd.golub_reinsch.rotations import apply_rotations
 from gpusvd.golub_reinsch.rotations_cuda import group_windows
-from naive import random_rotation_log
+from .naive import random_rotation_log
 
 
 @pytest.mark.parametrize("window", [1, 3, 8, 32])

@@ -11,8 +11,8 @@ import pytest
 
 import gpusvd
 from gpusvd._core.arrays import place
-from fake_dlpack import FakeArray, ReadOnlyArray
-from interop_cases import CASES, IDS, as_numpy, results
+from .fake_dlpack import FakeArray, ReadOnlyArray
+from .interop_cases import CASES, IDS, as_numpy, results
 
 
 class Anonymous:

@@ -14,7 +14,7 @@ import pytest  # noqa: E402
 
 import gpusvd  # noqa: E402
 from gpusvd._core import arrays  # noqa: E402
-from interop_cases import CASES, IDS, as_numpy, results  # noqa: E402
+from .interop_cases import CASES, IDS, as_numpy, results  # noqa: E402
 
 jax = pytest.importorskip("jax", reason="JAX is not installed here")
 jax.config.update("jax_enable_x64", True)  # the cases are float64 and complex128

@@ -13,7 +13,7 @@ import pytest
 
 import gpusvd
 from gpusvd._core import arrays
-from interop_cases import CASES, IDS, as_numpy, results
+from .interop_cases import CASES, IDS, as_numpy, results
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed here")
 

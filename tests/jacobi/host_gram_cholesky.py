@@ -9,7 +9,7 @@ import pathlib
 
 import numpy as np
 
-from host_kernel import STUBS, _SHARED, compile_host
+from .host_kernel import STUBS, _SHARED, compile_host
 
 KERNEL = (pathlib.Path(__file__).resolve().parents[2]
           / "src/gpusvd/jacobi/kernels/gram_cholesky.cu")

@@ -13,7 +13,7 @@ import numpy as np
 from gpusvd.jacobi.rotations import orthogonality_tol
 from gpusvd.jacobi.small_svd import MAX_SWEEPS, STRATEGY, Shape
 from gpusvd.jacobi.strategies import pivot_strategy
-from host_kernel import STUBS, _SHARED, compile_host
+from .host_kernel import STUBS, _SHARED, compile_host
 
 KERNEL = (pathlib.Path(__file__).resolve().parents[2]
           / "src/gpusvd/jacobi/kernels/small_svd.cu")

@@ -16,7 +16,7 @@ from gpusvd.jacobi.padding import kept_columns, pad_columns
 from gpusvd.jacobi.strategies import NAMES, padded_order, pivot_strategy
 from gpusvd.testing import random_matrix
 from gpusvd.testing.metrics import orthogonality, relative_sv_error, svd_residual
-from jacobi_backends import OnCPU, OnGPU
+from .jacobi_backends import OnCPU, OnGPU
 
 ORDERS = range(1, 71)
 # Complex wide matrices up to this order: the pointwise path of the default b = 16 and the

@@ -16,8 +16,8 @@ import pytest
 from gpusvd import testing
 from gpusvd.jacobi import blocked
 from gpusvd.jacobi.gram_cholesky_cuda import launch_config
-import host_gram_cholesky
-import host_kernel
+from . import host_gram_cholesky
+from . import host_kernel
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 

@@ -6,9 +6,9 @@ import scipy.linalg
 
 from gpusvd.jacobi import eigh_factored, hsvd
 from gpusvd.testing import haar_orthogonal, random_matrix
-from jacobi_backends import OnCPU, OnGPU
-from naive_jacobi import eigenvalues
-from test_jacobi_svd import spectrum
+from .jacobi_backends import OnCPU, OnGPU
+from .naive_jacobi import eigenvalues
+from .test_jacobi_svd import spectrum
 
 
 def j_orthogonal(signs, rng, rotations=60):

@@ -7,7 +7,7 @@ from gpusvd.jacobi.inner import inner_jacobi
 from gpusvd.jacobi.rotations import orthogonality_tol
 from gpusvd.jacobi.strategies import pivot_strategy
 from gpusvd.testing import random_matrix
-from naive_jacobi import one_sided_jacobi
+from .naive_jacobi import one_sided_jacobi
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 

@@ -20,7 +20,7 @@ from gpusvd.jacobi import blocked, inner
 from gpusvd.jacobi.driver import jacobi_svd
 from gpusvd.jacobi.rotations import orthogonality_tol
 from gpusvd.jacobi.strategies import pivot_strategy
-import host_kernel
+from . import host_kernel
 
 BOUND = 30          # the contract's bound in units of n·ε (tests/golub_reinsch/test_svd_gr.py)
 MAX_SWEEPS = 30

@@ -6,7 +6,7 @@ import pytest
 
 from gpusvd.jacobi.norms import column_norms
 from gpusvd.jacobi.rotations import orthogonality_tol, rotation, rotations
-from rotation_cases import cases, check
+from .rotation_cases import cases, check
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -13,8 +13,8 @@ import pytest
 
 from gpusvd.jacobi.rotations import rotation_of
 from gpusvd.jacobi.rotations import rotations as numba_rotations
-import host_kernel
-from rotation_cases import cases, check
+from . import host_kernel
+from .rotation_cases import cases, check
 
 DTYPES = [np.float32, np.float64]
 

@@ -12,8 +12,8 @@ from gpusvd._dispatch import _jacobi as jacobi_stack
 from gpusvd.testing import (graded, haar_orthogonal, low_rank, random_matrix,
                             with_condition)
 from gpusvd.testing.metrics import orthogonality, relative_sv_error, svd_residual
-from jacobi_backends import OnCPU, OnGPU
-from naive_jacobi import singular_values
+from .jacobi_backends import OnCPU, OnGPU
+from .naive_jacobi import singular_values
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 OPTIONS = [dict(), dict(variant="block-oriented"), dict(shorten="qr"), dict(vectors="solve"),

@@ -18,8 +18,8 @@ import pytest
 from gpusvd import testing
 from gpusvd.jacobi import blocked, driver, inner, jacobi_svd, small_qr_cuda
 from gpusvd.jacobi.small_qr_cuda import launch_config, shared_bytes
-import host_small_qr
-import host_kernel
+from . import host_small_qr
+from . import host_kernel
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 SHAPES = [(1, 1), (5, 5), (8, 3), (32, 32), (40, 17), (67, 64)]

@@ -20,7 +20,7 @@ from gpusvd import testing
 from gpusvd.jacobi import small_svd as twin
 from gpusvd.jacobi import small_svd_cuda
 from gpusvd.testing.generators import STACK_KINDS
-import host_small_svd
+from . import host_small_svd
 
 BOUND = 30  # units of n·ε (issue 27, acceptance 1)
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
@@ -180,7 +180,7 @@ def test_lanes_by_shape_and_batch():
 
 @pytest.fixture(scope="module")
 def host_small(tmp_path_factory):
-    import host_kernel
+    from . import host_kernel
 
     return host_kernel.built_or_skip(host_small_svd.build, tmp_path_factory, "host_small")
 

@@ -9,8 +9,6 @@ numerical rank deficiency (U_p only a partial isometry), the shape paths (QR fir
 transposition) and the error paths.
 """
 
-import pathlib
-import sys
 
 import numpy as np
 import pytest
@@ -20,9 +18,8 @@ import gpusvd
 from gpusvd import testing
 from gpusvd.polar_svd import cholesky_qr, fixed_schedule, qdwh
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent.parent))  # tests/: gr's classes
-from golub_reinsch import test_svd_gr as gr_cases  # noqa: E402
-from golub_reinsch import test_svd_gr_complex as complex_cases  # noqa: E402
+from ..golub_reinsch import test_svd_gr as gr_cases
+from ..golub_reinsch import test_svd_gr_complex as complex_cases
 
 BOUND = 30  # units of n·ε, as for gr
 

@@ -3,7 +3,7 @@ Gram–Schmidt, cosine-tree split, truncation (issue 5)."""
 
 import numpy as np
 import pytest
-from naive_quic import cosine_split, length_squared_pick
+from .naive_quic import cosine_split, length_squared_pick
 
 from gpusvd import svd_lowrank, testing
 from gpusvd._core import tunables

@@ -6,7 +6,7 @@
 
 import numpy as np
 import pytest
-from naive_quic import optimal_rank, paper_low_rank, relative_error
+from .naive_quic import optimal_rank, paper_low_rank, relative_error
 
 from gpusvd import testing
 from gpusvd._core import tunables

@@ -5,7 +5,7 @@ import cmath
 import numpy as np
 import pytest
 
-import step_cases
+from . import step_cases
 from gpusvd.takagi.rotation import (_half_phase_offset, rotate, rotation_matrix,
                                     takagi_rotation)
 

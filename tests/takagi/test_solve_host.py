@@ -8,8 +8,8 @@ the two agree to rounding."""
 import numpy as np
 import pytest
 
-import host_takagi_steps
-import naive_takagi as naive
+from . import host_takagi_steps
+from . import naive_takagi as naive
 from gpusvd import testing
 from gpusvd.takagi import steps
 from gpusvd.takagi.ordering import chess_tournament

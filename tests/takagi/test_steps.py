@@ -4,7 +4,7 @@ each CUDA kernel against its Numba twin on identical input."""
 import numpy as np
 import pytest
 
-import naive_takagi as naive
+from . import naive_takagi as naive
 from gpusvd import testing
 from gpusvd.takagi import steps
 from gpusvd.takagi.ordering import chess_tournament

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-import naive_takagi as naive
+from . import naive_takagi as naive
 from gpusvd import LinAlgError, testing
 from gpusvd._core import tunables
 from gpusvd.takagi import takagi
