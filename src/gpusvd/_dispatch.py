@@ -184,8 +184,9 @@ def _empty_stack(xp, batch, m, n, dtype, full_matrices, compute_uv):
 def _lapack_directly(arr, placement, *, full_matrices, compute_uv, method):
     """The SVD that ``method="auto"`` (or ``"lapack"``) gives an array placed on the CPU,
     with none of the front end's work but its check: LAPACK's gesdd scales into its safe
-    range itself. Through the whole front end a 2×2 float64 NumPy call cost 63–114 µs
-    against NumPy's own 9–14 µs (2 shared cores, one BLAS thread, 2026-11-28).
+    range itself. Through the whole front end a 2×2 float64 NumPy call costs 63–114 µs
+    against NumPy's own 9–14 µs (2 shared cores, one BLAS thread; NOTES.md, "Small
+    matrices on the CPU: gesdd directly").
 
     None (the caller takes the front end) unless the front end would pass ``arr`` (from
     :func:`place`) unchanged (:func:`gpusvd._core.front_end.passes_unchanged`); the

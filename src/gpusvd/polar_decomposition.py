@@ -2,8 +2,8 @@
 
 The unitary factor is QDWH's on a GPU (Nakatsukasa, Bai & Gygi, SIAM J. Matrix Anal.
 Appl. 31(5), 2010; Nakatsukasa & Higham, SIAM J. Sci. Comput. 35(3), 2013) and U = W·Vᴴ
-from LAPACK's gesdd on the CPU, as SciPy's (``method="auto"``; on 2 cores QDWH took 2–10×
-gesdd's time at n = 8 to 1000, 2026-11-28). The Hermitian factor is then one product,
+from LAPACK's gesdd on the CPU, as SciPy's (``method="auto"``; on 2 cores QDWH takes 2–10×
+gesdd's time at n = 8 to 1000). The Hermitian factor is then one product,
 P = Uᴴ·A (right) or A·Uᴴ (left), symmetrized. Which QDWH runs (``method`` "qdwh", or
 "auto" on a GPU):
 
@@ -13,10 +13,11 @@ P = Uᴴ·A (right) or A·Uᴴ (left), symmetrized. Which QDWH runs (``method`` 
   could overflow, a tall A (m > QR_FIRST_RATIO·n) reduced first by A = Q·R (QDWH of the
   n×n R, U = Q·U_R), ‖A‖₂ and σ_min estimated (power iteration; inverse iteration with
   the LU or R factor), then Householder-QR and Cholesky steps. The batched engine
-  iterates in float64 whatever the input, at twice the cost (one matrix on the H200,
-  2026-11-27: 8192² float32 1.34 → 0.62 s, float64 1.52 → 0.65 s, 4096² float32
-  0.30 → 0.13 s; JAX's QDWH 0.71, 0.78, 0.13 s). On the CPU (NumPy, two OpenBLAS
-  threads) it is as fast in float64 and twice as fast in float32 (1000²: 1.06 → 0.52 s).
+  iterates in float64 whatever the input, at twice the cost (one matrix on the H200, the
+  engine against this QDWH: 8192² float32 1.34 against 0.62 s, float64 1.52 against
+  0.65 s, 4096² float32 0.30 against 0.13 s; JAX's QDWH 0.71, 0.78, 0.13 s). On the CPU
+  (NumPy, two OpenBLAS threads) it is as fast in float64 and twice as fast in float32
+  (1000²: 1.06 → 0.52 s).
 - **A stack of two or more**: the batched engine (:mod:`gpusvd.batched.qdwh`), every
   matrix at once in batched GEMMs, Cholesky factorizations and triangular solves, in
   float64 (complex128).

@@ -105,9 +105,10 @@ def time_interleaved(fns: dict[str, Callable[[], Any]], *, warmup: int = 1,
     host's drift reaches every function alike (calls of a millisecond or less on a loaded
     machine vary by ±0.1 ms from minute to minute). Each round takes the functions in a
     new random order (``seed``): what runs just before a call changes its time (gpusvd's
-    calls at n <= 16 took 4–31% longer right after JAX's than after CuPy's, H100,
-    2026-11-28), and a fixed cyclic order, even started one later each round, keeps each
-    function's predecessor. A function that raises is left out of the rounds; its
+    calls at n <= 16 took 4–31% longer right after JAX's than after CuPy's on the H100;
+    NOTES.md, "Small calls on a shared host: how to time them"), and a fixed cyclic
+    order, even started one later each round, keeps each function's predecessor. A
+    function that raises is left out of the rounds; its
     exception is returned in its place.
 
     Examples

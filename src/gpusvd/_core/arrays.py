@@ -104,9 +104,9 @@ def _torch_cuda_view(a, cp):
     stream exchange: where torch and CuPy work on one stream of ``a``'s device (the
     default stream unless the caller chose another), the order of their work needs no
     event. ``torch.from_dlpack`` of a result is handed a capsule made for that stream.
-    A 2×2 float64 call took 0.26 ms through the exchange, 0.17 viewed (H200,
-    2026-11-28). For a plain, contiguous tensor of a CuPy dtype only, else None (the
-    caller takes DLPack)."""
+    A 2×2 float64 call takes 0.26 ms through the exchange, 0.17 viewed (H200;
+    BENCHMARKS.md, "The small torch call"). For a plain, contiguous tensor of a CuPy
+    dtype only, else None (the caller takes DLPack)."""
     torch = sys.modules["torch"]
     dtype = _TORCH_DTYPES.get(str(a.dtype).rpartition(".")[2])
     if (dtype is None or a.device.type != "cuda" or type(a) not in (torch.Tensor,

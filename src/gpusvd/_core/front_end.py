@@ -1,4 +1,4 @@
-"""The front end of every public function (DESIGN.md, "One front end"; issue 19).
+"""The front end of every public function (DESIGN.md, "One front end").
 
 :func:`receive` takes the caller's array through the same steps for every entry point:
 

@@ -33,7 +33,7 @@ import sys
 import threading
 
 # Graphs kept, and the device memory their pools may hold together (the newest graph is
-# kept whatever its size): a 512² float64 SVD holds 27.5 MB (H100, 2026-11-27).
+# kept whatever its size): a 512² float64 SVD holds 27.5 MB on the H100.
 CACHED_GRAPHS = 8
 CACHED_BYTES = 2 ** 29
 # Keys remembered as seen once, so that their second call captures.

@@ -5,8 +5,8 @@ fatbin per file with nvcc (SASS for :data:`SASS_ARCHS`, PTX for :data:`PTX_ARCH`
 GPUs JIT it once in the driver) into ``_core/cuda/bin/``, and records in its
 ``manifest.json`` the mangled name of each template instantiation and a hash of what was
 compiled (:func:`source_hash`). A kernel is then loaded with ``cupy.RawModule(path=...)``
-in milliseconds, where NVRTC took seconds per file (26 s for the first ``gr`` call on a
-fresh H100, 2026-11-25). NVRTC compiles the file at run time only as the fallback: when
+in milliseconds, where NVRTC takes seconds per file (26 s for the first ``gr`` call on a
+fresh H100). NVRTC compiles the file at run time only as the fallback: when
 the shipped binary is stale (the source changed since the build: a test fails in CI
 then), when the driver cannot load it (no SASS or PTX it can use, or a driver older than
 the nvcc that built it), or when ``GPUSVD_KERNELS=nvrtc`` asks for it.

@@ -4,7 +4,7 @@ Why not through CuPy: CuPy refuses every cuBLAS and cuSOLVER call while a stream
 being captured into a CUDA graph (its ``setStream`` raises NotImplementedError, CuPy
 14.2), and its wrappers cost 20–190 µs of host time a call (a workspace query and an
 allocation for each factorization; NOTES.md, "One matrix of 128–1024"). The routines
-below are captured and replayed in graphs on the H100 and H200 (2026-11-27); cuSOLVER's
+below are captured and replayed in graphs on the H100 and H200; cuSOLVER's
 ``syevd`` is not (CUSOLVER_STATUS_INTERNAL_ERROR under capture), its batched
 ``XsyevBatched`` is (:mod:`gpusvd.batched.eigh`).
 

@@ -3,7 +3,7 @@
 The CPU kernels are Numba functions with ``cache=True``: the first call of a process
 loads them from Numba's cache in about 0.2 s, but with an empty cache it compiles them:
 4–8.6 s for the first ``svd``, ``svdvals``, ``jacobi_svd``, ``hsvd`` or ``eigh_factored``
-of a process and 1.8 s for ``takagi`` (2 cores, 2026-11-25, BENCHMARKS.md, "The first call").
+of a process and 1.8 s for ``takagi`` (2 cores; BENCHMARKS.md, "The first call").
 Numba's machine code is specific to the CPU and the Numba version, so it cannot ship in
 the package; :func:`precompile` builds it on the machine, once (``gpusvd
 precompile``, run at install), by running every

@@ -28,8 +28,8 @@ _F32_SIGN_BIT = -(1 << 31)
 # (ε below the largest), across the smallest normal float32 2^−126: 126 − 23.
 _F32_EXACT_BEYOND = 103
 # CuPy reduces a whole matrix as one segment, in one thread block; past 2^31 entries
-# (where CUB's segmented reduction does not go) its own kernel took 1.77 s for the
-# maximum of 2.2e9 float32 entries on the H100 (2026-11-25), against QR's 0.69 s. Beyond
+# (where CUB's segmented reduction does not go) its own kernel takes 1.77 s for the
+# maximum of 2.2e9 float32 entries on the H100, against QR's 0.69 s. Beyond
 # this size the maxima of the rows (of the columns if wider than tall) come first, in
 # parallel.
 _ONE_PASS_ENTRIES = (1 << 31) - 1
@@ -154,8 +154,8 @@ def largest_entries_on_device(stack, xp):
 
     Computed on the integer view of the bits with the sign bit cleared, which orders as
     the magnitudes do (NaN above infinity): an integer maximum flushes nothing, where a
-    float32 reduction on the GPU flushes subnormal entries to zero (H100, 2026-11-25: a
-    matrix of entries ≈ 1e-40 read as zero).
+    float32 reduction on the GPU flushes subnormal entries to zero (on the H100 a matrix
+    of entries ≈ 1e-40 reads as zero).
 
     Examples
     --------

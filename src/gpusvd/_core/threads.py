@@ -8,7 +8,7 @@ workers spin for a while after each call before they sleep, and GNU OpenMP's (Nu
 ``omp`` layer) spin after each parallel region. Where a driver alternates the two every
 millisecond, both pools compete for every core, and each parallel region waits for its
 slowest, descheduled thread. Measured on a 2-core machine shared with other work
-(2026-11-25, float64, median of 3, interleaved): the CPU Jacobi SVD of a 500×500 matrix
+(float64, median of 3, interleaved): the CPU Jacobi SVD of a 500×500 matrix
 took 3.27 s with both pools at their default of 2 threads, 2.93 s with BLAS limited to
 one thread only while the Numba kernel runs, 1.39 s with BLAS at one thread for the whole
 decomposition, 1.63 s with Numba at one thread instead; the blocked Takagi factorization

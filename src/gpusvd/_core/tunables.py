@@ -33,8 +33,8 @@ class Tunables:
     # QUIC-SVD (paper 001). Most cosine-tree leaves split per step: the paper splits one; a
     # step of many makes the device work GEMMs and bounds host syncs to three per step.
     # Leaves double per step up to this, so a rank-k basis takes ~log2(k) + k/(2·batch)
-    # steps: 256 reaches rank 500 (the issue's 16384² target) in ~10 steps, with candidate
-    # blocks of n × 512 (32 MiB in float32 at n = 16384).
+    # steps: 256 reaches rank 500 of a 16384² matrix in ~10 steps, with candidate blocks of
+    # n × 512 (32 MiB in float32 at n = 16384).
     quic_split_batch: int = 256
     # Basis vectors per block of the blocked Gram–Schmidt: "approximately 20" (paper 001
     # §2.2, their trade-off between speed and stability).
@@ -59,20 +59,21 @@ class Tunables:
     # (LAPACK float64 on the host, 61 ms at k = 505 on the H100's host), "host" (LAPACK in
     # the working precision), "device" (xp.linalg.svd: cuSOLVER gesvd) or "gram" (float64
     # eigh of RᵀR on the device; float64 input falls back to "host64"). "gram" is a
-    # prediction (syevd of order 505 should take a few ms; gesvd is slow at small n), to
-    # be measured (the probe bench/profile_quic.py --extract-svd, in git at 4941fdc).
+    # prediction (syevd of order 505 should take a few ms; gesvd is slow at small n), not
+    # yet measured.
     quic_extract_svd: str = "gram"
     # Threads copying a partition into pinned memory (one memcpy thread reaches about a
     # fifth of the 54 GB/s pinned PCIe bandwidth, DESIGN.md) and the chunk each copies.
-    # Measured on the H100's host (S4, bench_quic.py --ooc-host 150000x140000, depth 8):
-    # 8 threads of 64 MB 31.3 GB/s, 16 of 64 MB 37.2, 16 of 256 MB 38.4 (70% of pinned).
+    # Measured on the H100's host, 150000 × 140000 float32 from host memory, depth 8: 8
+    # threads of 64 MB 31.3 GB/s, 16 of 64 MB 37.2, 16 of 256 MB 38.4 (70% of pinned;
+    # BENCHMARKS.md, "Low-rank SVD with a guaranteed error (QUIC-SVD)").
     quic_reader_threads: int = 16
     quic_read_chunk_bytes: int = 256 << 20
     # Most partitions a streamed pass keeps on the device (quic/pipeline.py PinnedFeeder):
     # the loader runs up to this many − 1 partitions ahead of the computation, so that
     # the copy engine keeps working while one partition's tree grows (1.4 s of a 3.7 s
-    # pass at 150000 × 140000 float32 on the H100 with 2). Measured there (S4,
-    # bench_quic.py --ooc-tunables): 2 buffers 15.2 GB/s, 8 buffers 31.3 GB/s.
+    # pass at 150000 × 140000 float32 on the H100 with 2). Measured there: 2 buffers
+    # 15.2 GB/s, 8 buffers 31.3 GB/s.
     quic_stream_depth: int = 8
     # distributed.svd_lowrank: basis vectors the ranks add together (an equal share each)
     # before their bases are merged and growth goes on from the merged one. Ranks growing
@@ -80,7 +81,7 @@ class Tunables:
     # other's span): merged only at the end, 2 and 4 CPU ranks made bases of 74 and 139
     # vectors for a rank-30 matrix (8000 × 400) whose single-process basis had 30. Merging
     # every chunk lets each rank's Monte Carlo bound see the others' vectors; measured on
-    # a 2-core CPU machine (S5), chunk 8, 16, 32: bases of 32–40 on 2 and 4 ranks.
+    # a 2-core CPU machine, chunk 8, 16, 32: bases of 32–40 on 2 and 4 ranks.
     quic_merge_chunk: int = 32
     # Lanes per pivot pair of the CUDA inner Jacobi kernel (jacobi/kernels/inner_jacobi.cu):
     # 4, 8, 16 or 32, or 0 for about 4 rows of g per lane. Fewer lanes mean fewer warps
@@ -89,9 +90,9 @@ class Tunables:
     jacobi_inner_lanes: int = 0
     # Distributed Jacobi on GPUs, pairs_per_rank=None: the most pivot block-pairs per rank
     # that keep each pair at least this many columns wide (distributed/outer.py). n =
-    # 16384 float64 on two H200s (S4, 2026-11-22): c = 1 (pairs of 8192) 31.1 s, c = 2
-    # (pairs of 4096) 25.8 s; the single GPU 47.0 s. Narrower pairs were predicted slower
-    # (p-step latency), not measured.
+    # 16384 float64 on two H200s: c = 1 (pairs of 8192) 31.1 s, c = 2 (pairs of 4096)
+    # 25.8 s; the single GPU 47.0 s. Narrower pairs were predicted slower (p-step
+    # latency), not measured.
     distributed_pair_width: int = 4096
     # Takagi (paper 002). Matrices of order below this use the paper's pointwise parallel
     # steps (Alg. 2, one pass over A and U per step); from it on the blocked form
@@ -108,9 +109,9 @@ class Tunables:
     takagi_inner_sweeps: int = 1
     # Threads per thread block of the CUDA inner solve (takagi_solve_block_pairs): one
     # warp forms each step's rotations while the others update G; the tile's 2×2 updates
-    # (b² of them, 1024 at b = 32) share all warps. Measured on the H100 (S4, 2026-11-22, bench/profile_takagi.py --threads, in git at 4941fdc,
-    # n = 2048): complex128 0.482 s with 256, 0.498 s with 512 (1024 does not launch:
-    # registers); complex64 0.252 / 0.251 / 0.274 s with 256 / 512 / 1024. So 256.
+    # (b² of them, 1024 at b = 32) share all warps. Measured on the H100 at n = 2048:
+    # complex128 0.482 s with 256, 0.498 s with 512 (1024 does not launch: registers);
+    # complex64 0.252 / 0.251 / 0.274 s with 256 / 512 / 1024. So 256.
     takagi_solve_threads: int = 256
     # Blocked Jacobi SVD (paper 003): columns per block-column b; each block pair is
     # shortened to a 2b×2b factor for the inner Jacobi. The paper's b = 16 (2b = 32, one
@@ -122,71 +123,50 @@ class Tunables:
     # Block width b of the blocked Jacobi SVD on the GPU (jacobi/blocked.py block_width):
     # b = 32, inner order 64, halves the p-steps per block sweep (and their launches) of
     # b = 16 at the same GEMM flops per sweep; g and v of order 64 fit the inner kernel's
-    # shared memory up to complex128 (133 kB of 227). A prediction from launch counts
-    # (B2, 2026-11-22), to be measured with bench/relative_accuracy.py on the H100.
+    # shared memory up to complex128 (133 kB of 227). A prediction from launch counts, to
+    # be measured with bench/relative_accuracy.py.
     jacobi_block_width_gpu: int = 32
     # Takagi blocked step update (takagi/driver.py _Blocked): "strided", three batched GEMMs
     # with the step's block permutation in their output pointers (takagi/block_update.py,
     # ~6 passes over the n×n matrices per step), or "gather", batched GEMMs plus gathers
-    # (~12 passes, one transposed). A prediction from pass counts (C3, 2026-11-22), to be
-    # measured with bench/profile_takagi.py --update (git, 4941fdc) on the H100.
+    # (~12 passes, one transposed). A prediction from pass counts, not yet measured.
     takagi_update: str = "strided"
     # With takagi_update="strided" on the GPU: U's GEMM on a second stream, overlapping
     # the next inner solve (which occupies only n/(2b) SMs). Same source as above.
     takagi_update_overlap: bool = True
     # Bandwidth b of the two-stage reduction (condensed/): stage 1 (dense → band, GEMMs)
     # gets faster as b grows, stage 2 (bulge chasing, ≈ 8n²b flops in a sequential loop)
-    # slower. CPU, float64, 1 thread, stage 1 + stage 2 (2026-11-25, shared 2-core EPYC,
-    # load 2.5, ±50% noise): n = 1000: b = 8 0.38 s, 16 0.27, 32 0.27, 64 0.35; n = 2000:
-    # 3.9, 3.4, 2.8, 4.7 s (NOTES.md, "Two-stage reduction, first increment"). To be
-    # measured again with stage 2's GPU kernel and the back-transformation.
-    # The GPU takes it too. H100, 2026-11-25: session 8 (stage 1 by CuPy matmuls) had b = 64
-    # faster from 8192; with stage 1's updates in place and its per-panel V and T in one
-    # launch each (session 9, bench/results/values_s9.json), two_stage_singular_values,
-    # median of 3: float64 8192 b = 32 0.662 s against 0.803 (64); float32 8192 0.503
-    # against 0.602; float64 16384 2.28 against 2.51; 4096 float64 0.341 against 0.393.
+    # slower. b = 32 was fastest or tied on the CPU (stage 1 + stage 2, n = 1000 and 2000)
+    # and, against 64, on the GPU (values at 4096–16384, float64 and float32; NOTES.md,
+    # "Where things stand": the two-stage crossovers).
     two_stage_bandwidth: int = 32
     # reduction="auto" of svd/svdvals(method="gr"), values only: the two-stage reduction
-    # (condensed/driver.py) from min(m, n) >= this, the one-stage one below it. GPU: the
-    # session 8 H100 run (values_h100_s8.txt), one-stage against two-stage (b = 32):
-    # float64 n = 4096 0.698 s against 0.356, 8192 3.02 against 1.175; float32 4096 0.579
-    # against 0.329, 8192 2.57 against 1.158; 2048 and below not measured yet.
+    # (condensed/driver.py) from min(m, n) >= this, the one-stage one below it. GPU, b = 32:
+    # two-stage over one-stage time 0.51–0.57 at 4096, 0.39–0.45 at 8192 (float64, float32);
+    # 2048 and below not measured (NOTES.md, the two-stage crossovers).
     two_stage_values_min_n_gpu: int = 4096
-    # CPU: measured 2026-11-25 on the shared 2-core AMD EPYC (load 0.2–1.3), 1 thread
-    # (NUMBA/OPENBLAS_NUM_THREADS=1), square Gaussian, svdvals two-stage time over
-    # one-stage time, median of 3 rounds run side by side (bench/bench_two_stage_values.py,
-    # in git at 4941fdc; 40 rounds for n <= 32): float64 n = 4 1.61, 8 1.01, 10 0.86, 16 0.61, 50 0.26, 100
-    # 0.31, 200 0.47, 500 0.76, 1000 0.96 (first run 1.03), 1500 0.93, 2000 0.83–0.89 with
-    # b = 32 (b = 16: 0.49–1.12, b = 64: 0.25–1.27); float32 and complex128 cross at n = 8
-    # too (complex128 300 0.56, 800 0.67), but float32 from n = 1000 takes 1.15–1.24× the
-    # one-stage time (probably: the one-stage reduction's memory-bound half gains from
-    # 4-byte words, the bulge chasing does not). So two-stage from 10.
+    # CPU, one thread: two-stage over one-stage time 1.61 at n = 4, 1.01 at 8, 0.86 at 10,
+    # 0.26–0.96 from 16 to 2000 in float64, complex128 alike; float32 from n = 1000 takes
+    # 1.15–1.24× (probably: the one-stage reduction's memory-bound half gains from 4-byte
+    # words, the bulge chasing does not). So two-stage from 10 (NOTES.md, as above).
     two_stage_values_min_n_cpu: int = 10
     # reduction="auto" of svd(method="gr") with vectors on the CPU: the two-stage
     # reduction (condensed.driver.two_stage_svd: dbdsdc + dqds, blocked back-
-    # transformations) for min(m, n) in [min, max), the one-stage one outside. 2026-11-25,
-    # shared 2-core EPYC (load 0.8–1.4), 1 thread, square Gaussian float64, full_matrices
-    # False, two-stage time over one-stage time, median of 3 (30 for n <= 32) side by side:
-    # n = 4 1.45, 8 1.18, 16 0.87, 32 0.65, 50 0.56, 100 0.56, 200 0.70, 300 0.86, 500
-    # 0.97, 700 1.01, 1000 1.02, 1500 1.11.
+    # transformations) for min(m, n) in [min, max), the one-stage one outside. One thread,
+    # float64, economy: two-stage over one-stage time 1.18 at n = 8, 0.87 at 16, 0.56–0.97
+    # from 32 to 500, 1.01–1.11 from 700 (NOTES.md, the two-stage crossovers).
     two_stage_vectors_min_n_cpu: int = 16
     two_stage_vectors_max_n_cpu: int = 700
     # reduction="auto" of svd(method="gr") with vectors on the GPU: the two-stage reduction
-    # (its bidiagonal divide and conquer on the device) from min(m, n) >= this. H100,
-    # 2026-11-25, square Gaussian, full_matrices False, median of 3, two-stage against
-    # one-stage (bench/results/svd_two_stage_s10.json): float64 1024 0.188 s against 0.098,
-    # 2048 0.377 against 0.297, 4096 0.908 against 1.150; float32 2048 0.358 against 0.238,
-    # 4096 0.810 against 0.879; 8192 float64 two-stage 2.53 s, one-stage 5.3 (session 9).
-    # With the divide and conquer's merges on the device (bench/results/
-    # two_stage_paths_h100_s10.json, median of 2): float64 2048 0.339 against 0.341, 4096
-    # 0.651 against 1.211; float32 2048 0.250 against 0.247, 4096 0.595 against 0.904.
+    # (its bidiagonal divide and conquer on the device) from min(m, n) >= this. Economy
+    # SVD: the two tie at 2048; at 4096 the two-stage one takes 0.54 (float64) and 0.66
+    # (float32) of the one-stage time (NOTES.md, the two-stage crossovers).
     two_stage_vectors_min_n_gpu: int = 4096
     # method="auto" on the GPU for values only (svdvals, svd(compute_uv=False)) of real
-    # matrices: "gr" (the two-stage reduction) from min(m, n) >= this, "polar" below. H100,
-    # 2026-11-25, median of 3 (values_h100_s8.txt), polar against two-stage with b = 32 at
-    # 4096 and 64 at 8192: float64 4096 0.274 s against 0.356, 8192 1.257 against 1.069;
-    # float32 4096 0.222 against 0.306, 8192 1.032 against 0.944. Complex bands are chased
-    # on the host, so complex input stays with polar.
+    # matrices: "gr" (the two-stage reduction) from min(m, n) >= this, "polar" below. The
+    # two tie at 4096; at 8192 "gr" takes 0.53 s against polar's 1.24 in float64, 0.42
+    # against 0.87 in float32 (BENCHMARKS.md, "Values only on the GPU"). Complex bands are
+    # chased on the host, so complex input stays with polar.
     auto_values_gr_min_n_gpu: int = 8192
     # Share of the GPU's free memory (with CuPy's pool's free blocks) that one chunk of a
     # stack may take in the batched polar SVD (batched/driver.py); a larger stack is
@@ -195,9 +175,9 @@ class Tunables:
     batched_memory_share: float = 0.5
     # Largest min(m, n) of a stack that the polar method takes through the batched engine;
     # larger matrices go one by one through the one-matrix driver, whose own cost then
-    # dwarfs the loop's. H200, 2026-11-27 (NOTES.md "batched engine"): one 1024² matrix
-    # 41 ms through the engine against 37 ms through the driver, but 50 × 1024² float64
-    # 0.28 s against 1.8 s; one 2048² matrix 117 ms against 80.
+    # dwarfs the loop's. One 1024² matrix takes 41 ms through the engine against 37 ms
+    # through the driver, but 50 × 1024² float64 0.28 s against 1.8 s; one 2048² matrix
+    # 117 ms against 80 (NOTES.md, "Batched engine").
     batched_max_n: int = 1024
     # Singular values per Numba task of the bisection solver (condensed/bisection.py),
     # bisected together so that their independent chains of divisions overlap: one value's
@@ -212,14 +192,12 @@ class Tunables:
     # running one sweep at a time; the grid is also capped by the sweeps that can run at
     # once, 2(n−2)/(3b) + 1. A prediction: 8 blocks of 32–128 threads per SM (1056 on the
     # H100) hold every sweep that can be in flight up to n = 16384 with b ≥ 16 (683 there,
-    # 171 at n = 8192, b = 32); to be measured (bench/bench_two_stage.py, in git at 4941fdc).
+    # 171 at n = 8192, b = 32); not yet measured.
     chase_blocks_per_sm: int = 8
     # Stage 2 on the GPU (condensed/kernels/bulge.cu); off, a CuPy band is chased by the
-    # Numba loop on a host copy (8192, b = 32: 10.2 s against 0.35 s on the H100). It was
-    # off after a NaN at n = 3000, b = 16, which was no race but a reflector overflowing
-    # on subnormal entries in both twins (fixed in 8fefb93); after the fix 1,222 chases of
-    # 8 bands on the H100 were finite and bitwise identical run to run
-    # (bench/results/stress_bulge_h100_s8.json).
+    # Numba loop on a host copy (8192, b = 32: 10.2 s against 0.35 s on the H100). On: 1,222
+    # chases of 8 bands on the H100 were finite and bitwise identical run to run
+    # (bench/results/stress_bulge_h100_s8.json), so the kernel shows no race.
     chase_on_gpu: bool = True
     # Leaves of the bidiagonal divide and conquer (condensed/bidiagonal_svd_dc.py): at most
     # this many rows, solved by LAPACK on the host. dlasd0's SMLSIZ is 25 (ILAENV ispec 9);
@@ -228,16 +206,15 @@ class Tunables:
     # Merges of bidiagonal_svd_dc.py with at most this many rows update U and V by one
     # dense GEMM each (U·W, W the identity but for the merge's vectors) instead of the
     # GEMMs split by the columns' supports: up to twice the flops, but ~5 launches per
-    # matrix instead of ~15, which on a GPU is most of a small merge's time. H100,
-    # 2026-11-25, the two-stage SVD of a Gaussian matrix in float64, median of 3
-    # (bench/results/two_stage_s10g.json): at n = 8192 2.19 s with no dense merges, 2.16
-    # with them up to 1024 rows, 1.87 up to 4096 (all but the top merge); at 4096 0.81,
-    # 0.78, 0.69.
+    # matrix instead of ~15, which on a GPU is most of a small merge's time. H100, the
+    # two-stage SVD of a Gaussian matrix in float64 (bench/results/two_stage_s10g.json): at
+    # n = 8192 2.19 s with no dense merges, 2.16 with them up to 1024 rows, 1.87 up to 4096
+    # (all but the top merge); at 4096 0.81, 0.78, 0.69.
     divide_conquer_dense_merge_rows: int = 4096
     # Columns of C per pass of chase_back's wavefront on the CPU (the GPU takes all of C:
     # its largest GEMMs): each step sweeps the rows of C, so panels that stay in cache.
-    # One core of the shared AMD EPYC (1 MiB L2, 32 MiB L3), n = 2000, b = g = 32,
-    # 2026-11-25: 256 columns 1.35 s against 1.74 s whole (64: 1.57 s, 128: 1.37 s).
+    # One core of an AMD EPYC (1 MiB L2, 32 MiB L3), n = 2000, b = g = 32: 256 columns
+    # 1.35 s against 1.74 s whole (64: 1.57 s, 128: 1.37 s).
     chase_back_panel_columns_cpu: int = 256
 
 

@@ -1,8 +1,8 @@
 """Validation of user input; every message says what is wrong and what is expected.
 
 The numeric options of every public function are checked here, once, so that the entry
-points agree (issue 19): a tolerance is a number in (0, 1), a sweep limit an integer
->= 1, QUIC-SVD's ε and δ numbers in (0, 1), Hermitian signs ±1.
+points agree: a tolerance is a number in (0, 1), a sweep limit an integer >= 1,
+QUIC-SVD's ε and δ numbers in (0, 1), Hermitian signs ±1.
 """
 
 import numbers

@@ -44,9 +44,9 @@ def solve_lower(xp, low, b, *, conjugate=False):
 def cholesky(xp, g):
     """The lower Cholesky factor of each matrix of the stack ``g`` (batch, n, n). A stack
     of one takes the unbatched factorization: cuSOLVER's potrfBatched and cuBLAS's
-    trsmBatched are made for many small matrices, and one matrix through them cost most
-    of a single-matrix SVD's QDWH estimates on the H100 (2026-11-27: 4.8–5.8 ms of
-    12–34 ms from 128² to 1024² float64, NOTES.md)."""
+    trsmBatched are made for many small matrices, and one matrix through them costs most
+    of a single-matrix SVD's QDWH estimates on the H100 (4.8–5.8 ms of 12–34 ms from 128²
+    to 1024² float64; NOTES.md, "One matrix of 128–1024 and tall matrices: QDWH")."""
     if len(g) == 1:
         return xp.linalg.cholesky(g[0])[None]
     return xp.linalg.cholesky(g)

@@ -3,7 +3,7 @@
 On the CPU, NumPy's ``linalg.eigh`` (LAPACK's syevd, the loop over the stack in C). On
 the GPU, cuSOLVER's ``cusolverDnXsyevBatched`` (CUDA 12.6 and later; JAX's ``eigh`` of a
 stack calls it), reached through ctypes since CuPy has no binding for it: CuPy's own
-``eigh`` of a stack runs the Jacobi ``syevjBatched`` (H200, 2026-11-27: 2000 × 128²
+``eigh`` of a stack runs the Jacobi ``syevjBatched`` (H200: 2000 × 128²
 float64 263 ms, float32 46 ms, where DESIGN.md measured XsyevBatched at 26 and 15 ms on
 the H100). Where the library lacks the function, CuPy's ``eigh`` serves.
 

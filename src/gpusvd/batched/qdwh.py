@@ -84,7 +84,7 @@ def _column(xp, values, dtype):
 def _frobenius(xp, x):
     """‖X‖_F of each matrix of the stack ``x`` (batch, n, k), shape (batch, 1, 1). A stack
     of one takes the whole-array norm: CuPy reduces axes (1, 2) into a single output in
-    one thread block, 2.5 ms at 2048² on the H100 (2026-11-27) against ~0.05 ms for the
+    one thread block, 2.5 ms at 2048² on the H100 against ~0.05 ms for the
     whole array's reduction; with many matrices each has its block."""
     if len(x) == 1:
         return xp.linalg.norm(x).reshape(1, 1, 1)
@@ -115,7 +115,8 @@ def estimates(xp, y, eps):
     While batch·n³ ≤ EXPLICIT_INVERSE_MAX_WORK the power iterations run by repeated
     squaring (G¹⁶ for ‖A‖₂², (L⁻ᴴL⁻¹)⁴ for 1/σ_min²): some 50 array operations for one
     matrix instead of some 100, each a CuPy call of 20–45 µs of host time that a small
-    matrix's GPU work does not hide (H100, 2026-11-27, NOTES.md)."""
+    matrix's GPU work does not hide (H100; NOTES.md, "One matrix of 128–1024 and tall
+    matrices: QDWH")."""
     batch, n, _ = y.shape
     g = gram(xp, y)
     start = np.random.default_rng(0).standard_normal(n)

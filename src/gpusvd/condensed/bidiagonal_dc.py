@@ -1,6 +1,6 @@
 """SVD of a real upper bidiagonal by divide and conquer: LAPACK's dbdsdc on the host.
 
-The vectors solver of the two-stage SVD (issue 18), in place of the implicit-shift QR of
+The vectors solver of the two-stage SVD, in place of the implicit-shift QR of
 :mod:`gpusvd.golub_reinsch.bidiagonal_qr`, whose sequential host loop took 3.16 s at
 n = 8192 on the H100 machine's host. The algorithm is Gu & Eisenstat, "A divide-and-
 conquer algorithm for the bidiagonal SVD", SIAM J. Matrix Anal. Appl. 16 (1995) 79–92,
@@ -28,7 +28,7 @@ B to max |entry| = 1, then raises every |d_i| < ε to ε and splits at every |e_
 dqds (:func:`gpusvd.golub_reinsch.dqds.bidiagonal_singular_values`), as the one-stage
 driver does beside its QR.
 
-Why the host's LAPACK now: most of dbdsdc's work is the merges' GEMMs, which threaded
+Why the host's LAPACK: most of dbdsdc's work is the merges' GEMMs, which threaded
 BLAS runs at its GEMM speed, where the QR's rotations are a sequential chain; that is
 what dgesdd gains over dgesvd. A GPU version would keep the tree and the deflation on the
 host (or in one thread block per subproblem), solve each merge's secular equations with
@@ -46,7 +46,7 @@ LAPACK runs with SciPy's BLAS threads as they are set (threadpoolctl,
 
 float32 input is computed in float64 and the results rounded back: one code path, and
 vectors orthogonal to float64 roundoff before rounding. That costs speed: on the
-bidiagonal of a Gaussian matrix (n = 1000, 2000; one thread of a 2-core CPU, 2026-11-26),
+bidiagonal of a Gaussian matrix (n = 1000, 2000; one thread of a 2-core CPU),
 sbdsdc took 0.056 and 0.35 s against 0.11 and 0.64 s here, its U and Vᵀ orthogonal to
 0.4 n·ε (float32's ε) against 0.05. Both are well within the 30 n·ε the tests ask, so
 where float32 speed matters sbdsdc (the capsule ``"sbdsdc"``, float32 arrays) is the

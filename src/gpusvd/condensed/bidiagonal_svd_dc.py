@@ -1,12 +1,10 @@
 """SVD of a real upper bidiagonal B by divide and conquer, its O(n³) work as GEMMs in xp.
 
-The vectors solver of the two-stage SVD (issue 18), in place of LAPACK's dbdsdc
+The vectors solver of the two-stage SVD, in place of LAPACK's dbdsdc
 (:mod:`.bidiagonal_dc`) on the host: Gu & Eisenstat, "A divide-and-conquer algorithm for
 the bidiagonal SVD", SIAM J. Matrix Anal. Appl. 16 (1995) 79–92, in the form of LAPACK's
 dbdsdc → dlasd0 → dlasd1/2/3/4: U and V (n×n) and the merges' GEMMs in the array
-namespace ``xp``, only O(n) data on the host. (Its twin for the symmetric tridiagonal
-eigenproblem, Cuppen's divide and conquer as dstedc → dlaed0–4 in tridiagonal_dc.py, was
-removed with the two-stage symmetric eigensolver in issue 28; git keeps it.)
+namespace ``xp``, only O(n) data on the host.
 
 1. Split. B falls apart where |e_i| ≤ ε·sqrt(|d_i|·|d_{i+1}|) (dstedc's test, a
    perturbation of at most ε·‖B‖; :func:`_blocks`); each block is scaled by a power of
@@ -47,16 +45,16 @@ rather than dlasdq. Columns are never sorted between merges; a host array of val
 follows them and each merge sorts its poles through an index. Each block and each merge
 is scaled by a power of two, not by its norm.
 
-On a GPU (``xp`` = CuPy; issue 18, NOTES.md session 10): the n×n work stays on the
-device and the host keeps O(n) per merge. A tree level's merges touch disjoint blocks, so
-their coupling rows are read in one transfer (:func:`_coupling_rows`), the one wait per
-level; each merge's deflation runs on the host while the device still works on the
-previous merge; its secular equation (secular_cuda.py), vectors (merge_vectors_cuda.py)
-and rotations (rotate_cuda.py) are a few launches; its values come back at the level's
-end. The leaves cross to the device in one copy (merge_vectors_cuda.py). Merges of up to
-``divide_conquer_dense_merge_rows`` rows update U and V by one dense GEMM each
-(:func:`_times_embedded`), the larger by the GEMMs split by support.
-H100, 2026-11-25, n = 8192, inside the two-stage SVD: 0.5 s, where the QR took 3.3 s.
+On a GPU (``xp`` = CuPy): the n×n work stays on the device and the host keeps O(n) per
+merge. A tree level's merges touch disjoint blocks, so their coupling rows are read in
+one transfer (:func:`_coupling_rows`), the one wait per level; each merge's deflation
+runs on the host while the device still works on the previous merge; its secular equation
+(secular_cuda.py), vectors (merge_vectors_cuda.py) and rotations (rotate_cuda.py) are a
+few launches; its values come back at the level's end. The leaves cross to the device in
+one copy (merge_vectors_cuda.py). Merges of up to ``divide_conquer_dense_merge_rows``
+rows update U and V by one dense GEMM each (:func:`_times_embedded`), the larger by the
+GEMMs split by support. On the H100 at n = 8192, inside the two-stage SVD: 0.5 s, where
+the QR took 3.3 s.
 
 Accuracy: backward stable, ‖B − U·S·Vᵀ‖ and ‖UᵀU − I‖, ‖VᵀV − I‖ of order n·ε; the
 values to about n·ε·σ₁ (the deflation's absolute tolerance), not each to itself: for a

@@ -36,12 +36,12 @@ triangles nearly double the work at g = b (≈ 4n²·m in all for n²/(2b) refle
 costs ≈ 4g·(b+g−1) per reflector, independent of m.  Groups wholly past row n are
 skipped; the others, partly past it, are padded with zero rows.
 
-Measured (C = I, b = 32, float64) on the reflectors of the symmetric chase of the
-two-stage eigensolver (sym_bulge.py, n − 2 sweeps; removed in issue 28, git keeps it).
-One core of an AMD EPYC (OpenBLAS, ≈ 30 GFLOP/s on a large GEMM): n = 1000, 0.15–0.18 s
-against 0.14 s for that chase's unblocked Numba loop (whose C fits in cache); n = 2000,
-1.3–1.5 s (g = 8 … 32) against 1.7 s.  An H100 (CuPy): n = 8000, 0.39 s at g = 32
-(5 TFLOP/s counting the padding), 0.35 s at g = 64, where the CPU chase takes 6.7 s.
+Measured (C = I, b = 32, float64) on the reflectors of a symmetric band's chase (n − 2
+sweeps). One core of an AMD EPYC (OpenBLAS, ≈ 30 GFLOP/s on a large GEMM): n = 1000,
+0.15–0.18 s against 0.14 s for that chase's unblocked Numba loop (whose C fits in
+cache); n = 2000, 1.3–1.5 s (g = 8 … 32) against 1.7 s.  An H100 (CuPy): n = 8000,
+0.39 s at g = 32 (5 TFLOP/s counting the padding), 0.35 s at g = 64, where the CPU chase
+takes 6.7 s.
 """
 
 from .._core import tunables

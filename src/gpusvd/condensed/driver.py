@@ -27,13 +27,6 @@ reduced through its transpose (same values), and for m ≥ 1.6·n a QR of A leav
 to reduce. Through ``svdvals`` the front end (_core/front_end.py) has already brought
 max|A| into that range by the same rule, so the scale here is 1 and nothing is scaled
 twice.
-
-The symmetric twin, Hermitian eigenvalues and eigenvectors by dense → Hermitian band →
-tridiagonal (``two_stage_eigenvalues`` and ``two_stage_eigh``, with ``sym_band.py``,
-``sym_bulge.py`` and its CUDA kernel, and the tridiagonal divide and conquer
-``tridiagonal_dc.py`` with its secular-equation and vector kernels), was removed in issue
-28: no public function called it, and on the H100 it took 1.22 s at 8192² float64 against
-cuSOLVER syevd's 0.63 s (NOTES.md); git keeps it.
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -159,12 +152,10 @@ def _divide_and_conquer_on_device(d, e, xp, real):
 
 # The bidiagonal's SVD with vectors by the array namespace's name. The CPU: LAPACK's
 # divide and conquer, 5–19× the QR's speed on one core (n = 500–2000, bidiagonal_dc.py).
-# The GPU: our divide and conquer with U, V and its GEMMs on the device. H100, 2026-11-25,
-# the two-stage SVD at 8192 float64: 3.83 s with its first version (the solver 1.39 s)
-# against 5.77 s with the QR on the host and its rotations on the device (the solver
-# 3.29 s), 4096: 1.05 against 1.32 s; 1.87 s at 8192 once its merges ran on the device
-# (the solver 0.5 s); dbdsdc on the host's 16 cores took 14.8 s at 8192 (NOTES.md,
-# sessions 9 and 10).
+# The GPU: our divide and conquer with U, V, its merges and GEMMs on the device. On the
+# H100 the two-stage SVD at 8192 float64 takes 1.87 s with it (the solver 0.5 s), 5.77 s
+# with the QR on the host and its rotations on the device (the solver 3.29 s); dbdsdc on
+# the host's 16 cores takes 14.8 s for the solver alone.
 _VECTORS_SOLVERS = {"numpy": _divide_and_conquer_on_host, "cupy": _divide_and_conquer_on_device}
 
 

@@ -6,9 +6,7 @@ CuPy operations on k×k arrays in the xp twin, :func:`.bidiagonal_svd_dc._merge_
 (dlasd3): fancy-index gathers, products, reductions, each a launch and its Python
 overhead, 255 merges at n = 8192 (H100: 0.42 s). Here a merge is one host→device copy of
 its O(k) inputs and two launches, the weights then the columns, doing the same arithmetic
-per entry (the kernel file says where the order of sums differs). (The tridiagonal
-eigensolver's twin, ``eigh_merge_vectors`` of dlaed3, was removed with that solver and
-the two-stage symmetric eigensolver in issue 28; git keeps it.)
+per entry (the kernel file says where the order of sums differs).
 
 The leaves likewise: computed on the host (LAPACK), they cross to the device in one copy
 (:func:`pack_blocks`) and one launch places them all, where each took a copy and a

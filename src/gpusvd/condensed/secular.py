@@ -39,10 +39,6 @@ Wilkinson matrices), both pole models converge only linearly (by halves: 30 step
 not reach the root) and the line converges at once. dlaed4's three-pole variant for the
 interior roots is left out. Its initial guess solves the model at the midpoint; here
 the iteration starts at the half interval's far end, about one step more per root.
-
-The root loop for (1) itself (``secular_roots``, dlaed4, with its CUDA twin), the
-symmetric tridiagonal divide and conquer's, was removed with that solver and the
-two-stage symmetric eigensolver in issue 28; git keeps it.
 """
 
 import numba

@@ -8,9 +8,7 @@ critical path between two GPU phases, with the merge's poles and weights crossin
 host and its roots back. Here a merge's roots are one launch on device arrays, a warp (32
 lanes) per root, with no synchronization: the caller checks convergence
 (:func:`.secular.check_converged`) once the step counts reach the host for another
-reason. (The twin of the tridiagonal eigensolver's roots, ``eigh_roots`` of dlaed4, was
-removed with that solver and the two-stage symmetric eigensolver in issue 28; git keeps
-it.)
+reason.
 
 The kernel is the Numba ``_root`` operation by operation (the same models, safeguards,
 stopping test, constants, origin choice and the k = 1 and last-root cases); the one

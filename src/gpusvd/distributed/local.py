@@ -24,7 +24,7 @@ single-process driver also uses for small matrices: the m-long dot products of H
 err by about that much, so the inner Jacobi's u·√(2b) on the shortened pair would fail
 on converged pairs (§4.5: "even the numerically orthogonal columns ... fail the relative
 orthogonality criterion"). A user's ``tol`` replaces u·√m. The test reads H, which the
-Cholesky path forms anyway. Measured on 2 CPU ranks (float64 Gaussian, 2026-11-23): 5
+Cholesky path forms anyway. Measured on 2 CPU ranks (float64 Gaussian): 5
 of the 24 steps of 8 outer sweeps end after the test at n = 1024, 4 at 2048; 18 % and
 14 % fewer flops per rank, with the same accuracy.
 

@@ -134,8 +134,8 @@ def _local_steps(comm, data, pairs, signs, m, options, outer):
 
     The pairs run one after another on the current stream. Running each from its own
     host thread on its own CUDA stream (a block sweep on a shortened pair is a chain of
-    small launches that leaves much of the GPU idle) did not converge on the H100 (S4,
-    2026-11-22: 50 outer sweeps at n = 260 with 2 pairs per rank, even with each side
+    small launches that leaves much of the GPU idle) did not converge on the H100 (50
+    outer sweeps at n = 260 with 2 pairs per rank, even with each side
     stream waiting for the caller's), so the concurrent form waits until that is
     understood.
     """

@@ -318,8 +318,8 @@ def bidiagonalize(a, *, block_size):
         # paper 000 eq. (8), L at a time. On the CPU as one GEMM of inner size 2L,
         # [V X]·[Yᴴ; W], with one temporary instead of three: 0.24 → 0.16 s of the
         # update at n = 1500 (cProfile, 2 cores; the whole reduction ~0.70 → 0.62 s,
-        # within this machine's noise). On the GPU two GEMMs: the fused form was never
-        # measured there (its tunable, off, is gone: NOTES.md, issue 28).
+        # within this machine's noise). On the GPU two GEMMs: the fused form is not
+        # measured there.
         if xp is np:
             sub[nb:, nb:] -= (xp.concatenate([sub[nb:, :nb], xs[nb:]], axis=1)
                               @ xp.concatenate([_ct(ys[nb:]), sub[:nb, nb:]], axis=0))

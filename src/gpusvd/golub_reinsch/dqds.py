@@ -229,8 +229,7 @@ def _dqds(q, e, lam, max_steps):
 
 def _values_and_steps(d, e):
     """The descending singular values of B (|d|, |e| checked: float64, finite) and the
-    dqds steps taken (the probe ``bench/bench_dqds.py``, in git at 4941fdc, reported them
-    per value)."""
+    number of dqds steps taken."""
     n = d.shape[0]
     amax = max(d.max(initial=0.0), e.max(initial=0.0))
     if amax == 0.0:

@@ -21,7 +21,7 @@ from .._core.threads import single_threaded_blas
 # Rows handled together: each (c, s) is loaded once per block, and the block is held
 # transposed (n × _ROW_BLOCK) so that one rotation updates _ROW_BLOCK contiguous rows with
 # SIMD. 32 was 3-5× faster than one row at a time and than 16 rows, for n = 1000-3000 in
-# float32 and float64 (AMD EPYC, 2 threads, 2026-11-22); 64 was no better for float64.
+# float32 and float64 (AMD EPYC, 2 threads); 64 was no better for float64.
 _ROW_BLOCK = 32
 
 

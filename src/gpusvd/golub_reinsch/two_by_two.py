@@ -36,7 +36,7 @@ def plane_rotation(f, g):
     f1, g1 = abs(f), abs(g)
     if _RTMIN < f1 < _RTMAX and _RTMIN < g1 < _RTMAX:
         # One division and two products instead of two divisions: the rotation is on
-        # the QR's sequential critical path (NOTES.md, session 2).
+        # the QR's sequential critical path.
         h = math.sqrt(f * f + g * g)
         r = math.copysign(h, f)
         rinv = 1.0 / r

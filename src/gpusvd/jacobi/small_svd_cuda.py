@@ -5,7 +5,7 @@ One thread block per matrix keeps X (padded to the pivot order), V and the compl
 work arrays in shared memory from the load of A to the write of U, S and Vh; the host
 queues one launch and nothing waits until the caller asks for the :class:`Status`, which
 the kernel writes to page-locked host memory (no memset before and no copy after: 11 µs
-of a 2×2 call's 77, H100, 2026-11-28). :func:`fits` says whether a shape
+of a 2×2 call's 77 on the H100). :func:`fits` says whether a shape
 fits a block's shared memory; :func:`launch_config` and :func:`shared_bytes` are plain
 Python, tested without a GPU.
 """
@@ -54,12 +54,11 @@ def shared_bytes(shape, dtype, want_uv):
 
 # Lanes per pivot pair, by the matrix's dtype character and pivot order k (rounded up to
 # a power of two, at most 64), one entry per batch of BATCH_GRID: the fastest of 2, 4, 8,
-# 16 and 32 for square Gaussian matrices on the H100 (2026-11-27, one run,
-# bench/results/small_lanes_h100.json; k = 8 takes 8 everywhere and k <= 4 takes 4, where
-# the counts differ by less than the noise). float32 and complex64 from 512 matrices:
-# measured again after their rotations moved to float (2026-11-28, lanes_narrow_h100.json:
-# 1000 × 32² float32 0.62 ms with 2 lanes against 8 lanes' 0.90, 5000 × 64² 13.1 ms with 2
-# against 4 lanes' 18.9). Few matrices leave most of the GPU idle and
+# 16 and 32 for square Gaussian matrices on the H100 (bench/results/small_lanes_h100.json;
+# k = 8 takes 8 everywhere and k <= 4 takes 4, where the counts differ by less than the
+# noise). float32 and complex64 from 512 matrices, with their rotations in float
+# (lanes_narrow_h100.json): 1000 × 32² float32 0.62 ms with 2 lanes against 8 lanes' 0.90,
+# 5000 × 64² 13.1 ms with 2 against 4 lanes' 18.9. Few matrices leave most of the GPU idle and
 # each step's latency decides: 16 lanes, few rows each (16² float64, one matrix: 0.115
 # ms against 4 lanes' 0.166). Many fill it and the lanes' redundant work decides, since
 # every lane of a group computes its pair's rotation: 32768 × 32² float32 12.4 ms with 2
@@ -133,7 +132,7 @@ class _Plan(NamedTuple):
 @functools.cache
 def _plan(rows, cols, dtype, full_matrices, compute_uv, device_id):
     """What a call computes from its shape alone, once per shape: a small matrix's call
-    is host-bound (16×16 float64: 0.28 ms, of which the kernel 0.21; H100, 2026-11-27)."""
+    is host-bound (16×16 float64 on the H100: 0.28 ms, of which the kernel 0.21)."""
     shape = Shape(rows, cols, full_matrices)
     nbytes = shared_bytes(shape, dtype, compute_uv)
     return _Plan(shape, nbytes, nbytes <= _max_shared(device_id),

@@ -49,7 +49,7 @@ def _solve_right_host(w, low):
 
 def _solve_right_cuda(w, low):
     """W ← W·L⁻ᴴ in place by cuBLAS's right-side trsm (``w`` F-ordered, float64 or
-    complex128): on the H100 (2026-11-27) 12 ms at 100000 × 1000 where the left-side
+    complex128): on the H100 12 ms at 100000 × 1000 where the left-side
     solve of Wᴴ (cupyx's solve_triangular) took 22."""
     import cupy
     from cupy_backends.cuda.libs import cublas
@@ -85,7 +85,7 @@ def cholesky_qr(a, xp, *, with_r=True):
     shift (κ(L₁) ≤ 1/√(11·m·n·u₆₄)), far below float32's ε, and O(u₆₄) in the third pass
     (κ(L₃) ≤ 1.1, ACCEPT). For float64 input the first pass solves instead (a triangular
     solve is backward stable row by row), and the second too unless ‖Q₁ᴴQ₁ − I‖_F ≤
-    GEMM_BELOW. On the H100 (2026-11-27): 200000 × 256 float32 4.7 ms against
+    GEMM_BELOW. On the H100: 200000 × 256 float32 4.7 ms against
     Householder's 15.2; 100000 × 1000 float64 about 33 ms with two solves against 50.9.
     R = R₃·R₂·R₁ is upper triangular; A = Q·R to O(u·‖A‖).
 

@@ -55,22 +55,18 @@ QR_FIRST_RATIO = 1.15
 # from l₀ = ε its schedule is one step past the Cholesky bound (taken in float64) and
 # three Cholesky steps, the same as from any l₀ in [ε, 1e-3], that is for every
 # κ(A) ≳ 1000 (random matrices from n ≈ 100); the estimates cost 3–5 ms of one matrix
-# from 256² to 1024² on the H100 (2026-11-27), about 67 ms at 8192².
+# from 256² to 1024² on the H100, about 67 ms at 8192².
 # Double-precision matrices of fewer columns take no QDWH estimates either (α and l₀ as
-# for single precision): the estimates' ~50 CuPy calls cost more host time than the second
-# QR step they save. A/B on the H100 (2026-11-27, Gaussian float64, SVD / polar ms, with
-# estimates against without): 128² 7.0–7.3 / 5.2 against 5.0 / 3.2; 256² 8.3–8.6 / 6.2–7.2
-# against 6.7–7.3 / 4.4; 512² 15.7–17.1 against 15.0–15.3; 768² equal; from 1536² the
-# estimates win (2048²: 73–79 against 80; NOTES.md, open question 3).
+# for single precision): below 768² the estimates' ~50 CuPy calls cost more host time than
+# the second QR step they save, at 768² they tie, from 1536² they win (NOTES.md, "One
+# matrix of 128–1024 and tall matrices: QDWH", and open question 3).
 ESTIMATES_FROM_N = 768
 # Matrices up to this many columns take their QDWH estimates from the Gram matrix in
 # one host synchronization, where the power and inverse iterations with the LU factors
-# synchronize about 20 times: on the H100 (2026-11-27) they took 8.1 ms of an 18.4 ms SVD
-# at 256², 12.7 of 43 ms at 512², 6.5 of 33 ms at 200000 × 256 float32. From 2048 to
-# 8192 columns (same H100 run, Gaussian float64, estimates / SVD, Gram against LU):
-# 3072² 9.5 / 149 against 21 / 161 ms, 4096² 14.5 / 265 against 31 / 281, 8192² 58 /
-# 1308 against 69 / 1317. Where the Gram matrix's σ_min is not trusted (κ ≳ 1e5 there)
-# l₀ = ε costs no more: κ = 1e8 at 4096², 317 ms either way (LU found l₀ = 5e-9).
+# synchronize about 20 times: the Gram estimates are faster up to 8192² (3072² 9.5 against
+# 21 ms, 8192² 58 against 69), and where their σ_min is not trusted (κ ≳ 1e5) l₀ = ε
+# costs no more. Larger matrices are unmeasured and keep LU (NOTES.md, "One matrix of
+# 128–1024 and tall matrices: QDWH").
 GRAM_ESTIMATES_MAX_N = 8192
 
 

@@ -16,16 +16,17 @@ the scan would have left A as it is: finite, inside the safe range).
 
 The eager driver takes estimates of α and l₀ in double precision from
 ``driver.ESTIMATES_FROM_N`` = 768 columns, one QR step fewer for a well-conditioned A;
-replayed, the estimate-free schedule is faster up to 1024 columns (H100, 2026-11-27, an
-A/B in one machine session, float64: 768² 25.6–29.2 → 18.5–19.1 ms, 1024² 30.4–36.0 →
-25.0–26.2; float32 1024² 25.4–26.9 → 17.9–18.0).
+replayed, the estimate-free schedule is faster than the eager driver up to 1024 columns
+(H100, float64: 768² 18.5–19.1 ms against 25.6–29.2, 1024² 25.0–26.2 against 30.4–36.0;
+float32 1024² 17.9–18.0 against 25.4–26.9; NOTES.md, "One matrix below 1025 columns: a
+CUDA graph").
 
 The arithmetic is the one of :func:`gpusvd.polar_svd.qdwh.qdwh` and
 :func:`gpusvd.polar_svd.driver.svd` with the same schedule (QR steps, Cholesky steps,
 single precision's first step in float64), except:
 
 - a QR step factors [√c·X; I] by shifted CholeskyQR3 (as the batched engine does), not
-  Householder QR: on the H100 (2026-11-27, one step replayed as a graph, float64)
+  Householder QR: on the H100 (one step replayed as a graph, float64)
   0.34 / 0.68 / 1.24 / 1.40 ms at n = 128 / 256 / 384 / 512 against geqrf + orgqr's
   0.41 / 0.99 / 1.69 / 2.50, the whole SVD 2.8 → 2.7, 5.3 → 4.7, 8.9 → 7.6 and
   12.5 → 10.4 ms, residual and orthogonality unchanged to 0.03 n·ε;
@@ -55,12 +56,12 @@ from . import qdwh
 # Where the fixed sequence runs: the GPU, where it is captured into a graph. The CPU
 # tests route their suites through it with {"numpy", "cupy"} (its NumPy twin, eager).
 ON = {"cupy"}
-# Columns up to which the fixed sequence serves (the module docstring's A/B; past it the
+# Columns up to which the fixed sequence serves (the module docstring's timings; past it the
 # eager driver's estimates and its host cost were not measured against it). Above
 # GRAPH_EIGH_MAX_N only its QDWH part and H are replayed as a graph.
 MAX_N = 1024
 # Columns up to which cuSOLVER's XsyevBatched can be captured into a graph: at 512 it
-# is, from 513 the capture fails (XsyevBatched status 6; H100, CUDA 13, 2026-11-27).
+# is, from 513 the capture fails (XsyevBatched status 6; H100, CUDA 13).
 GRAPH_EIGH_MAX_N = 512
 _REAL = (np.dtype(np.float32), np.dtype(np.float64))
 # Halley's step (l = 1: a = 3, b = 1, c = 3), the one qdwh.qdwh adds where the schedule's

@@ -59,11 +59,9 @@ from . import cholesky_qr
 # The Cholesky-based step is used once c_k ≤ 1000 (κ(I + c·XᴴX) ≤ 1001); NH §4.1 take
 # 100. Whenever l₀ lies in [10⁻¹⁴, 7·10⁻⁶] (κ(A) ≈ 10⁵…10¹⁴, Gaussian matrices from
 # n ≈ 10⁴) the second step's c is 100–400, so NH's bound makes it a second QR step, the
-# dearest kind. Measured on the H100 (the probe bench/polar_cholesky_threshold.py, in git
-# at 4941fdc; NOTES.md "polar"):
-# 16384 Gaussian 8.30 → 7.54 s, 8192 with κ = 10⁶ 1.53 → 1.35 s; residual, orthogonality,
-# singular values and the asymmetry of H = U_pᴴ·A (where an unstable step would show)
-# unchanged to within 0.02 n·ε.
+# dearest kind. Measured on the H100, NH's 100 against 1000: 16384 Gaussian 8.30 → 7.54 s,
+# 8192 with κ = 10⁶ 1.53 → 1.35 s; residual, orthogonality, singular values and the
+# asymmetry of H = U_pᴴ·A (where an unstable step would show) unchanged to within 0.02 n·ε.
 CHOLESKY_MAX_C = 1000.0
 # Single-precision input (ε above SINGLE_EPS_FROM: float32, complex64) takes a step whose
 # c_k exceeds CHOLESKY_MAX_C as a Cholesky step in float64 up to this c_k, instead of a QR
@@ -76,11 +74,11 @@ CHOLESKY_IN_DOUBLE_MAX_C = 1e10
 SINGLE_EPS_FROM = 1e-10
 # QR steps of matrices with this many columns factor [√c·X; I] by shifted CholeskyQR3
 # on the GPU (cholesky_qr.py): κ([√c·X; I]) ≤ √(1 + c), ≤ 3.5e10 from l₀ = ε in float64,
-# inside its reach at these sizes. Measured on the H100 (2026-11-27, polar / SVD of one
-# Gaussian matrix, against Householder QR in the same run): 1024² 1 ms faster (of 14–35),
-# 2048² 1–3 ms faster (of 35–89); 256² and 512² 1–2 ms slower (more CuPy calls than GPU
-# work), 4096² float32 12 ms slower (the float64 Gram products). From 1000 columns: the
-# R factor of a 100000 × 1000 matrix (issue 27's tall point) is on the faster side.
+# inside its reach at these sizes. Against Householder QR on the H100 (polar and SVD of
+# one Gaussian matrix): 1024² 1 ms faster (of 14–35), 2048² 1–3 ms faster (of 35–89);
+# 256² and 512² 1–2 ms slower (more CuPy calls than GPU work), 4096² float32 12 ms slower
+# (the float64 Gram products); NOTES.md, "One matrix of 128–1024 and tall matrices: QDWH".
+# From 1000 columns: the R factor of a tall 100000 × 1000 matrix is on the faster side.
 QR_STEP_CHOLESKY_N = (1000, 2048)
 # Steps after l_k reached 1 that the iterate may still move before the driver's remedy:
 # two Halley steps take a value ≥ l₀/9 to 1 (×3 each while small, then cubically).

@@ -11,7 +11,7 @@ only a fraction of the PCIe bandwidth — and issues each chunk's host→device 
 separate non-blocking stream as soon as the chunk is read, so the disk or memory read,
 the PCIe copy and the compute all overlap. The loader runs up to ``depth`` − 1
 partitions ahead of the caller: a long compute on one partition (the first partition's
-tree growth takes over a second at 150000 × 140000) no longer leaves the copy engine idle
+tree growth takes over a second at 150000 × 140000) does not leave the copy engine idle
 after one partition is staged. Events order the reuse of buffers: a pinned buffer is
 refilled only after its previous copy finished, a device buffer is overwritten only
 after the compute that used it (an event recorded when the caller asks for the next

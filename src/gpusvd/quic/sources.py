@@ -14,7 +14,7 @@ copies them into a caller's host buffer (the pinned staging buffer of the GPU pi
 A whole C-contiguous memmap of a file (what ``np.load(mmap_mode="r")`` returns) is read
 into the caller's buffer by ``os.preadv`` on the file, not through the mapping: copying
 from a mapping takes a page fault per few pages, about 1 GB/s per thread even from the
-page cache (S4, H100 host), where a read copies whole chunks.
+page cache (the H100's host), where a read copies whole chunks.
 """
 
 import mmap

@@ -2,12 +2,9 @@
 // bidiagonal, the SVD's stage 2): a persistent kernel that runs one sweep per thread
 // block with task h of sweep s waiting for task h + lag of sweep s-1 (the kernel file
 // derives its lag), forming its reflectors as the Numba loop does (bulge._reflector,
-// LAPACK's dlarfg). They were shared with sym_bulge.cu (Hermitian band -> tridiagonal, the
-// two-stage eigensolver's stage 2) until that eigensolver was removed in issue 28 (1.22 s
-// at 8192^2 float64 on the H100 against cuSOLVER syevd's 0.63 s; git keeps it). The kernel
-// file includes this header by its relative path, as complex.cuh, so NVRTC
-// (kernels.expanded_source inlines it), nvcc and the host build of the tests
-// (tests/condensed/host_bulge.py) all find it.
+// LAPACK's dlarfg). The kernel file includes this header by its relative path, as
+// complex.cuh, so NVRTC (kernels.expanded_source inlines it), nvcc and the host build of
+// the tests (tests/condensed/host_bulge.py) all find it.
 //
 // Rounding: products are rounded before they are added (__fmul_rn, __dmul_rn), so nothing
 // is contracted into an fma the Numba loop does not do; the reflector's scalars are
@@ -44,14 +41,12 @@ __device__ __forceinline__ int smaller(int a, int b) { return a < b ? a : b; }
 // loop over a row with a run-time length is unrolled by four and waits for each group of
 // four loads in turn, eight trips to L2 for a row of 32 (the acquire at each task's start
 // leaves L1 cold). A row longer than CHASE_HELD (b > CHASE_HELD; 32 is the tuned
-// bandwidth) is read by the loops as before. Only where the values are read from
+// bandwidth) is read by the loops instead. Only where the values are read from
 // changes: the same operations in the same order either way. bulge.cu declares
 // __launch_bounds__(CHASE_MAX_THREADS, 1), registers over occupancy (228 registers a
 // thread in double: 4 blocks of 64 threads per SM, where the 171 sweeps in flight at
 // n = 8192 need 2); with no minimum, ptxas holds its float kernel to 128 and spills.
-// (The removed sym_bulge.cu did not hold: the same scheme on its three windows, its rows
-// read along the band's diagonals, took its chase from 0.31 to 0.34 s at n = 8192 on the
-// H100, where bulge.cu's went from 0.28 to 0.18; NOTES.md, session 11.)
+// Holding the window takes bulge.cu's chase at n = 8192 from 0.28 to 0.18 s on the H100.
 constexpr int CHASE_HELD = 32;
 
 // x[k] = p[k * step] for k < ln (ln <= CHASE_HELD): a constant trip count, unrolled, the

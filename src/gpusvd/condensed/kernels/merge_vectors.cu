@@ -1,8 +1,7 @@
 // The k x k vectors of one bidiagonal divide-and-conquer merge (Gu & Eisenstat), and the
 // leaves' blocks placed on the diagonal: the CUDA twins of bidiagonal_svd_dc._merge_vectors
 // (dlasd3) and bidiagonal_svd_dc._place_host. The module's docstring gives the formulas
-// and the papers. (The tridiagonal eigensolver's kernels, eigh_merge_weights and
-// eigh_merge_columns of dlaed3, were removed with that solver in issue 28; git keeps them.)
+// and the papers.
 //
 // A merge is two launches instead of ~25 CuPy operations on k x k arrays:
 //   svd_merge_weights: a group of `lanes` threads (a warp) per row i forms the factors of

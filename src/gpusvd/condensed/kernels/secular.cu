@@ -1,8 +1,7 @@
 // The roots of a bidiagonal divide-and-conquer merge's secular equation, one group of
 // lanes (a warp) per root: the CUDA twin of secular_svd._root (dlasd4), whose module
 // docstring (and secular.py's) gives the equation, the models, the safeguards, the
-// stopping test and the papers. (The twin of the tridiagonal eigensolver's roots,
-// eigh_secular_roots of dlaed4, was removed with that solver in issue 28; git keeps it.)
+// stopping test and the papers.
 //
 // A group is min(blockDim.x, 32) lanes (blockDim.x a multiple of 32 on the GPU, 1 on the
 // host); root i is found by group i. Each step's sums over the poles j < k (psi,

@@ -2,7 +2,7 @@
 // explicit, and the T of the compact WY form I - V*T*V^H from V^H*V and tau. Each replaces
 // several small CuPy operations per panel (tril, fill_diagonal; triu, diag, where, a
 // triangular solve against an identity): at b = 32 and n = 8192 stage 1 has 512 panels,
-// and their launch overhead, not their flops, was stage 1's time (NOTES.md, session 9).
+// and the launch overhead of those small operations, not their flops, dominates stage 1.
 // The NumPy twins are band.py's _unit_lower and _wy_factor.
 
 #include "../../_core/cuda/complex.cuh"

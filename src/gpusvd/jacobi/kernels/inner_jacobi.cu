@@ -28,7 +28,7 @@
 // float32 updates of such columns err by more than it (the float32 contract failures on the
 // H100: orthogonality of V up to 5e5 n*eps on side="both" graded input, reproduced by an
 // emulation of the float32 kernel on the CPU). Products of two floats are exact in double
-// and cannot underflow there, so the float Gram sums no longer depend on contraction.
+// and cannot underflow there, so the float Gram sums do not depend on contraction.
 // The small SVD (small_svd.cu), whose columns are scaled and never rotated below 2^-102,
 // asks pair_step for its Narrow variant: float data then computes (16)-(18) and the
 // updates of step 6 in float, the rest in double.
@@ -262,10 +262,10 @@ __device__ int pair_step(T *gp, T *gq, T *vp, T *vq, int m, int k, bool hyperbol
 
     // |h_pq| and its phase: for a real h_pq (every pair of real data) |re| and sign(re),
     // no square root or division (a 16² float64 step is ~300 instructions, ~60% of them in
-    // the divisions' and square roots' sequences: Nsight Compute, H100, 2026-11-27).
-    // A real pair whose re² underflows is not rotated, as when |h_pq| was sqrt(re²): a
+    // the divisions' and square roots' sequences: Nsight Compute, H100).
+    // A real pair whose re² underflows is not rotated, as if |h_pq| were sqrt(re²): a
     // column whose squared norm underflows (aqq = 0) would otherwise rotate at every sweep
-    // and never pass the test (the GPU tests' 3×3 ones, 2026-11-27).
+    // and never pass the test (3×3 matrices of equal rows do that).
     const bool real = im == R(0);
     const R apq_abs = real ? fabs(re) : sqrt(add_rn(mul_rn(re, re), mul_rn(im, im)));
     const bool rotate = apq_abs > mul_rn(R(tol), mul_rn(sqrt(app), sqrt(aqq)))

@@ -1,5 +1,5 @@
 // The whole SVD of each small matrix of a stack in ONE launch: method="auto"'s path on the
-// GPU for min(M, N) <= 2b (issue 27). One thread block per matrix; everything between the
+// GPU for min(M, N) <= 2b. One thread block per matrix; everything between the
 // caller's array and the results stays in shared memory:
 //
 //   1. load A (or Aᴴ for a wide matrix: X has m >= n rows) into the columns of g, padded
