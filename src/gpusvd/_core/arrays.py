@@ -84,13 +84,17 @@ def _dlpack_device(a):
 
 
 def _from_dlpack_of(a):
-    """The ``from_dlpack`` of the library that made ``a`` (torch, jax.numpy, …)."""
+    """The ``from_dlpack`` of the library that made ``a`` (torch, jax.numpy, …): of the
+    module that defines its class or the nearest package above it that has one (or that
+    package's ``numpy``), else None."""
     if _instance_of(a, "jax", "Array"):  # its class lives in jaxlib, which has none
         return sys.modules["jax"].numpy.from_dlpack
-    root = sys.modules.get(type(a).__module__.split(".")[0])
-    for owner in (root, getattr(root, "numpy", None)):
-        if owner is not None and hasattr(owner, "from_dlpack"):
-            return owner.from_dlpack
+    parts = type(a).__module__.split(".")
+    for depth in range(len(parts), 0, -1):
+        module = sys.modules.get(".".join(parts[:depth]))
+        for owner in (module, getattr(module, "numpy", None)):
+            if owner is not None and hasattr(owner, "from_dlpack"):
+                return owner.from_dlpack
     return None
 
 
