@@ -1,5 +1,6 @@
 """The package's import structure (issue 29, item 10; DESIGN.md, "One front end"): no
-private name crosses a package boundary, and no two modules import each other.
+private name crosses a package boundary, no two modules import each other, and no two
+packages import each other (issue 41, item 2), but for one pair named below.
 
 A private name (``_x``) may be imported only by a module of the same subpackage
 (``gpusvd.condensed.driver`` from ``gpusvd.condensed.band``); never from another
@@ -102,8 +103,50 @@ def test_no_import_cycle():
     assert _cycles() == []
 
 
+# The one circle of packages allowed: the polar method's two packages, to be merged into one.
+ALLOWED_PACKAGE_CIRCLES = [{"gpusvd.batched", "gpusvd.polar_svd"}]
+
+
+def _unit(name):
+    """The package directly under gpusvd that holds module ``name`` (a top-level module is
+    its own unit); None for gpusvd itself, the public API, which imports every package."""
+    parts = name.split(".")
+    return ".".join(parts[:2]) if len(parts) > 1 else None
+
+
+def _package_circles():
+    """The sets of gpusvd's packages that reach each other through their imports (the
+    strongly connected components of more than one package)."""
+    graph = {}
+    for importer, edges in EDGES.items():
+        if _unit(importer) is not None:
+            graph.setdefault(_unit(importer), set()).update(
+                _unit(source) for source, _ in edges
+                if _unit(source) not in (None, _unit(importer)))
+
+    def reach(start):
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in graph.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    reached = {unit: reach(unit) for unit in graph}
+    circles = {frozenset({unit} | {other for other in reached[unit] if unit in reached[other]})
+               for unit in graph}
+    return [set(circle) for circle in circles if len(circle) > 1]
+
+
+def test_no_two_packages_import_each_other():
+    circles = sorted(_package_circles(), key=sorted)
+    assert circles == ALLOWED_PACKAGE_CIRCLES, circles
+
+
 @pytest.mark.parametrize("name", ["gpusvd.cli", "gpusvd._bench.command",
-                                  "gpusvd.condensed.band_cuda"])
+                                  "gpusvd.condensed.band_cuda", "gpusvd.condensed.driver",
+                                  "gpusvd.golub_reinsch.driver"])
 def test_the_modules_of_the_issue_are_seen(name):
     """The walk sees the modules whose imports the issue named (a guard for the test)."""
     assert name in MODULES and EDGES[name]

@@ -1,8 +1,8 @@
 """The one table of bidiagonals that every twin of the bisection solver must pass
-(condensed/bisection.py: Numba; kernels/bisection.cu: on the GPU and compiled for the
+(bidiagonal/bisection.py: Numba; kernels/bisection.cu: on the GPU and compiled for the
 host), with its 60-digit oracle, and the table of Sturm counts.
 
-The oracle is ``reference_singular_values`` of tests/golub_reinsch/test_dqds.py
+The oracle is ``reference_singular_values`` of tests/bidiagonal/test_dqds.py
 (bisection on the Golub–Kahan tridiagonal in mpmath), imported, not copied, as are its
 generators of random and graded bidiagonals.
 """
@@ -13,7 +13,7 @@ import numpy as np
 
 from gpusvd import testing
 
-from ..golub_reinsch.test_dqds import _graded as graded, _random, reference_singular_values
+from .test_dqds import _graded as graded, _random, reference_singular_values
 
 # Relative error per value in units of n·ε: (2n − 1)·1.5 + 1 <= 4n (bisection.py's bound).
 BOUND = 4

@@ -1,4 +1,4 @@
-"""condensed/kernels/bisection.cu compiled for the host with g++ (the stubs of
+"""bidiagonal/kernels/bisection.cu compiled for the host with g++ (the stubs of
 tests/jacobi/host_kernel.py): the CUDA source run on the CPU.
 
 Each "thread" runs the kernel's body for one value index, one after the other; g++ with
@@ -15,7 +15,7 @@ import numpy as np
 from ..jacobi import host_kernel as _HOST  # the CUDA stubs of every host build
 
 _ROOT = pathlib.Path(__file__).resolve().parents[2]
-KERNEL = _ROOT / "src/gpusvd/condensed/kernels/bisection.cu"
+KERNEL = _ROOT / "src/gpusvd/bidiagonal/kernels/bisection.cu"
 
 
 SHIM = _HOST.STUBS + f"""

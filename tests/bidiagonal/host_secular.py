@@ -1,4 +1,4 @@
-"""condensed/kernels/secular.cu compiled for the host with g++ (the stubs of
+"""bidiagonal/kernels/secular.cu compiled for the host with g++ (the stubs of
 tests/jacobi/host_kernel.py): the CUDA source run on the CPU.
 
 One "thread" per block (``blockDim.x = 1``), so a root's group has one lane: the sums over
@@ -15,7 +15,7 @@ import numpy as np
 from ..jacobi import host_kernel as _HOST  # the CUDA stubs of every host build
 
 _ROOT = pathlib.Path(__file__).resolve().parents[2]
-KERNEL = _ROOT / "src/gpusvd/condensed/kernels/secular.cu"
+KERNEL = _ROOT / "src/gpusvd/bidiagonal/kernels/secular.cu"
 
 SHIM = _HOST.STUBS + f"""
 #include "{KERNEL}"
@@ -39,7 +39,7 @@ def _pointer(x):
 
 
 class HostSecular:
-    """The host build's kernel with the contract of secular_cuda's launcher, on NumPy
+    """The host build's kernel with the contract of secular_svd_cuda's launcher, on NumPy
     arrays: (origin, tau, steps)."""
 
     def __init__(self, lib):

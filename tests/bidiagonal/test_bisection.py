@@ -1,9 +1,9 @@
-"""Bisection for a bidiagonal's singular values (condensed/bisection.py), the Numba twin.
+"""Bisection for a bidiagonal's singular values (bidiagonal/bisection.py), the Numba twin.
 
 Each value to 4·n·ε relative (bisection.py's bound: 1.5ε per entry over 2n − 1 entries,
 Demmel & Kahan 1990 Thm 2, plus ε of the stopping rule) against the 60-digit oracle on
 the case table (values down to 1e-306 in float64, 1e-30 in float32, zeros, clusters,
-n = 1, 2), against dqds (golub_reinsch/dqds.py) and LAPACK's bisection (dstebz on T_GK)
+n = 1, 2), against dqds (bidiagonal/dqds.py) and LAPACK's bisection (dstebz on T_GK)
 at n = 300-500; the Sturm count against the oracle's values; the invariants (descending,
 >= 0, dtype, the input unchanged, the same bits every call and for any number of lanes);
 the step limit; bad input.
@@ -16,15 +16,15 @@ import scipy.linalg
 from gpusvd import testing
 from gpusvd._core import tunables
 from gpusvd._core.errors import LinAlgError
-from gpusvd.condensed import bisection
-from gpusvd.condensed.bisection import (bidiagonal_singular_values_bisection,
+from gpusvd.bidiagonal import bisection
+from gpusvd.bidiagonal.bisection import (bidiagonal_singular_values_bisection,
                                         golub_kahan_offdiagonal)
-from gpusvd.golub_reinsch.dqds import bidiagonal_singular_values
+from gpusvd.bidiagonal.dqds import bidiagonal_singular_values
 
 from . import bisection_cases
 from .bisection_cases import BOUND, CASES, CASES32, COUNT_CASES, SUBNORMAL32
 
-DQDS_BOUND = 10  # dqds's own bound in units of n·ε (tests/golub_reinsch/test_dqds.py)
+DQDS_BOUND = 10  # dqds's own bound in units of n·ε (tests/bidiagonal/test_dqds.py)
 
 
 def _eps(dtype):

@@ -15,7 +15,7 @@ import scipy.linalg
 
 from gpusvd import testing
 from gpusvd._core import kernels
-from gpusvd.condensed.bisection import bidiagonal_singular_values_bisection
+from gpusvd.bidiagonal.bisection import bidiagonal_singular_values_bisection
 
 from . import bisection_cases
 from .bisection_cases import BOUND, CASES, CASES32
@@ -75,5 +75,5 @@ def test_shipped_binary_loads():
     import cupy
 
     bidiagonal_singular_values_bisection(cupy.ones(3), cupy.ones(2))
-    relpath = "condensed/kernels/bisection.cu"
+    relpath = "bidiagonal/kernels/bisection.cu"
     assert kernels.LOADED[relpath, cupy.cuda.Device().id] == "shipped"

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from gpusvd import testing
-from gpusvd.condensed import bisection
-from gpusvd.condensed.bisection import golub_kahan_offdiagonal
+from gpusvd.bidiagonal import bisection
+from gpusvd.bidiagonal.bisection import golub_kahan_offdiagonal
 
 from . import bisection_cases
 from . import host_bisection

@@ -1,4 +1,4 @@
-"""bidiagonal_svd by divide and conquer (condensed/bidiagonal_dc.py, LAPACK's dbdsdc).
+"""bidiagonal_svd by divide and conquer (bidiagonal/dbdsdc.py, LAPACK's dbdsdc).
 
 Invariants in units of n·ε (gpusvd.testing): ‖B − U·S·Vt‖/(‖B‖·n·ε), ‖UᵀU − I‖/(n·ε),
 ‖Vt·Vtᵀ − I‖/(n·ε), and the values within n·ε·σ₁ of LAPACK's SVD of the dense B. Each
@@ -12,9 +12,9 @@ import pytest
 
 from gpusvd import testing
 from gpusvd._core.errors import LinAlgError
-from gpusvd.condensed.bidiagonal_dc import bidiagonal_svd
-from gpusvd.golub_reinsch import bidiagonal_qr
-from gpusvd.golub_reinsch.dqds import bidiagonal_singular_values
+from gpusvd.bidiagonal.dbdsdc import bidiagonal_svd
+from gpusvd.bidiagonal import qr as bidiagonal_qr
+from gpusvd.bidiagonal.dqds import bidiagonal_singular_values
 
 from . import bisection_cases
 
@@ -32,7 +32,7 @@ def _dense(d, e):
 
 def _check(d, e, solve=bidiagonal_svd):
     """The invariants of the module docstring for the bidiagonal SVD ``solve`` (also
-    test_bidiagonal_svd_dc.py's); returns (u, s, vt)."""
+    test_dc_svd.py's); returns (u, s, vt)."""
     d, e = np.asarray(d), np.asarray(e)
     saved = d.copy(), e.copy()
     u, s, vt = solve(d, e)

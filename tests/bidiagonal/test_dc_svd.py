@@ -1,4 +1,4 @@
-"""bidiagonal_svd_dc (condensed/bidiagonal_svd_dc.py, Gu & Eisenstat with GEMMs in xp).
+"""bidiagonal_svd_dc (bidiagonal/dc_svd.py, Gu & Eisenstat with GEMMs in xp).
 
 Invariants in units of n·ε (gpusvd.testing), ε of the result's dtype:
 ‖B − U·S·Vt‖/(‖B‖·n·ε), ‖UᵀU − I‖/(n·ε), ‖Vt·Vtᵀ − I‖/(n·ε), each at most BOUND, and the
@@ -14,14 +14,14 @@ import pytest
 from gpusvd import testing
 from gpusvd._core import tunables
 from gpusvd._core.errors import LinAlgError
-from gpusvd.condensed import bidiagonal_svd_dc as dc
-from gpusvd.condensed.bidiagonal_dc import bidiagonal_svd as dbdsdc
-from gpusvd.condensed.bidiagonal_svd_dc import bidiagonal_svd_dc
+from gpusvd.bidiagonal import dc_svd as dc
+from gpusvd.bidiagonal.dbdsdc import bidiagonal_svd as dbdsdc
+from gpusvd.bidiagonal.dc_svd import bidiagonal_svd_dc
 from gpusvd.golub_reinsch.bidiagonalize import bidiagonalize
-from gpusvd.golub_reinsch.dqds import bidiagonal_singular_values
+from gpusvd.bidiagonal.dqds import bidiagonal_singular_values
 
 from . import bisection_cases
-from .test_bidiagonal_dc import _check as _check_solver
+from .test_dbdsdc import _check as _check_solver
 
 BOUND = 30  # in units of n·ε, as gr's property tests (issue 2)
 SIZES = (0, 1, 2, 3, 31, 32, 33, 100, 500, 1500)
@@ -29,7 +29,7 @@ DTYPES = (np.float32, np.float64)
 
 
 def _check(d, e):
-    """test_bidiagonal_dc.py's invariants (residual, orthogonality, values, dtypes,
+    """test_dbdsdc.py's invariants (residual, orthogonality, values, dtypes,
     shapes, input unchanged) for bidiagonal_svd_dc; returns (u, s, vt)."""
     return _check_solver(d, e, solve=bidiagonal_svd_dc)
 
@@ -168,7 +168,7 @@ def test_integers_promote():
 @pytest.mark.parametrize("d, e", [([1.0, np.nan], [1.0]), ([1.0, 2.0], [np.inf]),
                                   (np.full(40, 1.0), np.r_[np.full(38, 1.0), -np.inf])])
 def test_non_finite(d, e):
-    """The error bidiagonal_dc (dbdsdc) raises, with its message."""
+    """The error dbdsdc raises, with its message."""
     for solver in (bidiagonal_svd_dc, dbdsdc):
         with pytest.raises(LinAlgError, match="NaN or infinity"):
             solver(np.asarray(d), np.asarray(e))

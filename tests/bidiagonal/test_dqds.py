@@ -8,9 +8,9 @@ import scipy.linalg
 import gpusvd
 from gpusvd import testing
 from gpusvd._core.errors import LinAlgError
-from gpusvd.golub_reinsch import dqds
-from gpusvd.golub_reinsch.bidiagonal_qr import BidiagonalQR
-from gpusvd.golub_reinsch.dqds import bidiagonal_singular_values
+from gpusvd.bidiagonal import dqds
+from gpusvd.bidiagonal.qr import BidiagonalQR
+from gpusvd.bidiagonal.dqds import bidiagonal_singular_values
 
 EPS = np.finfo(np.float64).eps
 BOUND = 10  # relative error per singular value, in units of n·eps (the brief's target)

@@ -1,7 +1,7 @@
 """The CUDA twins of the bidiagonal divide and conquer's merge vectors and leaves
-(condensed/merge_vectors_cuda.py, kernels/merge_vectors.cu) against the NumPy code they
-replace: bidiagonal_svd_dc._merge_vectors and the leaves' setitems
-(bidiagonal_svd_dc._place_host).
+(bidiagonal/merge_vectors_cuda.py, kernels/merge_vectors.cu) against the NumPy code they
+replace: dc_svd._merge_vectors and the leaves' setitems
+(dc_svd._place_host).
 
 The merges' inputs are real ones: the poles, weights and roots each merge of a host solve
 passes to its vectors (random, clustered, graded and mass-deflating problems), k from 1
@@ -22,15 +22,15 @@ import pytest
 
 from gpusvd import testing
 from gpusvd._core import tunables
-from gpusvd.condensed import bidiagonal_svd_dc as svd_dc
-from gpusvd.condensed.merge_vectors_cuda import pack_blocks
+from gpusvd.bidiagonal import dc_svd as svd_dc
+from gpusvd.bidiagonal.merge_vectors_cuda import pack_blocks
 
 from ..jacobi import host_kernel  # the CUDA stubs of every host build
-from . import test_bidiagonal_svd_dc as svd_tests
+from . import test_dc_svd as svd_tests
 
 _ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-KERNEL = _ROOT / "src/gpusvd/condensed/kernels/merge_vectors.cu"
+KERNEL = _ROOT / "src/gpusvd/bidiagonal/kernels/merge_vectors.cu"
 BOUND = 8  # entries within BOUND·k·ε of the NumPy twin's
 END_TO_END = 30  # residual and orthogonality in units of n·ε, as the solvers' tests
 EPS = np.finfo(np.float64).eps
@@ -162,7 +162,7 @@ def test_host_build_places_leaves(host):
 def test_gpu_svd_merge_vectors(kind, n, monkeypatch):
     import cupy
 
-    from gpusvd.condensed.merge_vectors_cuda import svd_merge_vectors
+    from gpusvd.bidiagonal.merge_vectors_cuda import svd_merge_vectors
 
     for poles, z, origin, tau in svd_merges(kind, n, monkeypatch):
         u, v = svd_merge_vectors(poles, z, origin, tau)
@@ -177,7 +177,7 @@ def test_gpu_single_pole():
     """k = 1: M is 1×1, its vectors ±1."""
     import cupy
 
-    from gpusvd.condensed.merge_vectors_cuda import svd_merge_vectors
+    from gpusvd.bidiagonal.merge_vectors_cuda import svd_merge_vectors
 
     poles, z, origin, tau = np.zeros(1), np.array([-0.5]), np.zeros(1, np.int64), np.array([0.5])
     u, v = svd_merge_vectors(poles, z, origin, tau)
@@ -189,7 +189,7 @@ def test_gpu_single_pole():
 def test_gpu_places_leaves():
     import cupy
 
-    from gpusvd.condensed.merge_vectors_cuda import place_blocks
+    from gpusvd.bidiagonal.merge_vectors_cuda import place_blocks
 
     blocks, starts, n = _leaves(2)
     want = np.zeros((n, n), order="F")

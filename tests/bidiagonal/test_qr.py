@@ -6,10 +6,10 @@ import pytest
 import scipy.linalg
 
 from gpusvd._core.errors import LinAlgError
-from gpusvd.golub_reinsch import bidiagonal_qr
-from gpusvd.golub_reinsch.bidiagonal_qr import BidiagonalQR, bidiagonal_svd
-from gpusvd.golub_reinsch.two_by_two import plane_rotation, singular_values_2x2, svd_2x2
-from gpusvd.golub_reinsch.rotations import apply_rotations
+from gpusvd.bidiagonal import qr as bidiagonal_qr
+from gpusvd.bidiagonal.qr import BidiagonalQR, bidiagonal_svd
+from gpusvd.bidiagonal.two_by_two import plane_rotation, singular_values_2x2, svd_2x2
+from gpusvd.bidiagonal.rotations import apply_rotations
 from .naive import apply_rotations_naive, bidiagonal_matrix
 
 EPS = np.finfo(np.float64).eps

@@ -1,10 +1,10 @@
-"""The CUDA rotations of deflation (condensed/rotate_cuda.py) against their Numba twin,
-bidiagonal_svd_dc._rotate_host, on column-major views with chained pairs."""
+"""The CUDA rotations of deflation (bidiagonal/rotate_pairs_cuda.py) against their Numba
+twin, dc_svd._rotate_host, on column-major views with chained pairs."""
 
 import numpy as np
 import pytest
 
-from gpusvd.condensed.bidiagonal_svd_dc import _rotate_host
+from gpusvd.bidiagonal.dc_svd import _rotate_host
 
 pytestmark = pytest.mark.gpu
 
@@ -30,7 +30,7 @@ def _case(rows, cols, count, dtype, seed):
 def test_matches_numba_twin(rows, cols, count, dtype):
     import cupy
 
-    from gpusvd.condensed.rotate_cuda import rotate_pairs
+    from gpusvd.bidiagonal.rotate_pairs_cuda import rotate_pairs
 
     q, pairs, cs = _case(rows, cols, count, dtype, seed=rows + count)
     on_device = cupy.asarray(q)
@@ -47,7 +47,7 @@ def test_matches_numba_twin(rows, cols, count, dtype):
 def test_row_major_refused():
     import cupy
 
-    from gpusvd.condensed.rotate_cuda import rotate_pairs
+    from gpusvd.bidiagonal.rotate_pairs_cuda import rotate_pairs
 
     with pytest.raises(ValueError, match="column-major"):
         rotate_pairs(cupy.zeros((4, 4)), np.array([[0, 1]]), np.array([[1.0, 0.0]]))

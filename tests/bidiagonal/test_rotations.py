@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from gpusvd.golub_reinsch.rotations import apply_rotations
+from gpusvd.bidiagonal.rotations import apply_rotations
 from .naive import apply_rotations_naive, random_rotation_log
 
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from gpusvd._core import tunables
-from gpusvd.golub_reinsch.rotations import apply_rotations
-from gpusvd.golub_reinsch.rotations_cuda import group_windows
+from gpusvd.bidiagonal.rotations import apply_rotations
+from gpusvd.bidiagonal.rotations_cuda import group_windows
 from .naive import random_rotation_log
 
 
@@ -31,7 +31,7 @@ def test_group_windows_cover_sweeps_in_order(window):
 def test_cuda_matches_numba(dtype, window, n, k, chunks):
     import cupy
 
-    from gpusvd.golub_reinsch.rotations_cuda import RotationPipeline
+    from gpusvd.bidiagonal.rotations_cuda import RotationPipeline
 
     rng = np.random.default_rng(n * 7 + k)
     x = rng.standard_normal((n, n)).astype(dtype)

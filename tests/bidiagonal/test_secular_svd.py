@@ -1,4 +1,4 @@
-"""The SVD secular equation's roots (condensed/secular_svd.py) against a 50-digit evaluation.
+"""The SVD secular equation's roots (bidiagonal/secular_svd.py) against a 50-digit evaluation.
 
 Each root σ_i = d_o + τ_i must lie strictly inside its interval in that representation,
 and f(σ) = 1 + Σ_j z_j²/(d_j² − σ²) must vanish there to within the rounding of
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from gpusvd._core.errors import LinAlgError
-from gpusvd.condensed import secular_svd
+from gpusvd.bidiagonal import secular_svd
 
 BOUND = 30
 EPS = np.finfo(np.float64).eps

@@ -1,5 +1,6 @@
-"""The CUDA twin of the bidiagonal SVD's secular equation roots (condensed/secular_cuda.py,
-kernels/secular.cu) against the Numba solver it replaces: secular_svd._root (dlasd4).
+"""The CUDA twin of the bidiagonal SVD's secular equation roots
+(bidiagonal/secular_svd_cuda.py, kernels/secular.cu) against the Numba solver it replaces:
+secular_svd._root (dlasd4).
 
 The problems: test_secular_svd's families (random, clustered, tiny weights, graded), poles
 a few ε apart (as deflation lets them be), and the real merges of host solves of the
@@ -18,13 +19,13 @@ import numpy as np
 import pytest
 
 from gpusvd._core.errors import LinAlgError
-from gpusvd.condensed import bidiagonal_svd_dc as svd_dc
-from gpusvd.condensed import secular_svd
-from gpusvd.condensed.secular import _UNIT_ROUNDOFF, MAX_STEPS, check_converged
+from gpusvd.bidiagonal import dc_svd as svd_dc
+from gpusvd.bidiagonal import secular_svd
+from gpusvd.bidiagonal.secular import _UNIT_ROUNDOFF, MAX_STEPS, check_converged
 
 from . import host_secular
 from ..jacobi import host_kernel
-from . import test_bidiagonal_svd_dc as svd_tests
+from . import test_dc_svd as svd_tests
 from . import test_secular_svd as svd_problems
 
 BOUND = 4  # roots within BOUND·k·ε·max(|d|, |σ|) of the Numba twin's (GPU)
@@ -129,7 +130,7 @@ def test_check_converged_passes_converged_roots():
 def _gpu_svd(d, z, max_steps=MAX_STEPS):
     import cupy
 
-    from gpusvd.condensed.secular_cuda import svd_roots
+    from gpusvd.bidiagonal.secular_svd_cuda import svd_roots
 
     return [cupy.asnumpy(x) for x in svd_roots(cupy.asarray(d), cupy.asarray(z), max_steps)]
 
@@ -179,7 +180,7 @@ def test_gpu_step_limit_raises():
 def test_gpu_rejects_mismatched_shapes():
     import cupy
 
-    from gpusvd.condensed.secular_cuda import svd_roots
+    from gpusvd.bidiagonal.secular_svd_cuda import svd_roots
 
     with pytest.raises(ValueError, match="k >= 1 poles"):
         svd_roots(cupy.zeros(0), cupy.zeros(0))

@@ -16,7 +16,7 @@ from gpusvd.condensed.band import band_of, reduce_to_band
 from gpusvd.condensed.bulge import band_to_bidiagonal
 from gpusvd.condensed.driver import two_stage_singular_values
 
-from . import bisection_cases
+from ..bidiagonal import bisection_cases
 
 BOUND = 30  # in units of n·ε, as gr's property tests (issue 2)
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)

@@ -271,8 +271,8 @@ class TestNotFinite_GPU(_OnGPU, TestNotFinite_CPU):
 
 
 def test_bidiagonal_solvers_say_the_input_was_not_finite():
-    from gpusvd.golub_reinsch.bidiagonal_qr import bidiagonal_svd
-    from gpusvd.golub_reinsch.dqds import bidiagonal_singular_values
+    from gpusvd.bidiagonal.qr import bidiagonal_svd
+    from gpusvd.bidiagonal.dqds import bidiagonal_singular_values
     d, e = np.array([1.0, np.nan, 2.0]), np.array([0.5, 0.25])
     for solve in (bidiagonal_svd, bidiagonal_singular_values):
         with pytest.raises(gpusvd.LinAlgError, match="not finite"):

@@ -12,7 +12,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 import gpusvd
 from gpusvd import testing
 from gpusvd._core import threads
-from gpusvd.golub_reinsch import rotations
+from gpusvd.bidiagonal import rotations
 from gpusvd.jacobi import driver as jacobi_driver, inner
 from gpusvd.takagi import block_update
 

@@ -250,7 +250,7 @@ class TestSVDVals_GR_TwoStage_CPU(_Values):
 class TestSVDVals_GR_TwoStage_GPU(TestSVDVals_GR_TwoStage_CPU):
     device = TestSVD_GR_GPU.device
     put = TestSVD_GR_GPU.put
-    identity_error = 4  # bisection on the GPU (condensed/bisection.py's bound)
+    identity_error = 4  # bisection on the GPU (bidiagonal/bisection.py's bound)
 
 
 class TestSVD_GR_TwoStage_CPU(TestSVD_GR_CPU):

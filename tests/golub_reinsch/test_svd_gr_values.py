@@ -15,7 +15,8 @@ import scipy.linalg
 import gpusvd
 from gpusvd import testing
 from gpusvd._core import tunables
-from gpusvd.golub_reinsch import bidiagonal_svd, driver
+from gpusvd.bidiagonal import qr_svd
+from gpusvd.golub_reinsch import driver
 
 
 @pytest.mark.parametrize("seed", [0, 2])
@@ -26,8 +27,8 @@ def test_full_svd_values_are_accurate(seed):
     assert testing.svd_residual(a, u, s, vh) < 10
 
 
-@pytest.mark.parametrize("n", [bidiagonal_svd._DQDS_THREAD_MIN_N - 1,
-                               bidiagonal_svd._DQDS_THREAD_MIN_N, 300])
+@pytest.mark.parametrize("n", [qr_svd._DQDS_THREAD_MIN_N - 1,
+                               qr_svd._DQDS_THREAD_MIN_N, 300])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
 def test_full_and_values_only_agree_bitwise(n, dtype):
     """Same bidiagonal, same dqds: on the thread (n >= the threshold) or after the QR
@@ -41,7 +42,7 @@ def test_full_and_values_only_agree_bitwise(n, dtype):
 def test_qr_values_are_kept_when_dqds_fails(monkeypatch):
     def fail(d, e):
         raise gpusvd.LinAlgError("dqds did not converge (test)")
-    monkeypatch.setattr(bidiagonal_svd, "bidiagonal_singular_values", fail)
+    monkeypatch.setattr(qr_svd, "bidiagonal_singular_values", fail)
     a = testing.random_matrix(100, 80, seed=5)
     u, s, vh = gpusvd.svd(a, method="gr", device="cpu", full_matrices=False)
     assert testing.sv_error(s, scipy.linalg.svdvals(a)) < 20 * 80

@@ -44,8 +44,6 @@ class KernelFile(NamedTuple):
 
 # One row per kernel file, by its path under the package.
 REGISTRY = {
-    "golub_reinsch/kernels/apply_rotations.cu": KernelFile(tuple(
-        f"apply_rotations<{ctype}, {window}>" for ctype in _REAL for window in (8, 16))),
     "golub_reinsch/kernels/bidiagonalize_panel.cu": KernelFile(
         tuple(f"bidiagonalize_panel<{ctype}>" for ctype in _ALL), cooperative=True),
     "takagi/kernels/takagi_steps.cu": KernelFile(tuple(
@@ -66,14 +64,16 @@ REGISTRY = {
     "condensed/kernels/bulge.cu": KernelFile(tuple(f"chase_band<{ctype}>" for ctype in _REAL)),
     "condensed/kernels/wy.cu": KernelFile(tuple(
         f"{kernel}<{ctype}>" for kernel in ("unit_lower", "larft_gram") for ctype in _ALL)),
-    "condensed/kernels/bisection.cu": KernelFile(tuple(
+    "bidiagonal/kernels/apply_rotations.cu": KernelFile(tuple(
+        f"apply_rotations<{ctype}, {window}>" for ctype in _REAL for window in (8, 16))),
+    "bidiagonal/kernels/bisection.cu": KernelFile(tuple(
         f"bisection_singular_values<{ctype}>" for ctype in _REAL)),
-    "condensed/kernels/rotate_pairs.cu": KernelFile(tuple(
+    "bidiagonal/kernels/rotate_pairs.cu": KernelFile(tuple(
         f"rotate_pairs<{ctype}>" for ctype in _REAL)),
-    "condensed/kernels/merge_vectors.cu": KernelFile(tuple(
+    "bidiagonal/kernels/merge_vectors.cu": KernelFile(tuple(
         f"{kernel}<double>" for kernel in ("svd_merge_weights", "svd_merge_columns",
                                            "place_blocks"))),
-    "condensed/kernels/secular.cu": KernelFile(("svd_secular_roots<double>",)),
+    "bidiagonal/kernels/secular.cu": KernelFile(("svd_secular_roots<double>",)),
 }
 
 # How the shipped binaries are built (scripts/build-kernels reads these). SASS for the

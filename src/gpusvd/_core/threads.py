@@ -1,7 +1,7 @@
 """CPU threads: Numba's parallel loops and the BLAS pool sized together (threadpoolctl).
 
 On the CPU, gpusvd's parallel Numba kernels (``prange``: the inner Jacobi of
-:mod:`gpusvd.jacobi.inner`, the rotation application of :mod:`gpusvd.golub_reinsch.
+:mod:`gpusvd.jacobi.inner`, the rotation application of :mod:`gpusvd.bidiagonal.
 rotations`) run one thread per core, and so does the BLAS pool of NumPy and SciPy
 (OpenBLAS, MKL). A pool's threads keep the cores busy after their work is done: OpenBLAS's
 workers spin for a while after each call before they sleep, and GNU OpenMP's (Numba's

@@ -179,7 +179,7 @@ class Tunables:
     # through the driver, but 50 × 1024² float64 0.28 s against 1.8 s; one 2048² matrix
     # 117 ms against 80 (NOTES.md, "Batched engine").
     batched_max_n: int = 1024
-    # Singular values per Numba task of the bisection solver (condensed/bisection.py),
+    # Singular values per Numba task of the bisection solver (bidiagonal/bisection.py),
     # bisected together so that their independent chains of divisions overlap: one value's
     # Sturm count is a chain of 2n dependent divisions, latency-bound. Measured in NOTES.md
     # ("Bisection for the bidiagonal's values").
@@ -199,11 +199,11 @@ class Tunables:
     # chases of 8 bands on the H100 were finite and bitwise identical run to run
     # (bench/results/stress_bulge_h100_s8.json), so the kernel shows no race.
     chase_on_gpu: bool = True
-    # Leaves of the bidiagonal divide and conquer (condensed/bidiagonal_svd_dc.py): at most
+    # Leaves of the bidiagonal divide and conquer (bidiagonal/dc_svd.py): at most
     # this many rows, solved by LAPACK on the host. dlasd0's SMLSIZ is 25 (ILAENV ispec 9);
     # 32 is a power of two. Not yet measured against other sizes.
     divide_conquer_leaf_size: int = 32
-    # Merges of bidiagonal_svd_dc.py with at most this many rows update U and V by one
+    # Merges of bidiagonal/dc_svd.py with at most this many rows update U and V by one
     # dense GEMM each (U·W, W the identity but for the merge's vectors) instead of the
     # GEMMs split by the columns' supports: up to twice the flops, but ~5 launches per
     # matrix instead of ~15, which on a GPU is most of a small merge's time. H100, the

@@ -2,7 +2,7 @@
 
 The parallel values solver of the two-stage SVD: every singular value is found on its
 own, so the work is spread over values (one GPU thread each, Numba's ``prange`` on the
-CPU), where dqds (golub_reinsch/dqds.py) is one sequential chain.
+CPU), where dqds (dqds.py) is one sequential chain.
 
 The upper bidiagonal B (diagonal d, superdiagonal e) of order n is the 2n×2n
 Golub–Kahan tridiagonal T_GK with zero diagonal and off-diagonal

@@ -1,4 +1,4 @@
-"""The GPU twin of the bisection in :mod:`gpusvd.condensed.bisection`: the launcher of
+"""The GPU twin of the bisection in :mod:`gpusvd.bidiagonal.bisection`: the launcher of
 ``kernels/bisection.cu``, one thread per singular value.
 
 Each thread runs its own bisection (about 64 Sturm counts of 2n − 1 steps in float64, 32
@@ -10,13 +10,13 @@ import numpy as np
 
 from .._core import kernels, tunables
 
-_KERNEL_FILE = "condensed/kernels/bisection.cu"
+_KERNEL_FILE = "bidiagonal/kernels/bisection.cu"
 
 
 def bisect(t, n, b):
     """The n singular values of the scaled B whose Golub–Kahan off-diagonal is the CuPy
     array ``t`` (2n − 1 entries in [0, 1)), descending, by the constants ``b``
-    (:func:`gpusvd.condensed.bisection.bounds`); the twin of ``bisection._numba_twin``."""
+    (:func:`gpusvd.bidiagonal.bisection.bounds`); the twin of ``bisection._numba_twin``."""
     import cupy
 
     out = cupy.empty(n, t.dtype)

@@ -1,7 +1,7 @@
 """SVD of a real upper bidiagonal by divide and conquer: LAPACK's dbdsdc on the host.
 
 The vectors solver of the two-stage SVD, in place of the implicit-shift QR of
-:mod:`gpusvd.golub_reinsch.bidiagonal_qr`, whose sequential host loop took 3.16 s at
+:mod:`gpusvd.bidiagonal.qr`, whose sequential host loop took 3.16 s at
 n = 8192 on the H100 machine's host. The algorithm is Gu & Eisenstat, "A divide-and-
 conquer algorithm for the bidiagonal SVD", SIAM J. Matrix Anal. Appl. 16 (1995) 79–92,
 as LAPACK implements it (dbdsdc → dlasd0 → dlasd1/2/3/4, leaves by dlasdq):
@@ -25,7 +25,7 @@ Demmel & Kahan and dqds, dbdsdc is not relatively accurate on n > SMLSIZ rows: i
 B to max |entry| = 1, then raises every |d_i| < ε to ε and splits at every |e_i| < ε
 (dbdsdc's loops 20 and 30), perturbations of ε·‖B‖, so a singular value far below ε·σ₁
 (a graded B) is accurate to ε·σ₁ only. Where the small values matter, take them from
-dqds (:func:`gpusvd.golub_reinsch.dqds.bidiagonal_singular_values`), as the one-stage
+dqds (:func:`gpusvd.bidiagonal.dqds.bidiagonal_singular_values`), as the one-stage
 driver does beside its QR.
 
 Why the host's LAPACK: most of dbdsdc's work is the merges' GEMMs, which threaded
@@ -181,7 +181,7 @@ def bidiagonal_svd(d, e, *, compute_uv=True):
     Examples
     --------
     >>> import numpy as np
-    >>> from gpusvd.condensed.bidiagonal_dc import bidiagonal_svd
+    >>> from gpusvd.bidiagonal.dbdsdc import bidiagonal_svd
     >>> u, s, vt = bidiagonal_svd([3.0, 1.0], [4.0])
     >>> np.round(s, 6)
     array([5.064495, 0.592359])

@@ -1,7 +1,7 @@
 """SVD of a real upper bidiagonal B by divide and conquer, its O(n³) work as GEMMs in xp.
 
 The vectors solver of the two-stage SVD, in place of LAPACK's dbdsdc
-(:mod:`.bidiagonal_dc`) on the host: Gu & Eisenstat, "A divide-and-conquer algorithm for
+(:mod:`.dbdsdc`) on the host: Gu & Eisenstat, "A divide-and-conquer algorithm for
 the bidiagonal SVD", SIAM J. Matrix Anal. Appl. 16 (1995) 79–92, in the form of LAPACK's
 dbdsdc → dlasd0 → dlasd1/2/3/4: U and V (n×n) and the merges' GEMMs in the array
 namespace ``xp``, only O(n) data on the host.
@@ -49,16 +49,16 @@ On a GPU (``xp`` = CuPy): the n×n work stays on the device and the host keeps O
 merge. A tree level's merges touch disjoint blocks, so their coupling rows are read in
 one transfer (:func:`_coupling_rows`), the one wait per level; each merge's deflation
 runs on the host while the device still works on the previous merge; its secular equation
-(secular_cuda.py), vectors (merge_vectors_cuda.py) and rotations (rotate_cuda.py) are a
-few launches; its values come back at the level's end. The leaves cross to the device in
-one copy (merge_vectors_cuda.py). Merges of up to ``divide_conquer_dense_merge_rows``
+(secular_svd_cuda.py), vectors (merge_vectors_cuda.py) and rotations
+(rotate_pairs_cuda.py) are a few launches; its values come back at the level's end. The
+leaves cross to the device in one copy (merge_vectors_cuda.py). Merges of up to ``divide_conquer_dense_merge_rows``
 rows update U and V by one dense GEMM each (:func:`_times_embedded`), the larger by the
 GEMMs split by support. On the H100 at n = 8192, inside the two-stage SVD: 0.5 s, where
 the QR took 3.3 s.
 
 Accuracy: backward stable, ‖B − U·S·Vᵀ‖ and ‖UᵀU − I‖, ‖VᵀV − I‖ of order n·ε; the
 values to about n·ε·σ₁ (the deflation's absolute tolerance), not each to itself: for a
-graded B take the small values from dqds (:mod:`gpusvd.golub_reinsch.dqds`).
+graded B take the small values from dqds (:mod:`gpusvd.bidiagonal.dqds`).
 """
 
 import functools
@@ -70,7 +70,7 @@ from .._core import profile, tunables
 from .._core.backend import to_host
 from .._core.errors import LinAlgError
 from .._core.validation import working_dtype
-from . import merge_vectors_cuda, rotate_cuda, secular_cuda
+from . import merge_vectors_cuda, rotate_pairs_cuda, secular_svd_cuda
 from .secular import check_converged
 from .secular_svd import secular_singular_values
 
@@ -129,7 +129,7 @@ def _rotate_columns(q, pairs, cs):
 
 # Deflation's rotations of U's and V's columns, by the name of their namespace (the CUDA
 # twin: one launch per merge); others take _rotate_columns.
-_ROTATE = {"numpy": _rotate_host, "cupy": rotate_cuda.rotate_pairs}
+_ROTATE = {"numpy": _rotate_host, "cupy": rotate_pairs_cuda.rotate_pairs}
 
 
 def _place_host(q, blocks, starts):
@@ -303,7 +303,7 @@ def _merge(s, u, v, cut, alpha, beta, sqre, xp, row, first):
     values of u's columns (m×m view) and v's (m×(m + sqre)); all three are updated.
     ``row`` and ``first`` are V's rows cut (columns :cut + 1) and cut + 1 (columns
     cut + 1:) as host arrays (:func:`_coupling_rows`). On CuPy the secular equation is
-    solved on the device (secular_cuda.py) and the values are stored by the function
+    solved on the device (secular_svd_cuda.py) and the values are stored by the function
     returned (:func:`_values`); elsewhere they are stored at once and None returned."""
     m = u.shape[0]
     z = np.concatenate((alpha * row[:cut], [0.0], beta * first[:m - cut - 1]))
@@ -334,7 +334,7 @@ def _merge(s, u, v, cut, alpha, beta, sqre, xp, row, first):
     with profile.phase("secular", xp):
         if xp.__name__ == "cupy":  # the roots on the device, read back at the level's end
             problem = merge_vectors_cuda.upload(poles, weights)
-            origin, tau, steps = secular_cuda.svd_roots(*problem)
+            origin, tau, steps = secular_svd_cuda.svd_roots(*problem)
         else:
             problem = poles, weights
             origin, tau = secular_singular_values(poles, weights)
@@ -450,13 +450,13 @@ def bidiagonal_svd_dc(d, e, xp=np):
     ValueError
         If d or e is not 1-D of lengths n and n − 1, or not real.
     gpusvd.LinAlgError
-        If d or e holds NaN or infinity (as :mod:`.bidiagonal_dc`), or a secular equation
+        If d or e holds NaN or infinity (as :mod:`.dbdsdc`), or a secular equation
         did not converge.
 
     Examples
     --------
     >>> import numpy as np
-    >>> from gpusvd.condensed.bidiagonal_svd_dc import bidiagonal_svd_dc
+    >>> from gpusvd.bidiagonal.dc_svd import bidiagonal_svd_dc
     >>> rng = np.random.default_rng(0)
     >>> d, e = rng.standard_normal(100), rng.standard_normal(99)
     >>> u, s, vt = bidiagonal_svd_dc(d, e)

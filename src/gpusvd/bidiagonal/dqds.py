@@ -1,6 +1,6 @@
 """Singular values of a bidiagonal matrix by the dqds algorithm.
 
-The values-only counterpart of :mod:`.bidiagonal_qr`, as LAPACK's dbdsqr without vectors
+The values-only counterpart of :mod:`.qr`, as LAPACK's dbdsqr without vectors
 hands over to dlasq1/dlasq2: Fernando & Parlett, "Accurate singular values and
 differential qd algorithms", Numer. Math. 67 (1994); Parlett & Marques, "An
 implementation of the dqds algorithm (positive case)", Linear Algebra Appl. 309 (2000).

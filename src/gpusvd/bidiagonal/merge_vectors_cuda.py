@@ -2,7 +2,7 @@
 placement: the launchers of ``kernels/merge_vectors.cu``.
 
 A merge's k×k vectors (Gu & Eisenstat's ẑ, then the normalized columns) take about 25
-CuPy operations on k×k arrays in the xp twin, :func:`.bidiagonal_svd_dc._merge_vectors`
+CuPy operations on k×k arrays in the xp twin, :func:`.dc_svd._merge_vectors`
 (dlasd3): fancy-index gathers, products, reductions, each a launch and its Python
 overhead, 255 merges at n = 8192 (H100: 0.42 s). Here a merge is one host→device copy of
 its O(k) inputs and two launches, the weights then the columns, doing the same arithmetic
@@ -17,7 +17,7 @@ import numpy as np
 
 from .._core import kernels
 
-_KERNEL_FILE = "condensed/kernels/merge_vectors.cu"
+_KERNEL_FILE = "bidiagonal/kernels/merge_vectors.cu"
 # Threads per block of the weights kernel: 8 rows of 32 lanes (a warp per row).
 _WEIGHT_THREADS = 256
 _LANES = 32
@@ -51,8 +51,8 @@ def svd_merge_vectors(poles, z, origin, tau):
     """(U_M, V_M), k×k column-major float64 CuPy arrays, of the merge whose poles
     (ascending, ``poles[0] = 0``), weights and roots (offsets ``tau`` from
     ``poles[origin]``) are the host arrays given (one copy), or all device arrays (the
-    roots from secular_cuda.py, the poles and weights from :func:`upload`): the twin of
-    ``bidiagonal_svd_dc._merge_vectors``."""
+    roots from secular_svd_cuda.py, the poles and weights from :func:`upload`): the twin of
+    ``dc_svd._merge_vectors``."""
     import cupy
 
     k = poles.shape[0]
@@ -89,7 +89,7 @@ def pack_blocks(blocks):
 def place_blocks(target, blocks, starts):
     """``target[s:s + m, s:s + m] = block`` for each host block (m×m) and start, into the
     column-major float64 CuPy view ``target``: one copy and one launch for all of them
-    (the twin of ``bidiagonal_svd_dc._place_host``)."""
+    (the twin of ``dc_svd._place_host``)."""
     if not blocks:
         return
     if target.strides[0] != target.itemsize:

@@ -370,7 +370,7 @@ def bidiagonal_svd(d, e, *, eps=np.finfo(float).eps, compute_rotations=True):
     """SVD of the upper bidiagonal B with diagonal d and superdiagonal e: B = X·diag(s)·Yᵀ.
 
     The rotation log is applied chunk by chunk to X = I and Y = I with the CPU kernel
-    :func:`gpusvd.golub_reinsch.rotations.apply_rotations`.
+    :func:`gpusvd.bidiagonal.rotations.apply_rotations`.
 
     Returns
     -------

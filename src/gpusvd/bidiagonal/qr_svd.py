@@ -1,5 +1,5 @@
 """The SVD of a real bidiagonal with vectors, as the paper's Golub–Reinsch path solves it:
-the implicit-shift QR iteration on the host (bidiagonal_qr.py) emits its rotations in
+the implicit-shift QR iteration on the host (qr.py) emits its rotations in
 chunks, which are applied to X and Y where they lie (rotations.py on the CPU, the
 pipelined CUDA kernel of rotations_cuda.py on the GPU), and dqds (dqds.py) gives the values.
 
@@ -20,7 +20,7 @@ import numpy as np
 
 from .._core import tunables
 from .._core.errors import LinAlgError
-from .bidiagonal_qr import BidiagonalQR
+from .qr import BidiagonalQR
 from .dqds import bidiagonal_singular_values
 from .rotations import apply_rotations
 

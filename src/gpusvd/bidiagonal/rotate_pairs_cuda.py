@@ -1,8 +1,8 @@
 """The GPU twin of deflation's column rotations in the bidiagonal divide and conquer
-(:func:`gpusvd.condensed.bidiagonal_svd_dc._rotate_host`): the launcher of
+(:func:`gpusvd.bidiagonal.dc_svd._rotate_host`): the launcher of
 ``kernels/rotate_pairs.cu``, one thread per row through every rotation in order.
 
-Whole-column CuPy operations (``bidiagonal_svd_dc._rotate_columns``) cost six launches per
+Whole-column CuPy operations (``dc_svd._rotate_columns``) cost six launches per
 rotation, and a merge of clustered values deflates by rotation up to k − 1 times; here a
 merge's rotations are one launch.
 """
@@ -11,7 +11,7 @@ import numpy as np
 
 from .._core import kernels
 
-_KERNEL_FILE = "condensed/kernels/rotate_pairs.cu"
+_KERNEL_FILE = "bidiagonal/kernels/rotate_pairs.cu"
 _THREADS = 256
 _MAX_BLOCKS = 4096  # a grid-stride loop past them
 

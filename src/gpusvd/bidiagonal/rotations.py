@@ -9,7 +9,7 @@ twin is ``kernels/apply_rotations.cu``; both do the same floating-point operatio
 same order, so they agree to rounding (no fused multiply-add here: Numba does not
 contract without fastmath).
 
-The log's format is documented in :class:`gpusvd.golub_reinsch.bidiagonal_qr.BidiagonalQR`.
+The log's format is documented in :class:`gpusvd.bidiagonal.qr.BidiagonalQR`.
 """
 
 import numba

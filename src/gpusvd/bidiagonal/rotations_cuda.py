@@ -1,4 +1,4 @@
-"""The GPU twin of :func:`gpusvd.golub_reinsch.rotations.apply_rotations`.
+"""The GPU twin of :func:`gpusvd.bidiagonal.rotations.apply_rotations`.
 
 The bidiagonal QR runs on the host and hands over its rotation log chunk by chunk
 (paper 000, Alg. 3 on the CPU, Alg. 4/5 on the GPU). :class:`RotationPipeline` copies each
@@ -11,7 +11,7 @@ import numpy as np
 
 from .._core import kernels, tunables
 
-_KERNEL_FILE = "golub_reinsch/kernels/apply_rotations.cu"
+_KERNEL_FILE = "bidiagonal/kernels/apply_rotations.cu"
 _MAX_THREADS = 128  # threads per block (one row each) when there are rows enough
 _MIN_BLOCKS_PER_SM = 2  # below it, blocks shrink (to one warp) to reach more SMs
 _WINDOWS = (8, 16)  # the window sizes instantiated in kernels.REGISTRY

@@ -9,8 +9,8 @@ The eigenvalues λ of D + ρ·z·zᵀ, D = diag(d) with d₁ < d₂ < … < d_k,
 one root in each interval (d_i, d_{i+1}) and the last in (d_k, d_k + ρ·zᵀz]: f rises
 monotonically from −∞ to +∞ between two poles. The bidiagonal SVD's merges solve (1) in
 λ = σ² with poles d_j² and ρ = 1 (:mod:`.secular_svd`, dlasd4, and its CUDA twin in
-:mod:`.secular_cuda`), by the iteration of LAPACK's dlaed4 (Ren-Cang Li, "Solving secular
-equations stably and efficiently", LAPACK Working Note 89), whose step is
+:mod:`.secular_svd_cuda`), by the iteration of LAPACK's dlaed4 (Ren-Cang Li, "Solving
+secular equations stably and efficiently", LAPACK Working Note 89), whose step is
 :func:`model_step` here:
 
 - Representation. Root i is held as an offset from its nearer pole, λ_i = d_o + τ_i:
@@ -105,7 +105,7 @@ def model_step(model, origin_is_lower, x, w, dw, dpsi, dphi, z_o, delta_o, delta
 def check_converged(steps, max_steps=MAX_STEPS):
     """Raise :class:`LinAlgError` where a root took more than ``max_steps`` steps, from
     the step counts (a host array) of a secular solver: secular_svd.py's on the host,
-    secular_cuda.py's on the device (dlasd4's INFO > 0).
+    secular_svd_cuda.py's on the device (dlasd4's INFO > 0).
 
     Examples
     --------

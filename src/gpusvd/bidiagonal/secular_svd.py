@@ -1,7 +1,7 @@
 """The roots of the secular equation of a merge in the bidiagonal SVD, one by one.
 
 The singular values σ of M = e₁·zᵀ + diag(d), 0 = d₁ < d₂ < … < d_k, every z_j ≠ 0
-(what deflation leaves, :mod:`gpusvd.condensed.bidiagonal_svd_dc`), are the roots of
+(what deflation leaves, :mod:`gpusvd.bidiagonal.dc_svd`), are the roots of
 
     f(σ) = 1 + Σ_j z_j² / ((d_j − σ)(d_j + σ))                                 (1)
 

@@ -1,7 +1,7 @@
 """The roots of a bidiagonal divide-and-conquer merge's secular equation on the GPU: the
 launcher of ``kernels/secular.cu``.
 
-On the host the bidiagonal SVD (bidiagonal_svd_dc.py) finds each merge's k roots with
+On the host the bidiagonal SVD (dc_svd.py) finds each merge's k roots with
 Numba, one root per thread (:func:`.secular_svd._root`, dlasd4), O(k) work per step and
 O(k²) per merge. At n = 8192 that is 0.23 s on a 16-core H100 host over 255 merges, on the
 critical path between two GPU phases, with the merge's poles and weights crossing to the
@@ -24,7 +24,7 @@ import numpy as np
 from .._core import kernels
 from .secular import _UNIT_ROUNDOFF, MAX_STEPS
 
-_KERNEL_FILE = "condensed/kernels/secular.cu"
+_KERNEL_FILE = "bidiagonal/kernels/secular.cu"
 # Threads per block: 8 roots of 32 lanes (a warp per root, as merge_vectors_cuda's rows).
 _THREADS = 256
 _LANES = 32
@@ -55,7 +55,7 @@ def svd_roots(d, z, max_steps=MAX_STEPS):
     The singular values of e₁zᵀ + diag(d) (on a GPU):
 
     >>> import cupy as cp  # doctest: +SKIP
-    >>> from gpusvd.condensed.secular import check_converged  # doctest: +SKIP
+    >>> from gpusvd.bidiagonal.secular import check_converged  # doctest: +SKIP
     >>> origin, tau, steps = svd_roots(cp.array([0.0, 1.0, 2.0]),
     ...                                cp.array([0.6, 0.64, 0.48]))  # doctest: +SKIP
     >>> check_converged(steps.get())  # doctest: +SKIP

@@ -1,6 +1,6 @@
 """Plane rotations and the SVD of a 2×2 upper triangular matrix, for the bidiagonal QR.
 
-The scalar kernels of the Demmel–Kahan bidiagonal QR (bidiagonal_qr.py) and of dqds
+The scalar kernels of the Demmel–Kahan bidiagonal QR (qr.py) and of dqds
 (dqds.py), with LAPACK's safeguards: :func:`plane_rotation` as dlartg (Anderson's safe
 scaling, ACM TOMS 2017), :func:`singular_values_2x2` as dlas2 and :func:`svd_2x2` as
 dlasv2, each accurate to a few ulps relative to every value.

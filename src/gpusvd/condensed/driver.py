@@ -7,10 +7,10 @@ values solver (or the bidiagonal's SVD and the back-transformations: :func:`two_
    (the Numba loop on the host, the CUDA kernel of bulge_cuda.py on the GPU; complex
    bands on the host).
 3. The bidiagonal's values, each to high relative accuracy, where the bidiagonal lies
-   (:data:`_VALUES_SOLVERS`): on the CPU dqds (golub_reinsch/dqds.py) in float64, as
+   (:data:`_VALUES_SOLVERS`): on the CPU dqds (bidiagonal/dqds.py) in float64, as
    the one-stage path; on the GPU bisection on the Golub–Kahan tridiagonal
-   (bisection.py, one CUDA thread per value) in the working precision, so that only the
-   values cross to the host, when the caller reads them. On one CPU core bisection is
+   (bidiagonal/bisection.py, one CUDA thread per value) in the working precision, so that
+   only the values cross to the host, when the caller reads them. On one CPU core bisection is
    15–25× slower than dqds (NOTES.md, "Bisection for the bidiagonal's values": n = 1000
    0.36 s against 0.023 s), hence dqds there.
 
@@ -36,12 +36,12 @@ import numpy as np
 from .._core import profile, tunables
 from .._core.backend import array_namespace, to_host
 from .._core.scaling import largest_entries, safe_exponent, scale_values, times_power_of_two
-from ..golub_reinsch.dqds import bidiagonal_singular_values
+from ..bidiagonal.bisection import bidiagonal_singular_values_bisection
+from ..bidiagonal.dbdsdc import bidiagonal_svd
+from ..bidiagonal.dc_svd import bidiagonal_svd_dc
+from ..bidiagonal.dqds import bidiagonal_singular_values
 from . import chase_back
 from .band import _ct, apply_p, apply_q, band_of, reduce_to_band
-from .bidiagonal_dc import bidiagonal_svd
-from .bidiagonal_svd_dc import bidiagonal_svd_dc
-from .bisection import bidiagonal_singular_values_bisection
 from .bulge import band_to_bidiagonal
 
 # dgesvd's crossover (LAPACK ILAENV ispec 6: MNTHR = 1.6·min(m, n)): from m ≥ 1.6·n a QR
@@ -77,7 +77,7 @@ def _dqds_on_host(bd):
 
 def _bisection(bd):
     """Bisection where the bidiagonal lies, in its precision (each value σ to 4·n·ε·σ;
-    Demmel & Kahan 1990, bisection.py)."""
+    Demmel & Kahan 1990, bidiagonal/bisection.py)."""
     return bidiagonal_singular_values_bisection(bd.d, bd.e)
 
 
@@ -132,7 +132,7 @@ def two_stage_singular_values(a, xp=None, *, bandwidth=None):
 def _divide_and_conquer_on_host(d, e, xp, real):
     """(U_B, V_B, s) by dbdsdc on the host (vectors) and dqds beside it on a second thread
     (values, each to high relative accuracy, as the one-stage path gives them; dbdsdc's
-    are accurate to n·ε·σ₁ only: bidiagonal_dc.py)."""
+    are accurate to n·ε·σ₁ only: bidiagonal/dbdsdc.py)."""
     with ThreadPoolExecutor(max_workers=1) as pool:
         values = pool.submit(bidiagonal_singular_values, d, e)
         u_b, _, vt_b = bidiagonal_svd(d, e)
@@ -141,7 +141,7 @@ def _divide_and_conquer_on_host(d, e, xp, real):
 
 
 def _divide_and_conquer_on_device(d, e, xp, real):
-    """(U_B, V_B, s) by our divide and conquer (bidiagonal_svd_dc.py: U, V and the merges'
+    """(U_B, V_B, s) by our divide and conquer (bidiagonal/dc_svd.py: U, V and the merges'
     GEMMs in ``xp``, O(n) work per merge on the host) and the values by bisection where U
     lies (each to 4·n·ε·σ relative, in float64, as ``svdvals`` takes them: the divide and
     conquer's own are accurate to n·ε·σ₁ only)."""
@@ -151,7 +151,7 @@ def _divide_and_conquer_on_device(d, e, xp, real):
 
 
 # The bidiagonal's SVD with vectors by the array namespace's name. The CPU: LAPACK's
-# divide and conquer, 5–19× the QR's speed on one core (n = 500–2000, bidiagonal_dc.py).
+# divide and conquer, 5–19× the QR's speed on one core (n = 500–2000, bidiagonal/dbdsdc.py).
 # The GPU: our divide and conquer with U, V, its merges and GEMMs on the device. On the
 # H100 the two-stage SVD at 8192 float64 takes 1.87 s with it (the solver 0.5 s), 5.77 s
 # with the QR on the host and its rotations on the device (the solver 3.29 s); dbdsdc on

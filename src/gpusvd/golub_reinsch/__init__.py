@@ -1,1 +1,2 @@
-"""Golub–Reinsch SVD: bidiagonalization, bidiagonal QR, rotation application."""
+"""Golub–Reinsch SVD: one-stage bidiagonalization and the driver (the bidiagonal's solvers
+are in :mod:`gpusvd.bidiagonal`, the two-stage reduction in :mod:`gpusvd.condensed`)."""

@@ -37,10 +37,10 @@ import numpy as np
 from .._core import profile, tunables, validation
 from .._core.backend import to_host
 from .._core.scaling import safe_scale
+from ..bidiagonal.dqds import bidiagonal_singular_values
+from ..bidiagonal.qr_svd import bidiagonal_svd
 from ..condensed.driver import two_stage_singular_values, two_stage_svd
-from .bidiagonal_svd import bidiagonal_svd
 from .bidiagonalize import _ct, apply_p, apply_q, bidiagonalize
-from .dqds import bidiagonal_singular_values
 
 
 # dgesvd's crossover (LAPACK ILAENV ispec 6: MNTHR = 1.6·min(m, n)): from m >= 1.6·n on, a
@@ -123,7 +123,7 @@ def _svd_qr_first(work, scale, xp, dtype, full_matrices, compute_uv):
 
 def _svd_bidiagonal(work, scale, xp, dtype, full_matrices, compute_uv):
     """Steps 1-4 of the module docstring on the scaled m×n ``work`` (m >= n >= 1); the
-    bidiagonal's SVD by bidiagonal_svd.py (QR with rotations, dqds' values)."""
+    bidiagonal's SVD by bidiagonal/qr_svd.py (QR with rotations, dqds' values)."""
     m, n = work.shape
     real = np.finfo(dtype).dtype  # of B, Σ, X and Y
     with profile.phase("bidiagonalize", xp):

@@ -1,5 +1,5 @@
 // Singular values of a bidiagonal by bisection on its Golub-Kahan tridiagonal, one thread
-// per value: the CUDA twin of condensed/bisection.py, whose docstring gives the method,
+// per value: the CUDA twin of bidiagonal/bisection.py, whose docstring gives the method,
 // the papers (Demmel & Kahan 1990, Fernando 1998; LAPACK dstebz, dbdsvdx) and the error
 // bound. Thread i finds the i-th largest value, out[i], so the output is descending.
 //

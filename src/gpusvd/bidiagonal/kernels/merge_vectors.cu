@@ -1,6 +1,6 @@
 // The k x k vectors of one bidiagonal divide-and-conquer merge (Gu & Eisenstat), and the
-// leaves' blocks placed on the diagonal: the CUDA twins of bidiagonal_svd_dc._merge_vectors
-// (dlasd3) and bidiagonal_svd_dc._place_host. The module's docstring gives the formulas
+// leaves' blocks placed on the diagonal: the CUDA twins of dc_svd._merge_vectors
+// (dlasd3) and dc_svd._place_host. The module's docstring gives the formulas
 // and the papers.
 //
 // A merge is two launches instead of ~25 CuPy operations on k x k arrays:
@@ -16,7 +16,7 @@
 // per term: within k eps of the xp code).
 //
 // A group is min(blockDim.x, 32) lanes, so the same source runs one thread per block on
-// the host (tests/condensed/test_merge_vectors_cuda.py).
+// the host (tests/bidiagonal/test_merge_vectors_cuda.py).
 //
 // d (poles ascending), z (weights), tau (offsets of the roots from their poles) and
 // origin (the pole of each root) hold k entries each.

@@ -1,11 +1,11 @@
 // Deflation's rotations of column pairs in the bidiagonal divide and conquer
-// (condensed/bidiagonal_svd_dc.py; LAPACK's DROT in dlasd2): for each rotation t in
+// (bidiagonal/dc_svd.py; LAPACK's DROT in dlasd2): for each rotation t in
 // order, columns p_t and r_t of the column-major q become
 // (c_t q_p + s_t q_r, c_t q_r - s_t q_p). The rotations may chain (a column rotated twice),
 // so their order is kept; the rows are independent, so each thread takes one row through
 // all of them. Consecutive threads touch consecutive rows of one column (coalesced), and
 // every thread reads the same (p, r, c, s) at the same time (one broadcast load per warp).
-// The Numba twin is bidiagonal_svd_dc._rotate_host, which does the same arithmetic per row.
+// The Numba twin is dc_svd._rotate_host, which does the same arithmetic per row.
 
 template <typename T>
 __global__ void rotate_pairs(T *__restrict__ q, long long rows, long long ld,

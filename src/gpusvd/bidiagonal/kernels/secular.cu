@@ -15,7 +15,7 @@
 // the sums over j differs: every product that feeds a sum is written mul_rn (__dmul_rn)
 // so that nvcc does not contract it into an fma where the Numba code rounds twice;
 // division and square root round correctly (nvcc's and NVRTC's defaults). With one lane
-// (blockDim.x = 1, the host build of tests/condensed/host_secular.py) the sums are in the
+// (blockDim.x = 1, the host build of tests/bidiagonal/host_secular.py) the sums are in the
 // Numba order too, and the roots are the Numba twin's bit for bit.
 //
 // d (poles ascending) and z (weights, all nonzero) hold k entries; root i is
