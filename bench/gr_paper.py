@@ -62,7 +62,7 @@ METHODS = ("gpusvd", "cupy_gesvd", "torch_gesvd", "torch_gesvdj", "jax_polar")
 MODES = ("full", "values")
 PAPER_TALL = ["8192x32", "8192x64", "8192x128", "8192x256", "8192x512", "8192x1024",
               "8192x2048"]
-# Measured ceilings on the H100 (DESIGN.md, 2026-11-22): used only for the nominal floor.
+# Measured ceilings on the H100 (docs/design.md, "Ceilings and targets"): used only for the nominal floor.
 GEMM_CEILING = {"float64": 60e12, "float32": 51e12}
 SCHEMA = "gpusvd-bench-gr/1"
 
@@ -319,7 +319,7 @@ def main(argv=None) -> int:
                 "sv_error": "max|S - S_ref| / (S_ref[0] * eps_dtype), S_ref float64 gesvd",
                 "times": "seconds, wall clock after device synchronization",
                 "gemm_floor_s": "nominal GvL flop count / measured GEMM ceiling "
-                                "(H100, DESIGN.md); a yardstick, not a tight bound",
+                                "(H100, docs/design.md); a yardstick, not a tight bound",
             },
             "gemm_ceiling_flops": GEMM_CEILING,
             "input": "float32-representable matrix (float32 draw, exact float64 upcast); "

@@ -49,7 +49,7 @@ import common  # noqa: E402  (bench/common.py)
 METHODS = ("quic", "torch_lowrank", "sklearn", "exact")
 SCHEMA = "gpusvd-bench-quic/1"
 # Extra columns torch.svd_lowrank gets beyond the rank (the q = 510 for rank 500 of the
-# DESIGN.md measurement).
+# peers' measurement in BENCHMARKS.md).
 OVERSAMPLE = 10
 
 

@@ -1,4 +1,4 @@
-"""The package's import structure (issue 29, item 10; DESIGN.md, "One front end"): no
+"""The package's import structure (issue 29, item 10; docs/design.md, "The packages"): no
 private name crosses a package boundary, no two modules import each other, and no two
 packages import each other (issue 41, item 2), but for one pair named below.
 

@@ -198,7 +198,8 @@ def test_qdwh_polar_factor(dtype):
 
 
 def test_lower_bound_is_below_sigma_min():
-    """The estimate l₀ ≤ σ_min/α: an estimate above it would cost steps (NOTES)."""
+    """The estimate l₀ ≤ σ_min/α: an estimate above it would cost steps (NOTES.md, "QDWH's
+    schedule")."""
     a = testing.with_singular_values(np.geomspace(1.0, 1e-6, 40), 40, 40, seed=3)
     alpha = qdwh.NORM_SAFETY * qdwh.norm2_estimate(a, np)
     l0 = qdwh.lower_bound(a, alpha, np)
@@ -212,7 +213,7 @@ def test_values_only_no_vectors():
 
 
 def test_non_finite_with_check_finite_false_gives_nan():
-    """NaN in, NaN out (DESIGN.md, errors): the iteration never sees the NaN."""
+    """NaN in, NaN out (docs/design.md, "The public API": errors): the iteration never sees the NaN."""
     a = testing.random_matrix(20, 20, seed=13)
     a[3, 4] = np.nan
     u, s, vh = gpusvd.svd(a, method="polar", device="cpu", check_finite=False)

@@ -2,7 +2,7 @@
 
 Input may be a NumPy or CuPy array, or anything with ``__dlpack__`` (PyTorch, JAX, …) or
 ``__array__``. The computation runs on NumPy (CPU) or CuPy (GPU) arrays; results go back
-in the input's array type and on its device (DESIGN.md, "Public API").
+in the input's array type and on its device (docs/design.md, "The public API").
 
 GPU input crosses by DLPack both ways, without a copy and without the host: CuPy's
 ``from_dlpack`` hands the producer (torch, JAX) CuPy's current stream, so the producer's

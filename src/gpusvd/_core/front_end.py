@@ -1,4 +1,4 @@
-"""The front end of every public function (DESIGN.md, "One front end").
+"""The front end of every public function (docs/design.md, "One front end").
 
 :func:`receive` takes the caller's array through the same steps for every entry point:
 
@@ -11,7 +11,7 @@
    (subnormal or near-overflow entries) is multiplied by an exact power of two
    (:mod:`._core.scaling`, as LAPACK's dlascl). With ``check_finite=False`` a matrix
    that holds NaN or infinity is replaced by zeros, so that no iteration ever sees it,
-   and its results come back as NaN (DESIGN.md: NaN in, NaN out, never a hang);
+   and its results come back as NaN (NaN in, NaN out, never a hang);
 
 then the method runs on :attr:`Received.stack`, and :meth:`Received.values` and
 :meth:`Received.vectors` scale back and convert back to the caller's array type and

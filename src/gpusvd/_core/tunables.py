@@ -12,7 +12,7 @@ import dataclasses
 class Tunables:
     # Householder panel width of the blocked bidiagonalization (paper 000, Alg. 2).
     # LAPACK's dgebrd uses 32; on the GPU a wider panel makes the trailing update a
-    # larger GEMM. Chosen by measurement (NOTES.md).
+    # larger GEMM. The measurement that chose 32 is not recorded.
     bidiag_block_size: int = 32
     # Reflectors per compact-WY block when applying Q and P (apply_q/apply_p), independent
     # of the panel width: wider blocks are fewer, larger GEMMs and fewer GPU launches, at
@@ -63,7 +63,7 @@ class Tunables:
     # yet measured.
     quic_extract_svd: str = "gram"
     # Threads copying a partition into pinned memory (one memcpy thread reaches about a
-    # fifth of the 54 GB/s pinned PCIe bandwidth, DESIGN.md) and the chunk each copies.
+    # fifth of the 54 GB/s pinned PCIe bandwidth, docs/design.md) and the chunk each copies.
     # Measured on the H100's host, 150000 × 140000 float32 from host memory, depth 8: 8
     # threads of 64 MB 31.3 GB/s, 16 of 64 MB 37.2, 16 of 256 MB 38.4 (70% of pinned;
     # BENCHMARKS.md, "Low-rank SVD with a guaranteed error (QUIC-SVD)").

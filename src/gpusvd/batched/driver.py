@@ -11,7 +11,7 @@ matrix of a stack (batch, m, n) at once:
 
 Every step is a batched GEMM, Cholesky factorization, triangular solve or
 eigensolver over the whole stack, so the number of launches does not grow with the
-batch: no matrix-by-matrix loop (DESIGN.md: a cliff is a bug).
+batch: no matrix-by-matrix loop (a cliff in time at some batch size would be a bug).
 
 Shapes: a wide stack goes through its conjugate transposes. A tall matrix runs QDWH on
 its m×n self (its steps cost O(m·n²), the estimates are on the n×n Gram matrix), not

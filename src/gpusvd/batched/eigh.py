@@ -4,7 +4,7 @@ On the CPU, NumPy's ``linalg.eigh`` (LAPACK's syevd, the loop over the stack in 
 the GPU, cuSOLVER's ``cusolverDnXsyevBatched`` (CUDA 12.6 and later; JAX's ``eigh`` of a
 stack calls it), reached through ctypes since CuPy has no binding for it: CuPy's own
 ``eigh`` of a stack runs the Jacobi ``syevjBatched`` (H200: 2000 × 128²
-float64 263 ms, float32 46 ms, where DESIGN.md measured XsyevBatched at 26 and 15 ms on
+float64 263 ms, float32 46 ms, where XsyevBatched took at 26 and 15 ms on
 the H100). Where the library lacks the function, CuPy's ``eigh`` serves.
 
 cuSOLVER reads the C-ordered stack as column-major, that is as the transposes, conj(H)

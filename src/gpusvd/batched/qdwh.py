@@ -32,7 +32,7 @@ The iterate is held conjugate-transposed, Y = Xᴴ (batch, n, m), the form in wh
 triangular solves of both steps take it without a copy. The iteration runs in float64
 (complex128) whatever the input: products of float32 numbers are exact there, the Gram
 matrices of the estimates and of the QR step need the range, and on the H100 a float64
-GEMM is as fast as a float32 one (DESIGN.md's ceilings).
+GEMM is as fast as a float32 one (docs/design.md, "Ceilings and targets").
 """
 
 import numpy as np
@@ -49,7 +49,7 @@ SHIFT_FLOOR = np.finfo(np.float64).tiny ** 0.5
 # not trusted (the Gram matrix's rounding errors are of the shift's size), and l₀ = ε.
 TRUST_ABOVE_SHIFT = 100.0
 # A matrix whose iterate after its schedule has ‖XᴴX − I‖_F above this many n·ε of the
-# input's dtype has not converged (converged QDWH: 0.4–0.6 n·ε, NOTES.md "polar").
+# input's dtype has not converged (converged QDWH: 0.4–0.6 n·ε).
 ORTHONORMAL_TOL = 10.0
 # The schedule stops once 1 − l_k ≤ this many ε (NH Algorithm 4.1's |1 − l_k| ≤ 10ε).
 L_TOL_FACTOR = 10.0

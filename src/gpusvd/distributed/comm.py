@@ -20,8 +20,8 @@ import numpy as np
 
 from .._core.backend import cupy_or_none, to_host
 
-# NVLink SHARP (multicast) buffers fail on the lent H200 machines (DESIGN.md, "Several
-# GPUs"); NCCL reads the variable when its first communicator is created.
+# NVLink SHARP (multicast) buffers fail on the H200 machines the GPU tests
+# run on; NCCL reads the variable when its first communicator is created.
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 
 

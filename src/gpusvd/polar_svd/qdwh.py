@@ -18,7 +18,8 @@ moderate (NH §4.1: with κ(I + c·XᴴX) ≤ 1 + c the Cholesky step is as stab
 of the cost on the H100 and all in GEMM-like kernels). The singular values reach 1 to working precision in at
 most six steps for κ(A) ≤ 10¹⁶ (NBG §3), two of them QR steps when l₀ ≈ ε.
 
-Departures, each measured or argued in NOTES.md ("polar"):
+Departures, each measured or argued beside its constant below or in NOTES.md ("QDWH's
+schedule"; "One matrix of 128–1024 and tall matrices: QDWH"):
 
 - The Cholesky step from c_k ≤ 1000, not NH's 100 (CHOLESKY_MAX_C): one QR step fewer
   for κ(A) between 10⁵ and 10¹⁴, at no measured loss of accuracy.
