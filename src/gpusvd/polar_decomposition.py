@@ -82,7 +82,7 @@ def _qdwh_one(a, xp):
             q, work = xp.linalg.qr(work, mode="reduced")
     try:
         up, converged = polar_svd.polar_factor(work, xp, triangular=q is not None)
-    except LinAlgError:  # no settling within MAX_ITERATIONS: the SVD's U serves
+    except LinAlgError:  # no settling within qdwh_max_iterations: the SVD's U serves
         return None
     with profile.phase("polar_u", xp):
         # Summed in float64: a float32 sum of n² squares errs by more than the tolerance.

@@ -11,6 +11,7 @@ import scipy.linalg
 
 import gpusvd
 from gpusvd import testing
+from gpusvd._core import tunables
 from gpusvd.batched import cholesky_qr, driver, qdwh
 from gpusvd.jacobi import small_svd
 from gpusvd.polar_svd.qdwh import CHOLESKY_MAX_C
@@ -196,14 +197,14 @@ def test_shifted_cholesky_qr(kappa):
 
 
 @pytest.mark.parametrize("explicit_inverse", [True, False])
-def test_estimates_bound_the_spectrum(monkeypatch, explicit_inverse):
+def test_estimates_bound_the_spectrum(explicit_inverse):
     """α ≥ ‖A‖₂ and l₀ ≤ σ_min/α where the estimate is trusted; ε where it is not; the
     inverse iteration through the explicit L⁻¹ and through two solves a step alike."""
-    if not explicit_inverse:
-        monkeypatch.setattr(qdwh, "EXPLICIT_INVERSE_MAX_WORK", 0)
     eps = np.finfo(np.float64).eps
     stack = _stack(["random", "kappa1e12", "rank", "zero"], 30, 30, np.float64)
-    alpha, l0 = qdwh.estimates(np, stack.swapaxes(-1, -2).copy(), eps)
+    two_solves = {} if explicit_inverse else {"batched_explicit_inverse_max_work": 0}
+    with tunables.override(**two_solves):
+        alpha, l0 = qdwh.estimates(np, stack.swapaxes(-1, -2).copy(), eps)
     s = np.linalg.svd(stack, compute_uv=False)
     assert np.all(alpha[:3] >= s[:3, 0]) and np.all(alpha[:3] <= 1.2 * s[:3, 0])
     assert s[0, -1] / alpha[0] / 4 <= l0[0] <= s[0, -1] / alpha[0]

@@ -7,6 +7,7 @@ import scipy.linalg
 
 import gpusvd
 from gpusvd import testing
+from gpusvd._core import tunables
 from gpusvd._core.errors import LinAlgError
 from gpusvd.bidiagonal import dqds
 from gpusvd.bidiagonal.qr import BidiagonalQR
@@ -197,9 +198,9 @@ def test_bad_input(d, e, match):
         bidiagonal_singular_values(d, e)
 
 
-def test_sweep_limit(monkeypatch):
-    monkeypatch.setattr(dqds, "_MAX_STEPS_PER_VALUE", 0)
-    with pytest.raises(LinAlgError, match="did not converge"):
+def test_sweep_limit():
+    with tunables.override(dqds_max_steps_per_value=0), \
+            pytest.raises(LinAlgError, match="did not converge"):
         bidiagonal_singular_values(*_random(10, 40))
 
 

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import scipy.linalg
 
+from gpusvd._core import tunables
 from gpusvd._core.errors import LinAlgError
-from gpusvd.bidiagonal import qr as bidiagonal_qr
 from gpusvd.bidiagonal.qr import BidiagonalQR, bidiagonal_svd
 from gpusvd.bidiagonal.two_by_two import plane_rotation, singular_values_2x2, svd_2x2
 from gpusvd.bidiagonal.rotations import apply_rotations
@@ -258,10 +258,10 @@ def test_n_0_1_2():
         _check_decomposition(np.array(d), np.array(e), s, x, y)
 
 
-def test_iteration_limit_raises(monkeypatch):
-    monkeypatch.setattr(bidiagonal_qr, "_MAX_ITER_FACTOR", 0)
+def test_iteration_limit_raises():
     rng = np.random.default_rng(12)
-    with pytest.raises(LinAlgError, match=r"did not converge.* of 20 singular values converged"):
+    with tunables.override(bidiagonal_qr_max_iteration_factor=0), pytest.raises(
+            LinAlgError, match=r"did not converge.* of 20 singular values converged"):
         bidiagonal_svd(rng.standard_normal(20), rng.standard_normal(19))
 
 

@@ -10,6 +10,7 @@ import mpmath
 import numpy as np
 import pytest
 
+from gpusvd._core import tunables
 from gpusvd._core.errors import LinAlgError
 from gpusvd.bidiagonal import secular_svd
 
@@ -98,8 +99,8 @@ def test_one_pole_is_exact():
     assert origin[0] == 0 and tau[0] == 0.75
 
 
-def test_iteration_limit_raises(monkeypatch):
-    monkeypatch.setattr(secular_svd, "MAX_STEPS", 0)
+def test_iteration_limit_raises():
     d, z = _problem("random", 10, seed=1)
-    with pytest.raises(LinAlgError, match="did not converge in 0 steps"):
+    with tunables.override(secular_max_steps=0), \
+            pytest.raises(LinAlgError, match="did not converge in 0 steps"):
         secular_svd.secular_singular_values(d, z)

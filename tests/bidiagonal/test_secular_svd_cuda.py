@@ -18,10 +18,11 @@ over the problem's poles and roots, ε NumPy's machine epsilon).
 import numpy as np
 import pytest
 
+from gpusvd._core import tunables
 from gpusvd._core.errors import LinAlgError
 from gpusvd.bidiagonal import dc_svd as svd_dc
 from gpusvd.bidiagonal import secular_svd
-from gpusvd.bidiagonal.secular import _UNIT_ROUNDOFF, MAX_STEPS, check_converged
+from gpusvd.bidiagonal.secular import _UNIT_ROUNDOFF, check_converged
 
 from . import host_secular
 from ..jacobi import host_kernel
@@ -33,6 +34,7 @@ EPS = np.finfo(np.float64).eps
 KINDS = ("random", "clustered", "tiny weights", "graded", "close")
 SIZES = (1, 2, 3, 10, 33, 200, 1000)
 SVD_SOLVES = ("random", "clustered", "graded", "gaussian", "equal", "rank-deficient")
+MAX_STEPS = tunables.Tunables().secular_max_steps  # the default limit per root
 
 
 def _close(k, seed):
@@ -104,15 +106,14 @@ def test_host_build_svd_merges_bit_for_bit(host, kind):
         _assert_same_bits(host.svd_roots(d, z, MAX_STEPS, _UNIT_ROUNDOFF), numba_svd(d, z))
 
 
-def test_host_build_step_limit(host, monkeypatch):
+def test_host_build_step_limit(host):
     """With no steps allowed every root but a lone pole's fails, as in the Numba twin,
     and check_converged raises the host solver's message."""
     d, z = svd_problem("random", 10, seed=1)
     got = host.svd_roots(d, z, 0, _UNIT_ROUNDOFF)
     np.testing.assert_array_equal(got[2], numba_svd(d, z, 0)[2])
     assert np.all(got[2] == 1)
-    monkeypatch.setattr(secular_svd, "MAX_STEPS", 0)
-    with pytest.raises(LinAlgError) as numba_error:
+    with tunables.override(secular_max_steps=0), pytest.raises(LinAlgError) as numba_error:
         secular_svd.secular_singular_values(d, z)
     with pytest.raises(LinAlgError) as error:
         check_converged(got[2], 0)

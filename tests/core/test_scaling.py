@@ -8,7 +8,7 @@ On the CPU NumPy does not flush, and its float64 arithmetic is the exact referen
 import numpy as np
 import pytest
 
-from gpusvd._core import scaling
+from gpusvd._core import scaling, tunables
 
 SCALES = [1e-45, 1e-40, 1e-38, 1e-20, 1.0, 1e30, 1e38]
 EXPONENTS = [-160, -20, 0, 20, 140]
@@ -57,16 +57,17 @@ def test_largest_entries_sees_subnormals_and_non_finite():
 
 @pytest.mark.parametrize("shape", [(3, 40, 7), (2, 7, 40), (1, 1, 90)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64])
-def test_largest_entries_in_two_passes_past_the_one_pass_size(monkeypatch, shape, dtype):
-    """Matrices past ``_ONE_PASS_ENTRIES`` entries (2^31 − 1 by default) take the maxima
-    of their rows or columns first: the same maxima, NaN and infinity included."""
+def test_largest_entries_in_two_passes_past_the_one_pass_size(shape, dtype):
+    """Matrices past the tunable ``scaling_one_pass_entries`` (2^31 − 1 entries by default)
+    take the maxima of their rows or columns first: the same maxima, NaN and infinity
+    included."""
     rng = np.random.default_rng(1)
     stack = (rng.standard_normal(shape) * 1e-39).astype(dtype)
     stack[1 % shape[0], -1, -1] = np.nan
     stack[0, 0, shape[2] // 2] = -np.inf if shape[0] > 1 else 7e-39
     one_pass = scaling.largest_entries(stack, np)
-    monkeypatch.setattr(scaling, "_ONE_PASS_ENTRIES", 30)
-    two_pass = scaling.largest_entries(stack, np)
+    with tunables.override(scaling_one_pass_entries=30):
+        two_pass = scaling.largest_entries(stack, np)
     assert np.array_equal(one_pass, two_pass, equal_nan=True)
     magnitudes = np.maximum(np.abs(stack.real), np.abs(stack.imag)).astype(np.float64)
     assert np.array_equal(two_pass, magnitudes.max(axis=(1, 2)), equal_nan=True)

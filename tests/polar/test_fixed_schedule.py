@@ -8,9 +8,19 @@ import numpy as np
 import pytest
 
 from gpusvd import testing
+from gpusvd._core import tunables
 from gpusvd.polar_svd import driver, fixed_schedule, qdwh
 
 DTYPES = [np.float32, np.float64]
+# fixed_schedule_namespaces that route the CPU's real matrices through the fixed
+# sequence's NumPy twin, as the GPU's go through its CUDA graph.
+ON_THE_CPU = ("numpy", "cupy")
+
+
+@pytest.fixture
+def fixed_on_the_cpu():
+    with tunables.override(fixed_schedule_namespaces=ON_THE_CPU):
+        yield
 
 
 def _eager(a):
@@ -51,13 +61,12 @@ def test_values_match_the_driver(dtype, cond):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("rank", [0, 5])
-def test_rank_deficient(dtype, rank, monkeypatch):
+def test_rank_deficient(dtype, rank, fixed_on_the_cpu):
     """Rank 5 and an exact zero column block in 40 columns: singular values that QDWH
     does not bring to 1 (the extra Halley step, U a partial isometry where they are
     exactly 0); through the driver, values, residual and orthogonality within 30 n·ε."""
     import gpusvd
 
-    monkeypatch.setattr(fixed_schedule, "ON", {"numpy", "cupy"})
     n = 40
     a = testing.low_rank(n, n, 5, dtype=dtype, seed=3)
     if rank == 0:
@@ -79,24 +88,24 @@ def test_values_only():
     assert np.abs(s - ref).max() <= 30 * 20 * np.finfo(np.float64).eps * ref[0]
 
 
-def test_applies(monkeypatch):
+def test_applies():
     a = np.zeros((10, 8))
-    assert not fixed_schedule.applies(a, np)          # ON is the GPU only
-    monkeypatch.setattr(fixed_schedule, "ON", {"numpy", "cupy"})
-    assert fixed_schedule.applies(a, np)
-    assert not fixed_schedule.applies(a.astype(np.complex128), np)
-    n = fixed_schedule.MAX_N + 1
-    assert not fixed_schedule.applies(np.zeros((n, n)), np)
+    assert not fixed_schedule.applies(a, np)          # the GPU only by default
+    with tunables.override(fixed_schedule_namespaces=ON_THE_CPU) as t:
+        assert fixed_schedule.applies(a, np)
+        assert not fixed_schedule.applies(a.astype(np.complex128), np)
+        n = t.fixed_schedule_max_n + 1
+        assert not fixed_schedule.applies(np.zeros((n, n)), np)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n", [16, 130, 300, 600])
 def test_graph_replays(dtype, n):
-    """First call eager, second captured, third and later replayed (above
-    GRAPH_EIGH_MAX_N, n = 600: the QDWH part only, the eigendecomposition eager): the
-    same bits every time, a new matrix of the same shape gives its own SVD, and the GPU
-    result agrees with the NumPy twin within 30 n·ε."""
+    """First call eager, second captured, third and later replayed (above the tunable
+    fixed_schedule_graph_eigh_max_n, n = 600: the QDWH part only, the eigendecomposition
+    eager): the same bits every time, a new matrix of the same shape gives its own SVD,
+    and the GPU result agrees with the NumPy twin within 30 n·ε."""
     import cupy
 
     from gpusvd._core import graphs
@@ -135,12 +144,11 @@ def test_graph_cache_is_bounded():
 
 
 @pytest.mark.parametrize("check_finite", [False, True])
-def test_unscanned_non_finite_input(check_finite, monkeypatch):
+def test_unscanned_non_finite_input(check_finite, fixed_on_the_cpu):
     """NaN reaches the fixed sequence before the front end's scan: its result is not
     kept, and the scan then raises (check_finite) or the values come back NaN."""
     import gpusvd
 
-    monkeypatch.setattr(fixed_schedule, "ON", {"numpy", "cupy"})
     a = testing.random_matrix(20, 20, dtype=np.float64, seed=4)
     a[3, 4] = np.nan
     if check_finite:
@@ -153,12 +161,11 @@ def test_unscanned_non_finite_input(check_finite, monkeypatch):
 
 
 @pytest.mark.parametrize("scale", [1e-300, 1e300])
-def test_unscanned_outside_the_safe_range(scale, monkeypatch):
+def test_unscanned_outside_the_safe_range(scale, fixed_on_the_cpu):
     """A matrix the scan would rescale: the fixed sequence's result is set aside and the
     scanned call's values stand, within 30 n·ε of LAPACK's."""
     import gpusvd
 
-    monkeypatch.setattr(fixed_schedule, "ON", {"numpy", "cupy"})
     n = 30
     a = testing.random_matrix(n, n, dtype=np.float64, seed=6) * scale
     s = gpusvd.svdvals(a, method="polar", device="cpu")

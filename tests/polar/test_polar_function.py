@@ -15,6 +15,7 @@ import scipy.linalg
 
 import gpusvd
 from gpusvd import polar_decomposition, testing
+from gpusvd._core import tunables
 from gpusvd.batched import qdwh as batched_qdwh
 
 BOUND = 30  # units of n·ε (issue 30, acceptance 1)
@@ -284,11 +285,10 @@ class TestPolar_CholeskyQR_CPU(TestPolar_CPU):
     GPU's (gpusvd.polar_svd.cholesky_qr)."""
 
     @pytest.fixture(autouse=True)
-    def _cholesky_qr(self, monkeypatch):
-        from gpusvd.polar_svd import cholesky_qr, qdwh
-
-        monkeypatch.setattr(cholesky_qr, "ON", {"numpy", "cupy"})
-        monkeypatch.setattr(qdwh, "QR_STEP_CHOLESKY_N", (1, 1 << 30))
+    def _cholesky_qr(self):
+        with tunables.override(cholesky_qr_namespaces=("numpy", "cupy"),
+                               qdwh_cholesky_qr_columns=(1, 1 << 30)):
+            yield
 
 
 @pytest.mark.gpu

@@ -16,7 +16,8 @@ import scipy.linalg
 
 import gpusvd
 from gpusvd import testing
-from gpusvd.polar_svd import cholesky_qr, fixed_schedule, qdwh
+from gpusvd._core import tunables
+from gpusvd.polar_svd import cholesky_qr, qdwh
 
 from ..golub_reinsch import test_svd_gr as gr_cases
 from ..golub_reinsch import test_svd_gr_complex as complex_cases
@@ -36,30 +37,31 @@ class TestSVD_Polar_CholeskyQR_CPU(TestSVD_Polar_CPU):
     CholeskyQR3 first (cholesky_qr.cholesky_qr; Householder where it refuses)."""
 
     @pytest.fixture(autouse=True)
-    def _cholesky_qr(self, monkeypatch):
-        monkeypatch.setattr(cholesky_qr, "ON", {"numpy", "cupy"})
-        monkeypatch.setattr(qdwh, "QR_STEP_CHOLESKY_N", (1, 1 << 30))
+    def _cholesky_qr(self):
+        with tunables.override(cholesky_qr_namespaces=("numpy", "cupy"),
+                               qdwh_cholesky_qr_columns=(1, 1 << 30)):
+            yield
 
 
 class TestSVD_Polar_Estimates_CPU(TestSVD_Polar_CPU):
     """The same suite with QDWH's estimates of α and l₀ at every size (the library takes
-    them from driver.ESTIMATES_FROM_N columns in double precision)."""
+    them from the tunable polar_estimates_min_n columns in double precision)."""
 
     @pytest.fixture(autouse=True)
-    def _estimates(self, monkeypatch):
-        from gpusvd.polar_svd import driver
-
-        monkeypatch.setattr(driver, "ESTIMATES_FROM_N", 0)
+    def _estimates(self):
+        with tunables.override(polar_estimates_min_n=0):
+            yield
 
 
 class TestSVD_Polar_FixedSchedule_CPU(TestSVD_Polar_CPU):
-    """The same suite with real matrices below driver.ESTIMATES_FROM_N columns taking
+    """The same suite with real matrices below polar_estimates_min_n columns taking
     the fixed sequence (fixed_schedule.py) through its NumPy twins, as the GPU's do
     through a CUDA graph."""
 
     @pytest.fixture(autouse=True)
-    def _fixed(self, monkeypatch):
-        monkeypatch.setattr(fixed_schedule, "ON", {"numpy", "cupy"})
+    def _fixed(self):
+        with tunables.override(fixed_schedule_namespaces=("numpy", "cupy")):
+            yield
 
 
 @pytest.mark.gpu
@@ -220,10 +222,10 @@ def test_non_finite_with_check_finite_false_gives_nan():
     assert np.isnan(s).all() and np.isnan(u).all() and np.isnan(vh).all()
 
 
-def test_no_convergence_raises(monkeypatch):
-    monkeypatch.setattr(qdwh, "MAX_ITERATIONS", 1)
+def test_no_convergence_raises():
     a = testing.random_matrix(20, 20, seed=14)
-    with pytest.raises(gpusvd.LinAlgError, match="did not converge in 1 step"):
+    with tunables.override(qdwh_max_iterations=1), \
+            pytest.raises(gpusvd.LinAlgError, match="did not converge in 1 step"):
         _svd_polar(a)
 
 
@@ -304,10 +306,11 @@ def test_cholesky_qr_rank_deficient_refused_or_right(rank, seed):
 
 
 @pytest.fixture
-def cholesky_qr_on_cpu(monkeypatch):
+def cholesky_qr_on_cpu():
     """Route the CPU's tall matrices through shifted CholeskyQR3, as the GPU's are."""
-    monkeypatch.setattr(cholesky_qr, "ON", {"numpy", "cupy"})
-    monkeypatch.setattr(qdwh, "QR_STEP_CHOLESKY_N", (1, 1 << 30))
+    with tunables.override(cholesky_qr_namespaces=("numpy", "cupy"),
+                           qdwh_cholesky_qr_columns=(1, 1 << 30)):
+        yield
 
 
 @pytest.mark.parametrize("dtype", TALL_DTYPES)

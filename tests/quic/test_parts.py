@@ -7,7 +7,7 @@ from .naive_quic import cosine_split, length_squared_pick
 
 from gpusvd import svd_lowrank, testing
 from gpusvd._core import tunables
-from gpusvd.quic import extraction, gram_schmidt, monte_carlo
+from gpusvd.quic import extraction, monte_carlo
 from gpusvd.quic.cosine_tree import Node, row_norms2, split_nodes
 from gpusvd.quic.extraction import extract, project, small_svd, truncation_rank
 from gpusvd.quic.gram_schmidt import Basis
@@ -123,7 +123,7 @@ def test_gram_schmidt_trailing_drops_take_one_qr(dtype, monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_gram_schmidt_nearly_dependent_block(dtype, monkeypatch):
+def test_gram_schmidt_nearly_dependent_block(dtype):
     """A candidate mostly in the span of V̂ and of another candidate of its block
     (|r_jj| ≈ 1e-2 of its projected length) is kept, and V̂ stays orthonormal: without
     the extra projection and Newton–Schulz steps its components along V̂ would be
@@ -141,8 +141,8 @@ def test_gram_schmidt_nearly_dependent_block(dtype, monkeypatch):
     for seed in range(3):
         assert grow(seed) < 2
     if dtype == np.float64:
-        monkeypatch.setattr(gram_schmidt, "REORTHOGONALIZE_BELOW", 0.0)
-        assert grow(0) > 1e6
+        with tunables.override(quic_reorthogonalize_below=0.0):
+            assert grow(0) > 1e6
 
 
 def test_growth_takes_one_qr_per_step(monkeypatch):
@@ -273,7 +273,7 @@ def test_small_svd_tails_and_factors(how, dtype):
     assert np.sum((rf - approx) ** 2) == pytest.approx(tail_ref[r], rel=1e-3)
 
 
-def test_gram_u_orthonormal_past_the_divide_threshold(monkeypatch):
+def test_gram_u_orthonormal_past_the_divide_threshold():
     """σ_k/σ₁ = 1e-7 in float32: R·W·Σ⁻¹ is far from orthonormal (checked by dividing
     always), the QR that "gram" takes instead is not."""
     k = 60
@@ -282,8 +282,8 @@ def test_gram_u_orthonormal_past_the_divide_threshold(monkeypatch):
     assert orthogonality(u_r) < 3
     assert np.linalg.norm(rf - (u_r * s_r) @ wt) <= 3 * k * np.finfo(np.float32).eps \
         * np.linalg.norm(rf)
-    monkeypatch.setattr(extraction, "GRAM_DIVIDE_ABOVE", 0.0)
-    assert orthogonality(small_svd(rf, np, "gram")[1](k)[0]) > 30
+    with tunables.override(quic_gram_divide_above=0.0):
+        assert orthogonality(small_svd(rf, np, "gram")[1](k)[0]) > 30
 
 
 def test_small_svd_unknown_choice():

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from . import tunables
 from .backend import to_host
 
 # float32's layout: 23 mantissa bits; a normal number is (2^23 + m)·2^(e − 150), a
@@ -27,12 +28,6 @@ _F32_SIGN_BIT = -(1 << 31)
 # Scaling by 2^k with |k| beyond this can move an entry that matters, one ≥ 2^−23·max|A|
 # (ε below the largest), across the smallest normal float32 2^−126: 126 − 23.
 _F32_EXACT_BEYOND = 103
-# CuPy reduces a whole matrix as one segment, in one thread block; past 2^31 entries
-# (where CUB's segmented reduction does not go) its own kernel takes 1.77 s for the
-# maximum of 2.2e9 float32 entries on the H100, against QR's 0.69 s. Beyond
-# this size the maxima of the rows (of the columns if wider than tall) come first, in
-# parallel.
-_ONE_PASS_ENTRIES = (1 << 31) - 1
 
 
 @functools.cache
@@ -168,7 +163,7 @@ def largest_entries_on_device(stack, xp):
     ints = np.dtype(f"int{8 * real.itemsize}")
     bits = xp.ascontiguousarray(parts).view(ints) & ints.type(np.iinfo(ints).max)
     _, m, n = bits.shape
-    if m * n > _ONE_PASS_ENTRIES:  # partial maxima along the shorter side first
+    if m * n > tunables.get().scaling_one_pass_entries:  # partial maxima, shorter side
         bits = bits.max(axis=2, keepdims=True) if m >= n else bits.max(axis=1, keepdims=True)
     # One matrix: a whole-array reduction, as the polar method's CUDA graph ran it (CuPy
     # reduces axes (1, 2) into one output in a single thread block).

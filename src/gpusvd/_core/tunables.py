@@ -6,6 +6,7 @@ them with :func:`override`. Each default says where it came from.
 
 import contextlib
 import dataclasses
+import math
 
 
 @dataclasses.dataclass
@@ -44,6 +45,11 @@ class Tunables:
     # block is two GEMMs of n × k × c instead of k/20 memory-bound pairs and their
     # launches. A prediction from that count, to be measured on the H100.
     quic_gs_block_gpu: int = 0
+    # Gram–Schmidt (quic/gram_schmidt.py) projects a block's kept vectors out once more
+    # when a candidate loses "most of its norm", its remainder below this fraction of its
+    # length: then one projection may leave components along V̂ of order u·‖x‖/‖x'‖
+    # (Daniel, Gragg, Kaufman & Stewart 1976, Parlett 1980 §6-9).
+    quic_reorthogonalize_below: float = 1.0 / math.sqrt(2.0)
     # Monte Carlo sample counts, O(log m) as in Holmes et al. 2008: max(min, factor·ln rows)
     # for a node, and (larger: it decides when to stop) for a whole partition.
     quic_node_samples: tuple = (8, 2.0)
@@ -62,6 +68,13 @@ class Tunables:
     # prediction (syevd of order 505 should take a few ms; gesvd is slow at small n), not
     # yet measured.
     quic_extract_svd: str = "gram"
+    # The "gram" extraction's U_R = R·W·Σ⁻¹ is used as it is while σ_r² ≥ this·(u₆₄/u)·σ₁²,
+    # so that its orthogonality ≈ c·u₆₄·σ₁²/σ_r² stays under the working precision's u (c,
+    # the eigensolver's backward error in units of u₆₄·‖G‖, taken as this margin: a small
+    # multiple in practice; the worst-case bound grows with k); past it U_R is the Q of a
+    # float64 QR of R·W_r. Float32, k = 60, dividing: orthogonality 0.13 k·ε at σ_k/σ₁ =
+    # 1e-5 (far past this threshold, 3.4e-4), 350 k·ε at 1e-7.
+    quic_gram_divide_above: float = 64.0
     # Threads copying a partition into pinned memory (one memcpy thread reaches about a
     # fifth of the 54 GB/s pinned PCIe bandwidth, docs/design.md) and the chunk each copies.
     # Measured on the H100's host, 150000 × 140000 float32 from host memory, depth 8: 8
@@ -179,6 +192,55 @@ class Tunables:
     # through the driver, but 50 × 1024² float64 0.28 s against 1.8 s; one 2048² matrix
     # 117 ms against 80 (NOTES.md, "Batched engine").
     batched_max_n: int = 1024
+    # QDWH's Gram estimates of α and l₀ (batched/qdwh.py estimates) run their power
+    # iterations by repeated squaring, the inverse one through the explicit L⁻¹ (one
+    # triangular solve with n right-hand sides, then products), while batch·n³ is at most
+    # this: at 2048² for one matrix, 2000 × 128² or 500 × 256², the solve is a few GFlop;
+    # above, plain power iteration and two solves a step.
+    batched_explicit_inverse_max_work: int = 2 ** 33
+    # The polar SVD (polar_svd/driver.py) takes QDWH's estimates of α and l₀ for double-
+    # precision matrices of at least this many columns; below, α = √(‖A‖₁‖A‖_∞) and
+    # l₀ = ε (JAX's choice): the estimates' ~50 CuPy calls cost more host time than the
+    # second QR step they save, at 768² they tie, from 1536² they win (NOTES.md, "One
+    # matrix of 128–1024 and tall matrices: QDWH", and open question 3).
+    polar_estimates_min_n: int = 768
+    # Matrices up to this many columns take their QDWH estimates from the Gram matrix in
+    # one host synchronization, where the power and inverse iterations with the LU factors
+    # synchronize about 20 times: the Gram estimates are faster up to 8192² (3072² 9.5
+    # against 21 ms, 8192² 58 against 69), and where their σ_min is not trusted (κ ≳ 1e5)
+    # l₀ = ε costs no more. Larger matrices are unmeasured and keep LU (NOTES.md, as above).
+    polar_gram_estimates_max_n: int = 8192
+    # Columns (a closed range) of the matrices whose QDWH QR steps factor [√c·X; I] by
+    # shifted CholeskyQR3 (polar_svd/qdwh.py, on the namespaces of cholesky_qr_namespaces):
+    # κ([√c·X; I]) ≤ √(1 + c), ≤ 3.5e10 from l₀ = ε in float64, inside its reach at these
+    # sizes. Against Householder QR on the H100 (polar and SVD of one Gaussian matrix):
+    # 1024² 1 ms faster (of 14–35), 2048² 1–3 ms faster (of 35–89); 256² and 512² 1–2 ms
+    # slower (more CuPy calls than GPU work), 4096² float32 12 ms slower (the float64 Gram
+    # products). From 1000 columns: the R factor of a tall 100000 × 1000 matrix is on the
+    # faster side (NOTES.md, as above).
+    qdwh_cholesky_qr_columns: tuple = (1000, 2048)
+    # Tall matrices of at most this many entries (4 GiB in float64) are reduced before
+    # QDWH by shifted CholeskyQR3 in float64 (polar_svd/cholesky_qr.py), whose work is three
+    # float64 copies of A; past it, or where it fails, by Householder QR.
+    cholesky_qr_max_entries: int = 2 ** 28
+    # The array namespaces that take shifted CholeskyQR3 for the tall QR and QDWH's QR
+    # steps where it applies: the GPU's. On the CPU LAPACK's Householder QR is as fast in
+    # fewer flops; tests add "numpy" to run the GPU's arithmetic there.
+    cholesky_qr_namespaces: tuple = ("cupy",)
+    # Where the polar SVD of one real matrix takes the fixed sequence
+    # (polar_svd/fixed_schedule.py): the GPU, where it is captured into a CUDA graph. Tests
+    # add "numpy" to route their suites through its NumPy twin (eager).
+    fixed_schedule_namespaces: tuple = ("cupy",)
+    # Columns up to which the fixed sequence serves: replayed, it is faster than the eager
+    # driver up to 1024 (H100, float64 1024² 25.0–26.2 ms against 30.4–36.0; float32
+    # 17.9–18.0 against 25.4–26.9); past it the eager driver's estimates and their host
+    # cost were not measured against it (NOTES.md, "One matrix below 1025 columns: a CUDA
+    # graph").
+    fixed_schedule_max_n: int = 1024
+    # Columns up to which the fixed sequence captures cuSOLVER's XsyevBatched into its
+    # graph: at 512 the capture works, from 513 it fails (XsyevBatched status 6; H100,
+    # CUDA 13). Above, only the QDWH part and H are replayed as a graph.
+    fixed_schedule_graph_eigh_max_n: int = 512
     # Singular values per Numba task of the bisection solver (bidiagonal/bisection.py),
     # bisected together so that their independent chains of divisions overlap: one value's
     # Sturm count is a chain of 2n dependent divisions, latency-bound. Measured in NOTES.md
@@ -211,11 +273,39 @@ class Tunables:
     # n = 8192 2.19 s with no dense merges, 2.16 with them up to 1024 rows, 1.87 up to 4096
     # (all but the top merge); at 4096 0.81, 0.78, 0.69.
     divide_conquer_dense_merge_rows: int = 4096
+    # Deflation's column rotations in bidiagonal/dc_svd.py by the namespace's compiled twin
+    # (a Numba loop over blocks of rows on NumPy; rotate_pairs.cu on CuPy, one launch per
+    # merge); off, by whole-column array operations, six CuPy launches per rotation where a
+    # merge of clustered values deflates by rotation up to k − 1 times. Off is the
+    # reference the tests compare the twins with.
+    divide_conquer_rotation_kernel: bool = True
     # Columns of C per pass of chase_back's wavefront on the CPU (the GPU takes all of C:
     # its largest GEMMs): each step sweeps the rows of C, so panels that stay in cache.
     # One core of an AMD EPYC (1 MiB L2, 32 MiB L3), n = 2000, b = g = 32: 256 columns
     # 1.35 s against 1.74 s whole (64: 1.57 s, 128: 1.37 s).
     chase_back_panel_columns_cpu: int = 256
+    # Largest entry of a matrix (_core/scaling.py largest_entries_on_device) by one
+    # whole-array reduction up to this many entries: past 2^31 (where CUB's segmented
+    # reduction does not go) CuPy's own kernel takes 1.77 s for the maximum of 2.2e9
+    # float32 entries on the H100, against QR's 0.69 s, so beyond it the maxima of the
+    # rows (of the columns if wider than tall) come first, in parallel.
+    scaling_one_pass_entries: int = (1 << 31) - 1
+    # Iteration limits, LAPACK's MAXIT: a solver that reaches its limit raises
+    # LinAlgError. Raising one trades time for convergence on a hard case.
+    # Steps per root of a secular equation (bidiagonal/secular.py; the CUDA twin takes it
+    # as a kernel argument): dlaed4's and dlasd4's MAXIT.
+    secular_max_steps: int = 30
+    # Bidiagonal QR (bidiagonal/qr.py): at most this·n² inner steps (one step is one
+    # rotation pair of a QR sweep), as dbdsqr's MAXITR = 6; paper 000's Alg. 3 allows 12·n².
+    # The limit also sets the threshold's floor, this·n²·underflow, as in dbdsqr.
+    bidiagonal_qr_max_iteration_factor: int = 6
+    # dqds (bidiagonal/dqds.py): steps (failed ones included) per singular value; dlasq2
+    # allows 100.
+    dqds_max_steps_per_value: int = 100
+    # QDWH steps before it raises (polar_svd/qdwh.py): NBG §3 proves ≤ 6 from l₀ = ε for
+    # κ ≤ 10¹⁶; an estimated l₀ that proves too large costs its own schedule (≤ 6) and
+    # SETTLE_STEPS before the restart from ε: 6 + 2 + 6 + 2.
+    qdwh_max_iterations: int = 16
 
 
 _TUNABLES = Tunables()

@@ -37,6 +37,7 @@ GEMM is as fast as a float32 one (docs/design.md, "Ceilings and targets").
 
 import numpy as np
 
+from .._core import tunables
 from ..polar_svd.qdwh import (CHOLESKY_IN_DOUBLE_MAX_C, CHOLESKY_MAX_C, INVERSE_STEPS,
                               NORM_SAFETY, NORM_STEPS, SIGMA_MIN_SAFETY, SINGLE_EPS_FROM,
                               coefficients, next_lower_bound)
@@ -53,13 +54,9 @@ TRUST_ABOVE_SHIFT = 100.0
 ORTHONORMAL_TOL = 10.0
 # The schedule stops once 1 − l_k ≤ this many ε (NH Algorithm 4.1's |1 − l_k| ≤ 10ε).
 L_TOL_FACTOR = 10.0
-# Inverse iteration through the explicit L⁻¹ (one triangular solve with n right-hand
-# sides, then matrix products) while batch·n³ is at most this: at 2048² for one matrix,
-# 2000 × 128² or 500 × 256², the solve is a few GFlop; above, two solves a step.
-EXPLICIT_INVERSE_MAX_WORK = 2 ** 33
-# Squarings of the Gram matrix and of its inverse where the estimates square (above): G¹⁶
-# is 17 steps of power iteration (NORM_STEPS = 12 where they iterate), (L⁻ᴴL⁻¹)⁴ five
-# (INVERSE_STEPS = 4).
+# Squarings of the Gram matrix and of its inverse where the estimates square (the tunable
+# batched_explicit_inverse_max_work): G¹⁶ is 17 steps of power iteration (NORM_STEPS = 12
+# where they iterate), (L⁻ᴴL⁻¹)⁴ five (INVERSE_STEPS = 4).
 POWER_SQUARINGS = 4
 INVERSE_SQUARINGS = 2
 # Upper bound on ‖X₀‖₂² for the QR step's shift: X₀ = A/α with α ≥ ‖A‖₂ up to the power
@@ -112,17 +109,17 @@ def estimates(xp, y, eps):
     conjugate transpose ``y`` (batch, n, m) in float64 or complex128; ``eps`` is the
     input dtype's ε. One host synchronization.
 
-    While batch·n³ ≤ EXPLICIT_INVERSE_MAX_WORK the power iterations run by repeated
-    squaring (G¹⁶ for ‖A‖₂², (L⁻ᴴL⁻¹)⁴ for 1/σ_min²): some 50 array operations for one
-    matrix instead of some 100, each a CuPy call of 20–45 µs of host time that a small
-    matrix's GPU work does not hide (H100; NOTES.md, "One matrix of 128–1024 and tall
-    matrices: QDWH")."""
+    While batch·n³ ≤ the tunable ``batched_explicit_inverse_max_work`` the power
+    iterations run by repeated squaring (G¹⁶ for ‖A‖₂², (L⁻ᴴL⁻¹)⁴ for 1/σ_min²): some 50
+    array operations for one matrix instead of some 100, each a CuPy call of 20–45 µs of
+    host time that a small matrix's GPU work does not hide (H100; NOTES.md, "One matrix
+    of 128–1024 and tall matrices: QDWH")."""
     batch, n, _ = y.shape
     g = gram(xp, y)
     start = np.random.default_rng(0).standard_normal(n)
     start = xp.asarray(np.broadcast_to(start / np.linalg.norm(start), (batch, n))[..., None])
     start = start.astype(g.dtype)
-    explicit = batch * n ** 3 <= EXPLICIT_INVERSE_MAX_WORK
+    explicit = batch * n ** 3 <= tunables.get().batched_explicit_inverse_max_work
     if explicit:
         top = _dominant_by_squaring(xp, g, start, POWER_SQUARINGS)
     else:

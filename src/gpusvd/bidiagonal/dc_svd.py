@@ -132,6 +132,15 @@ def _rotate_columns(q, pairs, cs):
 _ROTATE = {"numpy": _rotate_host, "cupy": rotate_pairs_cuda.rotate_pairs}
 
 
+def _rotation(xp):
+    """The rotation of column pairs for namespace ``xp``: its twin in :data:`_ROTATE`
+    while the tunable ``divide_conquer_rotation_kernel`` is on, else (and for a namespace
+    without one) :func:`_rotate_columns`."""
+    if tunables.get().divide_conquer_rotation_kernel:
+        return _ROTATE.get(xp.__name__, _rotate_columns)
+    return _rotate_columns
+
+
 def _place_host(q, blocks, starts):
     """q[s:s + m, s:s + m] = block for each host block (m×m) and start."""
     for block, start in zip(blocks, starts):
@@ -306,13 +315,14 @@ def _merge(s, u, v, cut, alpha, beta, sqre, xp, row, first):
     solved on the device (secular_svd_cuda.py) and the values are stored by the function
     returned (:func:`_values`); elsewhere they are stored at once and None returned."""
     m = u.shape[0]
+    rotate = _rotation(xp)
     z = np.concatenate((alpha * row[:cut], [0.0], beta * first[:m - cut - 1]))
     a1, b1 = alpha * row[cut], (beta * first[-1] if sqre else 0.0)
     z[cut] = a1
     if b1 != 0.0:  # the null columns' weights into one (dlasd1), V's null vector last
         z[cut] = np.hypot(a1, b1)
         c, sn = a1 / z[cut], b1 / z[cut]
-        _ROTATE.get(xp.__name__, _rotate_columns)(v, np.array([[cut, m]]), np.array([[c, sn]]))
+        rotate(v, np.array([[cut, m]]), np.array([[c, sn]]))
     poles = s.copy()
     poles[cut] = 0.0
     exponent = -np.frexp(max(abs(alpha), abs(beta), poles.max()))[1]
@@ -325,9 +335,9 @@ def _merge(s, u, v, cut, alpha, beta, sqre, xp, row, first):
             abs(alpha), abs(beta)), exponent), d[-1])
         kept, deflated, upairs, ucs, vpairs, vcs = _deflate(d, z, tol)
         if upairs.shape[0]:
-            _ROTATE.get(xp.__name__, _rotate_columns)(u, order[upairs], ucs)
+            rotate(u, order[upairs], ucs)
         if vpairs.shape[0]:
-            _ROTATE.get(xp.__name__, _rotate_columns)(v, order[vpairs], vcs)
+            rotate(v, order[vpairs], vcs)
         s[order[deflated]] = np.ldexp(d[deflated], -exponent)
     poles, weights = d[kept], z[kept]
     steps = None

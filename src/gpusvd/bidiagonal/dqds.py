@@ -46,6 +46,7 @@ import math
 import numba
 import numpy as np
 
+from .._core import tunables
 from .._core.errors import LinAlgError
 from .two_by_two import singular_values_2x2
 
@@ -69,8 +70,6 @@ _FALLBACK_FRACTION = 0.25
 _MAX_FAILURES = 3
 # The retry tau + d_n is a lower bound in exact arithmetic; this margin covers rounding.
 _RETRY_MARGIN = 4.0 * _EPS
-# Sweep limit: dqds steps (failed ones included) per singular value; dlasq2 allows 100.
-_MAX_STEPS_PER_VALUE = 100
 
 
 @numba.njit(cache=True)
@@ -238,10 +237,11 @@ def _values_and_steps(d, e):
     q = np.ldexp(d, exponent) ** 2
     ee = np.ldexp(e, exponent) ** 2
     lam = np.empty(n)
-    steps = _dqds(q, ee, lam, _MAX_STEPS_PER_VALUE * n)
+    per_value = tunables.get().dqds_max_steps_per_value
+    steps = _dqds(q, ee, lam, per_value * n)
     if steps < 0:
-        raise LinAlgError(f"dqds did not converge in {_MAX_STEPS_PER_VALUE * n} steps "
-                          f"({_MAX_STEPS_PER_VALUE}·n, n = {n})")
+        raise LinAlgError(f"dqds did not converge in {per_value * n} steps "
+                          f"({per_value}·n, n = {n})")
     return np.sort(np.ldexp(np.sqrt(lam), -exponent))[::-1], steps
 
 
@@ -267,7 +267,7 @@ def bidiagonal_singular_values(d, e):
         If the shapes do not match.
     gpusvd.LinAlgError
         If an entry is not finite (the input of the SVD was not), or dqds takes more
-        than 100·n steps.
+        than 100·n steps (the tunable ``dqds_max_steps_per_value``·n).
 
     Examples
     --------

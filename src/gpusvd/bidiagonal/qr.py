@@ -25,12 +25,10 @@ import math
 import numba
 import numpy as np
 
+from .._core import tunables
 from .._core.errors import LinAlgError
 from .two_by_two import _EPS64, _SAFMIN, plane_rotation, singular_values_2x2, svd_2x2
 
-# LAPACK dbdsqr's MAXITR: the iteration may take 6·n² inner steps (one step is one
-# rotation pair of a QR sweep). Paper 000's Alg. 3 allows 12·n².
-_MAX_ITER_FACTOR = 6
 # tol = tolmul·eps with tolmul = max(10, min(100, eps^(-1/8))) (Demmel & Kahan, as in
 # dbdsqr's TOLMUL): about 90 for float64, 10 for float32.
 _TOLMUL_MIN, _TOLMUL_MAX, _TOLMUL_EXPONENT = 10.0, 100.0, -0.125
@@ -308,7 +306,8 @@ class BidiagonalQR:
         self._e = np.ldexp(self._e, -self._exponent)
         self._eps = eps
         self._tol = max(_TOLMUL_MIN, min(_TOLMUL_MAX, eps ** _TOLMUL_EXPONENT)) * eps
-        maxit = _MAX_ITER_FACTOR * n * n
+        self._maxit_factor = tunables.get().bidiagonal_qr_max_iteration_factor
+        maxit = self._maxit_factor * n * n
         self._thresh = _absolute_threshold(self._d, self._e, self._tol, maxit) if n else 0.0
         self._state = np.array([n - 1, -1, -1, 1, 0, maxit], dtype=np.int64)
         self._record = bool(compute_rotations)
@@ -333,7 +332,8 @@ class BidiagonalQR:
         Raises
         ------
         gpusvd.LinAlgError
-            If the iteration takes more than 6·n² inner steps.
+            If the iteration takes more than 6·n² inner steps (the factor is the
+            tunable ``bidiagonal_qr_max_iteration_factor``).
         """
         n = self._d.shape[0]
         if self._record:
@@ -352,7 +352,8 @@ class BidiagonalQR:
         if status == _NOT_CONVERGED:
             m = int(self._state[0])
             raise LinAlgError(
-                f"bidiagonal QR did not converge in {self._state[5]} inner steps (6·n², n = {n}): "
+                f"bidiagonal QR did not converge in {self._state[5]} inner steps "
+                f"({self._maxit_factor}·n², n = {n}): "
                 f"{n - 1 - m} of {n} singular values converged, "
                 f"{np.count_nonzero(self._e[:m])} superdiagonal entries still nonzero")
         return int(nsw), int(nrows)
@@ -389,7 +390,6 @@ def bidiagonal_svd(d, e, *, eps=np.finfo(float).eps, compute_rotations=True):
     >>> bool(np.allclose(x.T @ b @ y, np.diag(s)))
     True
     """
-    from .._core import tunables
     from .rotations import apply_rotations
 
     qr = BidiagonalQR(d, e, eps=eps, compute_rotations=compute_rotations)

@@ -31,7 +31,8 @@ secular equations stably and efficiently", LAPACK Working Note 89), whose step i
   by bisection.
 - Stopping. |f(λ)| ≤ ε·(8·Σ_j |z_j²/δ_j| + 2/ρ + |τ|·f′(λ)), dlaed4's bound on the
   rounding error of evaluating (1) (its ERRETM), or no change in τ; a root that does not
-  stop in :data:`MAX_STEPS` steps fails (:func:`check_converged`).
+  stop in the tunable ``secular_max_steps`` steps (dlaed4's MAXIT) fails
+  (:func:`check_converged`).
 
 Departures from dlaed4: a third model, the remainder as a straight line, joins the
 cycle: where two close poles of tiny weight sit beside a root of the rest of f (glued
@@ -44,10 +45,9 @@ the iteration starts at the half interval's far end, about one step more per roo
 import numba
 import numpy as np
 
+from .._core import tunables
 from .._core.errors import LinAlgError
 
-# dlaed4's MAXIT: steps per root before it reports failure.
-MAX_STEPS = 30
 # dlamch('E'): LAPACK's unit roundoff, half of NumPy's machine epsilon.
 _UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
 
@@ -102,10 +102,11 @@ def model_step(model, origin_is_lower, x, w, dw, dpsi, dphi, z_o, delta_o, delta
     return new
 
 
-def check_converged(steps, max_steps=MAX_STEPS):
-    """Raise :class:`LinAlgError` where a root took more than ``max_steps`` steps, from
-    the step counts (a host array) of a secular solver: secular_svd.py's on the host,
-    secular_svd_cuda.py's on the device (dlasd4's INFO > 0).
+def check_converged(steps, max_steps=None):
+    """Raise :class:`LinAlgError` where a root took more than ``max_steps`` steps (by
+    default the tunable ``secular_max_steps``), from the step counts (a host array) of a
+    secular solver: secular_svd.py's on the host, secular_svd_cuda.py's on the device
+    (dlasd4's INFO > 0).
 
     Examples
     --------
@@ -117,6 +118,8 @@ def check_converged(steps, max_steps=MAX_STEPS):
     ...     print(err)
     secular equation: 2 of 4 roots (the first is root 1) did not converge in 30 steps
     """
+    if max_steps is None:
+        max_steps = tunables.get().secular_max_steps
     failed = np.flatnonzero(np.asarray(steps) > max_steps)
     if failed.size:
         raise LinAlgError(f"secular equation: {failed.size} of {len(steps)} roots (the first "

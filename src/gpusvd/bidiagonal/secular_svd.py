@@ -31,7 +31,8 @@ the start at the half interval's far end).
 import numba
 import numpy as np
 
-from .secular import MAX_STEPS, check_converged, model_step
+from .._core import tunables
+from .secular import check_converged, model_step
 
 # dlamch('E'): LAPACK's unit roundoff, half of NumPy's machine epsilon.
 _UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
@@ -138,7 +139,8 @@ def secular_singular_values(d, z):
     Raises
     ------
     LinAlgError
-        Where a root did not converge in MAX_STEPS steps (dlasd4's INFO > 0).
+        Where a root did not converge in the tunable ``secular_max_steps`` steps
+        (dlasd4's INFO > 0).
 
     Examples
     --------
@@ -153,10 +155,11 @@ def secular_singular_values(d, z):
     True
     """
     k = d.shape[0]
+    max_steps = tunables.get().secular_max_steps
     origin = np.empty(k, np.int64)
     tau = np.empty(k, np.float64)
     steps = np.empty(k, np.int64)
     _roots(np.ascontiguousarray(d, np.float64), np.ascontiguousarray(z, np.float64),
-           origin, tau, steps, MAX_STEPS, _UNIT_ROUNDOFF)
-    check_converged(steps, MAX_STEPS)
+           origin, tau, steps, max_steps, _UNIT_ROUNDOFF)
+    check_converged(steps, max_steps)
     return origin, tau

@@ -21,8 +21,8 @@ twin's bit for bit.
 
 import numpy as np
 
-from .._core import kernels
-from .secular import _UNIT_ROUNDOFF, MAX_STEPS
+from .._core import kernels, tunables
+from .secular import _UNIT_ROUNDOFF
 
 _KERNEL_FILE = "bidiagonal/kernels/secular.cu"
 # Threads per block: 8 roots of 32 lanes (a warp per root, as merge_vectors_cuda's rows).
@@ -30,7 +30,7 @@ _THREADS = 256
 _LANES = 32
 
 
-def svd_roots(d, z, max_steps=MAX_STEPS):
+def svd_roots(d, z, max_steps=None):
     """The roots of f(σ) = 1 + Σ z_j²/((d_j − σ)(d_j + σ)) on the GPU, each as an
     offset from a pole: the twin of :func:`.secular_svd.secular_singular_values`, without
     its convergence check.
@@ -40,8 +40,9 @@ def svd_roots(d, z, max_steps=MAX_STEPS):
     d, z : (k,) CuPy arrays of float64, k ≥ 1
         The poles, nonnegative and strictly increasing (d[0] = 0 in a merge), and the
         weights, all nonzero.
-    max_steps : int
-        Steps per root before it counts as not converged.
+    max_steps : int, optional
+        Steps per root before it counts as not converged; by default the tunable
+        ``secular_max_steps``.
 
     Returns
     -------
@@ -66,6 +67,8 @@ def svd_roots(d, z, max_steps=MAX_STEPS):
     if k < 1 or z.shape != (k,):
         raise ValueError(f"secular equation: need k >= 1 poles and as many weights, got "
                          f"{d.shape} and {z.shape}")
+    if max_steps is None:
+        max_steps = tunables.get().secular_max_steps
     d = cupy.ascontiguousarray(d, np.float64)
     z = cupy.ascontiguousarray(z, np.float64)
     origin, tau, steps = cupy.empty(k, np.int64), cupy.empty(k), cupy.empty(k, np.int64)

@@ -17,10 +17,6 @@ from .._core.backend import scipy_linalg
 from ..batched.cholesky_qr import PLAIN_PASSES
 from ..batched.cholesky_qr import shift as fknyy_shift
 
-# Tall matrices of at most this many entries (4 GiB in float64) are reduced on the GPU by
-# shifted CholeskyQR3 in float64 (:func:`cholesky_qr`); past it, or where it fails, by
-# Householder QR. Its work is three float64 copies of A.
-MAX_ENTRIES = 2 ** 28
 # Shifted CholeskyQR3's Q is accepted when the Gram matrix of its last pass is within
 # this of I in the Frobenius norm: CholeskyQR of a Q_k with ‖Q_kᴴQ_k − I‖ ≤ 0.1 (κ(Q_k)² ≤
 # 1.25) is orthonormal to O(u) (Yamamoto et al. 2015), and a rank-deficient A, whose Q₁ is
@@ -32,10 +28,6 @@ ACCEPT = 0.1
 # solving when ‖Q₁ᴴQ₁ − I‖_F is at most this, so κ(L₂) = κ(Q₁) ≤ √3 and the product's
 # error, about n·u·κ(L₂), is a solve's (well-conditioned A, e.g. tall data, have it).
 GEMM_BELOW = 0.5
-
-# The array namespaces that take shifted CholeskyQR3 where it applies (tests add NumPy;
-# on the CPU, LAPACK's Householder QR is as fast in fewer flops).
-ON = {"cupy"}
 
 
 def _ct(x):

@@ -36,7 +36,7 @@ iteration for ‖A‖₂ squares norms of AᴴA·x, which overflow from max|A| �
 
 import numpy as np
 
-from .._core import profile
+from .._core import profile, tunables
 from .._core.scaling import scale_values, times_power_of_two, unit_exponent
 from ..batched import qdwh as batched_qdwh
 from . import cholesky_qr, fixed_schedule, qdwh
@@ -51,23 +51,6 @@ NORMALIZE_BEYOND = 8
 # NH §5 and JAX's svd.py: QR first for m > 1.15·n. LAPACK's dgesvd crosses over at 1.6·n
 # for its one-stage bidiagonalization; QDWH's steps cost O(m·n²) each, so it gains sooner.
 QR_FIRST_RATIO = 1.15
-# Input whose ε exceeds qdwh.SINGLE_EPS_FROM (float32, complex64) takes no QDWH estimates:
-# from l₀ = ε its schedule is one step past the Cholesky bound (taken in float64) and
-# three Cholesky steps, the same as from any l₀ in [ε, 1e-3], that is for every
-# κ(A) ≳ 1000 (random matrices from n ≈ 100); the estimates cost 3–5 ms of one matrix
-# from 256² to 1024² on the H100, about 67 ms at 8192².
-# Double-precision matrices of fewer columns take no QDWH estimates either (α and l₀ as
-# for single precision): below 768² the estimates' ~50 CuPy calls cost more host time than
-# the second QR step they save, at 768² they tie, from 1536² they win (NOTES.md, "One
-# matrix of 128–1024 and tall matrices: QDWH", and open question 3).
-ESTIMATES_FROM_N = 768
-# Matrices up to this many columns take their QDWH estimates from the Gram matrix in
-# one host synchronization, where the power and inverse iterations with the LU factors
-# synchronize about 20 times: the Gram estimates are faster up to 8192² (3072² 9.5 against
-# 21 ms, 8192² 58 against 69), and where their σ_min is not trusted (κ ≳ 1e5) l₀ = ε
-# costs no more. Larger matrices are unmeasured and keep LU (NOTES.md, "One matrix of
-# 128–1024 and tall matrices: QDWH").
-GRAM_ESTIMATES_MAX_N = 8192
 
 
 def _ct(x):
@@ -97,11 +80,12 @@ def _householder_qr(work, xp, *, full_matrices, compute_uv):
 
 def _tall_qr(work, xp, *, full_matrices, compute_uv):
     """(Q, R) of a tall ``work`` (m > QR_FIRST_RATIO·n): on the GPU by shifted CholeskyQR3
-    up to cholesky_qr.MAX_ENTRIES where it succeeds (economy Q: not for a complete U),
-    else by Householder QR;
+    up to the tunable ``cholesky_qr_max_entries`` where it succeeds (economy Q: not for a
+    complete U), else by Householder QR;
     on the CPU by Householder QR (LAPACK's geqrf is as fast there, in fewer flops)."""
-    if (xp.__name__ in cholesky_qr.ON and not (compute_uv and full_matrices)
-            and work.size <= cholesky_qr.MAX_ENTRIES):
+    t = tunables.get()
+    if (xp.__name__ in t.cholesky_qr_namespaces and not (compute_uv and full_matrices)
+            and work.size <= t.cholesky_qr_max_entries):
         found = cholesky_qr.cholesky_qr(work, xp)
         if found is not None:
             return found
@@ -109,22 +93,27 @@ def _tall_qr(work, xp, *, full_matrices, compute_uv):
 
 
 def _estimates(a, xp, *, triangular):
-    """α ≈ 1.1·‖A‖₂ and l₀ of the QDWH of ``a`` (m×n, m ≥ n): up to
-    :data:`GRAM_ESTIMATES_MAX_N` columns from the Gram matrix in one host synchronization
-    (the batched engine's :func:`gpusvd.batched.qdwh.estimates`, in float64), beyond by
-    power iteration and, for a square matrix, inverse iteration with its LU or
-    triangular factor (l₀ = ε for a rectangular one). In single precision and below
-    ESTIMATES_FROM_N columns, no estimate: α = √(‖A‖₁·‖A‖_∞) ≥ ‖A‖₂ (as JAX's QDWH takes
-    it) and l₀ = ε (qdwh.SINGLE_EPS_FROM)."""
+    """α ≈ 1.1·‖A‖₂ and l₀ of the QDWH of ``a`` (m×n, m ≥ n): up to the tunable
+    ``polar_gram_estimates_max_n`` columns from the Gram matrix in one host
+    synchronization (the batched engine's :func:`gpusvd.batched.qdwh.estimates`, in
+    float64), beyond by power iteration and, for a square matrix, inverse iteration with
+    its LU or triangular factor (l₀ = ε for a rectangular one). In single precision and
+    below ``polar_estimates_min_n`` columns, no estimate: α = √(‖A‖₁·‖A‖_∞) ≥ ‖A‖₂ (as
+    JAX's QDWH takes it) and l₀ = ε (qdwh.SINGLE_EPS_FROM)."""
     m, n = a.shape
     eps = float(np.finfo(a.dtype).eps)
-    if eps > qdwh.SINGLE_EPS_FROM or n < ESTIMATES_FROM_N:
-        # Single precision: from l₀ = ε the same four steps as from any l₀ up to 1e-3.
+    t = tunables.get()
+    if eps > qdwh.SINGLE_EPS_FROM or n < t.polar_estimates_min_n:
+        # Single precision (ε above qdwh.SINGLE_EPS_FROM: float32, complex64): from l₀ = ε
+        # the schedule is one step past the Cholesky bound (taken in float64) and three
+        # Cholesky steps, the same as from any l₀ in [ε, 1e-3], that is for every
+        # κ(A) ≳ 1000 (random matrices from n ≈ 100); the estimates cost 3–5 ms of one
+        # matrix from 256² to 1024² on the H100, about 67 ms at 8192².
         # Small n: the estimates' host cost exceeds the QR step they save.
         absolute = xp.abs(a)
         product = absolute.sum(axis=0).max() * absolute.sum(axis=1).max()
         return float(xp.sqrt(product)), eps
-    if n <= GRAM_ESTIMATES_MAX_N:
+    if n <= t.polar_gram_estimates_max_n:
         wide = np.complex128 if a.dtype.kind == "c" else np.float64
         alpha, l0 = batched_qdwh.estimates(xp, _ct(a)[None].astype(wide), eps)
         return float(alpha[0]), float(l0[0])
@@ -148,8 +137,8 @@ def _svd_square(a, xp, *, compute_uv, triangular, fixed):
     when no QR came first, so ``a`` is square or nearly): ``(U, S, Vᴴ, orthonormal)``,
     ``orthonormal`` whether U passed :func:`_orthonormal_enough` where that is known
     already (the fixed sequence measures it), else None. ``fixed``: a real matrix of up
-    to fixed_schedule.MAX_N columns on the GPU takes the fixed sequence, replayed as a
-    CUDA graph (fixed_schedule.py)."""
+    to the tunable ``fixed_schedule_max_n`` columns on the GPU takes the fixed sequence,
+    replayed as a CUDA graph (fixed_schedule.py)."""
     if fixed and fixed_schedule.applies(a, xp):
         found = _fixed(a, xp, compute_uv=compute_uv)
         if found is not None:

@@ -4,8 +4,8 @@ Without estimates QDWH's α = √(‖A‖₁‖A‖_∞) and l₀ = ε (qdwh.py,
 so the weights of every step, and so every step's kind, follow from the dtype alone.
 With α computed on the device, the whole SVD (the QDWH steps, H = U_pᴴA, its
 eigendecomposition by cuSOLVER's XsyevBatched, the ordering of the values and U = U_p·V)
-needs no host synchronization and no branch on a computed value: up to
-:data:`GRAPH_EIGH_MAX_N` columns it is replayed as one CUDA graph
+needs no host synchronization and no branch on a computed value: up to the tunable
+``fixed_schedule_graph_eigh_max_n`` columns it is replayed as one CUDA graph
 (:mod:`gpusvd._core.graphs`) from the second call of a shape on, with the library calls
 made directly (:mod:`gpusvd._core.libraries`); above, the QDWH steps and H are, and the
 eigendecomposition and U follow eagerly (XsyevBatched cannot be captured there). One
@@ -14,8 +14,8 @@ column norms from 1 (driver.py's test for a partial isometry), whether the resul
 finite, and max|A|, the front end's scan done inside the graph (its result stands where
 the scan would have left A as it is: finite, inside the safe range).
 
-The eager driver takes estimates of α and l₀ in double precision from
-``driver.ESTIMATES_FROM_N`` = 768 columns, one QR step fewer for a well-conditioned A;
+The eager driver takes estimates of α and l₀ in double precision from 768 columns (the
+tunable ``polar_estimates_min_n``), one QR step fewer for a well-conditioned A;
 replayed, the estimate-free schedule is faster than the eager driver up to 1024 columns
 (H100, float64: 768² 18.5–19.1 ms against 25.6–29.2, 1024² 25.0–26.2 against 30.4–36.0;
 float32 1024² 17.9–18.0 against 25.4–26.9; NOTES.md, "One matrix below 1025 columns: a
@@ -45,7 +45,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._core import graphs, libraries
+from .._core import graphs, libraries, tunables
 from .._core.backend import to_host
 from .._core.scaling import largest_entries_on_device
 from ..batched import cholesky_qr as batched_cholesky_qr
@@ -53,16 +53,6 @@ from ..batched import eigh as batched_eigh
 from ..batched import qdwh as batched_qdwh
 from . import qdwh
 
-# Where the fixed sequence runs: the GPU, where it is captured into a graph. The CPU
-# tests route their suites through it with {"numpy", "cupy"} (its NumPy twin, eager).
-ON = {"cupy"}
-# Columns up to which the fixed sequence serves (the module docstring's timings; past it the
-# eager driver's estimates and its host cost were not measured against it). Above
-# GRAPH_EIGH_MAX_N only its QDWH part and H are replayed as a graph.
-MAX_N = 1024
-# Columns up to which cuSOLVER's XsyevBatched can be captured into a graph: at 512 it
-# is, from 513 the capture fails (XsyevBatched status 6; H100, CUDA 13).
-GRAPH_EIGH_MAX_N = 512
 _REAL = (np.dtype(np.float32), np.dtype(np.float64))
 # Halley's step (l = 1: a = 3, b = 1, c = 3), the one qdwh.qdwh adds where the schedule's
 # last step had not settled.
@@ -70,10 +60,13 @@ _HALLEY = (*qdwh.coefficients(1.0), "cholesky")
 
 
 def applies(a, xp):
-    """Whether the real matrix ``a`` (m×n, m ≥ n) takes the fixed sequence: at most
-    :data:`MAX_N` columns, real, on a namespace in :data:`ON`, and on the GPU only where
-    cuSOLVER has XsyevBatched (syevd cannot be captured)."""
-    if xp.__name__ not in ON or a.dtype not in _REAL or not 0 < a.shape[1] <= MAX_N:
+    """Whether the real matrix ``a`` (m×n, m ≥ n) takes the fixed sequence: at most the
+    tunable ``fixed_schedule_max_n`` columns, real, on a namespace in
+    ``fixed_schedule_namespaces``, and on the GPU only where cuSOLVER has XsyevBatched
+    (syevd cannot be captured)."""
+    t = tunables.get()
+    if (xp.__name__ not in t.fixed_schedule_namespaces or a.dtype not in _REAL
+            or not 0 < a.shape[1] <= t.fixed_schedule_max_n):
         return False
     return xp.__name__ != "cupy" or batched_eigh.syev_batched() is not None
 
@@ -219,7 +212,7 @@ def svd(a, xp, *, compute_uv):
                 found = _eigen_part(xp, *polar(a), compute_uv)
         except np.linalg.LinAlgError:
             return None
-    elif a.shape[1] <= GRAPH_EIGH_MAX_N:
+    elif a.shape[1] <= tunables.get().fixed_schedule_graph_eigh_max_n:
         found = graphs.replayed(("polar_svd", a.shape, a.dtype.str, compute_uv),
                                 lambda b: _eigen_part(xp, *polar(b), compute_uv), a)
     else:

@@ -27,10 +27,10 @@ schedule"; "One matrix of 128–1024 and tall matrices: QDWH"):
 - Single-precision input takes its steps with c_k above that bound (the first from
   l₀ = ε) as Cholesky steps computed in float64 (CHOLESKY_IN_DOUBLE_MAX_C), not QR steps.
 - The QR step's factorization is shifted CholeskyQR3 on the GPU at 1000–2048 columns
-  (QR_STEP_CHOLESKY_N, cholesky_qr.py).
-- In double precision from 768 columns (the driver's ESTIMATES_FROM_N) α is an estimate
-  of ‖A‖₂ (times 1.1), not √(‖A‖₁‖A‖_∞), which overstates ‖A‖₂ by up to √n, and l₀ is
-  estimated, not set to ε: one QR step fewer where l₀ ≥ 10⁻⁵ (κ ≲ 10⁵, e.g. Gaussian
+  (the tunable ``qdwh_cholesky_qr_columns``, cholesky_qr.py).
+- In double precision from 768 columns (the tunable ``polar_estimates_min_n``) α is an
+  estimate of ‖A‖₂ (times 1.1), not √(‖A‖₁‖A‖_∞), which overstates ‖A‖₂ by up to √n, and
+  l₀ is estimated, not set to ε: one QR step fewer where l₀ ≥ 10⁻⁵ (κ ≲ 10⁵, e.g. Gaussian
   matrices). In single precision, and below 768 columns, the driver takes
   √(‖A‖₁‖A‖_∞) and ε (JAX's choice): there the estimate saves no step, or costs more
   than the step it saves. An estimate that is too large costs only extra (cheap,
@@ -52,7 +52,7 @@ import warnings
 import numpy as np
 import scipy.linalg
 
-from .._core import profile
+from .._core import profile, tunables
 from .._core.backend import scipy_linalg
 from .._core.errors import LinAlgError
 from . import cholesky_qr
@@ -73,20 +73,9 @@ CHOLESKY_MAX_C = 1000.0
 # 2n×n stacked matrix.
 CHOLESKY_IN_DOUBLE_MAX_C = 1e10
 SINGLE_EPS_FROM = 1e-10
-# QR steps of matrices with this many columns factor [√c·X; I] by shifted CholeskyQR3
-# on the GPU (cholesky_qr.py): κ([√c·X; I]) ≤ √(1 + c), ≤ 3.5e10 from l₀ = ε in float64,
-# inside its reach at these sizes. Against Householder QR on the H100 (polar and SVD of
-# one Gaussian matrix): 1024² 1 ms faster (of 14–35), 2048² 1–3 ms faster (of 35–89);
-# 256² and 512² 1–2 ms slower (more CuPy calls than GPU work), 4096² float32 12 ms slower
-# (the float64 Gram products); NOTES.md, "One matrix of 128–1024 and tall matrices: QDWH".
-# From 1000 columns: the R factor of a tall 100000 × 1000 matrix is on the faster side.
-QR_STEP_CHOLESKY_N = (1000, 2048)
 # Steps after l_k reached 1 that the iterate may still move before the driver's remedy:
 # two Halley steps take a value ≥ l₀/9 to 1 (×3 each while small, then cubically).
 SETTLE_STEPS = 2
-# Steps: NBG §3 proves ≤ 6 from l₀ = ε for κ ≤ 10¹⁶; an estimated l₀ that proves too
-# large costs its own schedule (≤ 6) and SETTLE_STEPS before that restart: 6 + 2 + 6 + 2.
-MAX_ITERATIONS = 16
 # NH Algorithm 4.1's stopping criterion: ‖X_k − X_{k−1}‖_F ≤ (5ε)^(1/3) and
 # |1 − l_k| ≤ 10ε. After it the next step would change X by O(ε) (cubic convergence).
 STOP_CHANGE_FACTOR = 5.0
@@ -208,13 +197,14 @@ def lower_bound(a, alpha, xp, *, triangular=False):
 
 def _qr_step(x, a, b, c, xp):
     """X·(b/c) + (a − b/c)/√c · Q₁·Q₂ᴴ with [√c·X; I] = [Q₁; Q₂]·R (NH eq. (3.5)); the
-    QR by shifted CholeskyQR3 where :data:`QR_STEP_CHOLESKY_N` says, else (or where it
-    refuses) by Householder QR."""
+    QR by shifted CholeskyQR3 where the tunables ``cholesky_qr_namespaces`` and
+    ``qdwh_cholesky_qr_columns`` say, else (or where it refuses) by Householder QR."""
     m, n = x.shape
     stacked = xp.concatenate([x * x.dtype.type(np.sqrt(c)), xp.eye(n, dtype=x.dtype)])
     q = None
-    low, high = QR_STEP_CHOLESKY_N
-    if xp.__name__ in cholesky_qr.ON and low <= n <= high:
+    t = tunables.get()
+    low, high = t.qdwh_cholesky_qr_columns
+    if xp.__name__ in t.cholesky_qr_namespaces and low <= n <= high:
         q, _ = cholesky_qr.cholesky_qr(stacked, xp, with_r=False) or (None, None)
     if q is None:
         q, _ = xp.linalg.qr(stacked, mode="reduced")
@@ -262,15 +252,16 @@ def qdwh(a, xp, *, alpha, l0):
     worst-case bound ε at the current iterate, whose singular values all lie in [0, 1].
 
     Raises :class:`gpusvd.LinAlgError` when the iterate is not finite (non-finite input)
-    or does not settle within :data:`MAX_ITERATIONS` steps.
+    or does not settle within the tunable ``qdwh_max_iterations`` steps.
     """
+    max_iterations = tunables.get().qdwh_max_iterations
     eps = float(np.finfo(a.dtype).eps)
     tol_change = (STOP_CHANGE_FACTOR * eps) ** (1.0 / 3.0)
     tol_l = STOP_L_FACTOR * eps
     x = a / a.dtype.type(alpha)
     l, l_start, settling = l0, l0, 0
     change = np.nan
-    for step in range(1, MAX_ITERATIONS + 1):
+    for step in range(1, max_iterations + 1):
         a_k, b_k, c_k = coefficients(l)
         kind = step_kind(c_k, eps)
         with profile.phase("qdwh_qr" if kind == "qr" else "qdwh_cholesky", xp):
@@ -299,5 +290,5 @@ def qdwh(a, xp, *, alpha, l0):
         if l_start <= eps:
             return x, step, False
         l, l_start, settling = eps, eps, 0
-    raise LinAlgError(f"polar: QDWH did not converge in {MAX_ITERATIONS} steps "
+    raise LinAlgError(f"polar: QDWH did not converge in {max_iterations} steps "
                       f"(last change {change:.2e}, criterion {tol_change:.2e})")

@@ -37,9 +37,9 @@ A_i − P_i·V̂ᵀ are formed in the working precision. The choices:
   truncation needs to float64 rounding, |λ̂_j − σ_j²| ≲ u₆₄·σ₁², better than a float32 SVD
   does; the squaring costs accuracy only in the singular values below √u₆₄·σ₁ = 1.5e-8·σ₁,
   under float32's own resolution. R·W·Σ⁻¹ has orthogonality ≈ u₆₄·σ₁²/(σ_i·σ_j), below
-  float32's u while σ_r² ≥ ``GRAM_DIVIDE_ABOVE``·(u₆₄/u)·σ₁²; past that U_R is the Q of a
-  float64 QR of R·W_r. For float64 input the squaring would lose the singular values
-  below 1.5e-8·σ₁, so ``"gram"`` falls back to ``"host64"`` there.
+  float32's u while σ_r² ≥ c·(u₆₄/u)·σ₁², c the tunable ``quic_gram_divide_above``; past
+  that U_R is the Q of a float64 QR of R·W_r. For float64 input the squaring would lose
+  the singular values below 1.5e-8·σ₁, so ``"gram"`` falls back to ``"host64"`` there.
 """
 
 import numpy as np
@@ -48,13 +48,6 @@ import scipy.linalg
 from .._core import tunables
 from .._core.backend import to_host
 from .cosine_tree import CHUNK_ENTRIES
-
-# U_R = R·W·Σ⁻¹ of the "gram" extraction is used as it is while its orthogonality
-# ≈ c·u₆₄·σ₁²/σ_r² stays under the working precision's u; c, the eigensolver's backward
-# error in units of u₆₄·‖G‖, is taken as this margin (a small multiple in practice; the
-# worst-case bound grows with k). Float32, k = 60, dividing: orthogonality 0.13 k·ε at
-# σ_k/σ₁ = 1e-5 (far past this threshold, 3.4e-4), 350 k·ε at 1e-7.
-GRAM_DIVIDE_ABOVE = 64.0
 
 
 def project(block, v, xp):
@@ -125,7 +118,8 @@ def _svd_gram(r, dtype, xp):
     lam, w = xp.linalg.eigh(r64.T @ r64)
     w = w[:, ::-1]
     s = np.sqrt(np.maximum(to_host(lam)[::-1], 0.0))
-    divide_above = GRAM_DIVIDE_ABOVE * np.finfo(np.float64).eps / np.finfo(dtype).eps
+    divide_above = (tunables.get().quic_gram_divide_above * np.finfo(np.float64).eps
+                    / np.finfo(dtype).eps)
 
     def factors(rank):
         w_r = w[:, :rank]

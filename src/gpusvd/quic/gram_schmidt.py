@@ -30,7 +30,8 @@ and one block is two large GEMMs instead of k/20 launches of memory-bound ones.
    X''_keep = Q·R[:, keep] exactly, so a QR of the small c × kept factor,
    R[:, keep] = Q_s·R_s, gives X''_keep = (Q·Q_s)·R_s and Q·Q_s is what is wanted.
 5. A kept q_j has components along V̂ of order u·‖X'_j‖/|r_jj|. Where |r_jj| fell below
-   ``1/√2`` of ‖X'_j‖ (Daniel, Gragg, Kaufman & Stewart, Math. Comp. 30 (1976)) — the
+   1/√2 of ‖X'_j‖ (the tunable ``quic_reorthogonalize_below``; Daniel, Gragg, Kaufman &
+   Stewart, Math. Comp. 30 (1976)) — the
    candidate was nearly dependent on the others of its block — the kept Q is projected
    out once more and made orthonormal again by Newton–Schulz steps, which cost two
    GEMMs each and no factorization.
@@ -43,10 +44,6 @@ import numpy as np
 from .._core import tunables
 from .._core.backend import array_namespace, to_host
 
-# A candidate loses "most of its norm" when its remainder falls below this fraction of
-# its length: then one projection may leave components along V̂ of order u·‖x‖/‖x'‖, and
-# a second one is needed (Daniel, Gragg, Kaufman & Stewart 1976, Parlett 1980 §6-9).
-REORTHOGONALIZE_BELOW = 1.0 / math.sqrt(2.0)
 # A remainder below DROP_FACTOR·u·sqrt(k + c)·‖x‖ is what one projection against k + c
 # orthonormal vectors leaves of a vector already in their span (rounding grows like the
 # square root of the number of terms); such a candidate adds nothing and is dropped.
@@ -167,7 +164,7 @@ class Basis:
         else:
             q_small, _ = xp.linalg.qr(r[:, xp.asarray(np.flatnonzero(keep))])
             q_keep = q @ q_small
-        if (kept[keep] < REORTHOGONALIZE_BELOW * norms1[keep]).any():
+        if (kept[keep] < tunables.get().quic_reorthogonalize_below * norms1[keep]).any():
             q_keep = _newton_schulz(self.project_out(q_keep), NEWTON_SCHULZ_STEPS)
         self._reserve(added)
         self._v[:, self.k:self.k + added] = q_keep
