@@ -23,12 +23,10 @@ n, where one call costs seconds (``--variants`` picks some by name):
   (phases ``qdwh_estimates``, ``qdwh_qr``, ``qdwh_cholesky``, ``polar_h``, ``eigh``,
   ``polar_u``); gesvd, gesvdp, gesvdj;
 * ``eigh``: of (A + Aᴴ)/2, cuSOLVER syevd alone (``cupy.linalg.eigvalsh``, ``eigh``), the
-  polar method's eigensolver. gpusvd's two-stage eigensolver
-  (``condensed.driver.two_stage_eigenvalues``, ``two_stage_eigh``) was removed in issue
-  28: 1.22 s at 8192 float64 on the H100 against syevd's 0.63; git keeps it.
+  polar method's eigensolver.
 
-Floors, from docs/design.md's "Ceilings and targets": stage 1 8n³/3 flops (LAPACK's count), at the GEMM
-ceiling; the back-transformations 8n³ flops (stage 2's blocked reflectors ≈ 2·2n³, stage
+Floors, from docs/design.md's "Ceilings and targets": stage 1 8n³/3 flops (LAPACK's
+count), at the GEMM ceiling; the back-transformations 8n³ flops (stage 2's blocked reflectors ≈ 2·2n³, stage
 1's 2·2n³) at the GEMM ceiling; the polar method's H = U_pᴴA and U = U_p·V 2n³ each at
 the GEMM ceiling; stage 2, the solvers, QDWH's iterations (their count depends on the
 matrix) and syevd are reported without a floor. Accuracy of each result by
@@ -53,7 +51,8 @@ if _HERE not in sys.path:
 import common  # noqa: E402
 
 SCHEMA = "gpusvd-bench-two-stage-paths/1"
-GEMM_CEILING = {"float64": 60e12, "float32": 51e12}  # docs/design.md, "Ceilings and targets", flop/s
+# flop/s (docs/design.md, "Ceilings and targets")
+GEMM_CEILING = {"float64": 60e12, "float32": 51e12}
 # Each phase's floor in flops as a function of n (None: a latency-bound chain).
 FLOORS = {"values_stage1": lambda n: 8 * n ** 3 / 3, "svd_stage1": lambda n: 8 * n ** 3 / 3,
           "svd_back_transform": lambda n: 8 * n ** 3,

@@ -14,8 +14,8 @@ Cache states, each with its own temporary NUMBA_CACHE_DIR and CUPY_CACHE_DIR:
                a clean install with the install-time step of the README
   warm         both caches filled by an earlier process making the same call
 
-Targets (docs/design.md, "Ceilings and targets"): first call <= 2 s on the GPU; <= 1 s of compilation
-on the CPU (first call minus second).
+Targets (docs/design.md, "Ceilings and targets"): first call <= 2 s on the GPU; <= 1 s of
+compilation on the CPU (first call minus second).
 
     python bench/first_call.py --device cpu --out bench/results/cold_start_cpu.json
     python bench/first_call.py --device gpu --out bench/results/cold_start_h100.json

@@ -62,7 +62,8 @@ METHODS = ("gpusvd", "cupy_gesvd", "torch_gesvd", "torch_gesvdj", "jax_polar")
 MODES = ("full", "values")
 PAPER_TALL = ["8192x32", "8192x64", "8192x128", "8192x256", "8192x512", "8192x1024",
               "8192x2048"]
-# Measured ceilings on the H100 (docs/design.md, "Ceilings and targets"): used only for the nominal floor.
+# Measured ceilings on the H100 (docs/design.md, "Ceilings and targets"): used only for the
+# nominal floor.
 GEMM_CEILING = {"float64": 60e12, "float32": 51e12}
 SCHEMA = "gpusvd-bench-gr/1"
 

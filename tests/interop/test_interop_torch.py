@@ -188,6 +188,10 @@ def test_no_derivative_refuses_a_tensor_that_requires_grad(index):
     call, x = _without_derivative()[index]
     with pytest.raises(ValueError, match="no derivative.*detach"):
         call(x.clone().requires_grad_())
+    with torch.autograd.forward_ad.dual_level():  # forward mode: a tangent dropped
+        dual = torch.autograd.forward_ad.make_dual(x, torch.ones_like(x))
+        with pytest.raises(ValueError, match="no derivative.*detach"):
+            call(dual)
     expected = call(x)
     with torch.no_grad():
         got = call(x.clone().requires_grad_())

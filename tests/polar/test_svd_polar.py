@@ -215,7 +215,8 @@ def test_values_only_no_vectors():
 
 
 def test_non_finite_with_check_finite_false_gives_nan():
-    """NaN in, NaN out (docs/design.md, "The public API": errors): the iteration never sees the NaN."""
+    """NaN in, NaN out (docs/design.md, "The public API": errors): the iteration never
+    sees the NaN."""
     a = testing.random_matrix(20, 20, seed=13)
     a[3, 4] = np.nan
     u, s, vh = gpusvd.svd(a, method="polar", device="cpu", check_finite=False)

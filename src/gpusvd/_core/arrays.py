@@ -113,9 +113,8 @@ def _torch_cuda_view(a, cp):
     dtype only, else None (the caller takes DLPack)."""
     torch = sys.modules["torch"]
     dtype = _TORCH_DTYPES.get(str(a.dtype).rpartition(".")[2])
-    if (dtype is None or a.device.type != "cuda" or type(a) not in (torch.Tensor,
-            torch.nn.Parameter) or not a.numel() or not a.is_contiguous()
-            or a.is_conj() or a.is_neg()):
+    if (dtype is None or a.device.type != "cuda" or not plain_torch_tensor(a)
+            or not a.numel() or not a.is_contiguous() or a.is_conj() or a.is_neg()):
         return None
     device = a.device.index
     stream = torch.cuda.current_stream(device).cuda_stream
@@ -181,25 +180,49 @@ def parse_device(device):
     raise ValueError(f"device must be 'auto', 'cpu', 'gpu' or a GPU index >= 0, got {device!r}")
 
 
+def plain_torch_tensor(a):
+    """Whether ``a`` is a torch tensor of torch's own class (or a Parameter), not a
+    subclass that intercepts torch's operations."""
+    torch = sys.modules["torch"]
+    return type(a) in (torch.Tensor, torch.nn.Parameter)
+
+
+def torch_use(a):
+    """What the torch tensor ``a`` asks of a decomposition beyond its values:
+    ``"differentiated"`` (autograd, forward mode or a ``torch.func`` transform may
+    differentiate or map it), ``"compiled"`` (``torch.compile`` traces it), or None
+    (gpusvd's eager code serves). ``svd``, ``svdvals`` and ``polar`` take the first two
+    as torch operators (:mod:`gpusvd.autodiff.torch_ops`); the other functions refuse
+    them (:func:`place`)."""
+    torch = sys.modules["torch"]
+    if a.requires_grad and torch.is_grad_enabled():
+        return "differentiated"
+    if torch.compiler.is_compiling():
+        return "compiled"
+    if (torch.autograd.forward_ad.unpack_dual(a).tangent is not None
+            or torch._C._functorch.is_functorch_wrapped_tensor(a)):
+        return "differentiated"
+    return None
+
+
 def _torch_refusal(a):
     """Why gpusvd's eager code must not take the torch tensor ``a``, else None: it is
-    sparse (DLPack carries dense arrays only), traced by ``torch.compile`` (whose tracer cannot read the DLPack exchange), wrapped by
-    ``torch.func``, or differentiated, where results that carry no derivative would
-    count as constants in the gradient, silently. ``svd``, ``svdvals`` and ``polar`` are
-    operators with derivatives and take such tensors before they get here."""
+    sparse (DLPack carries dense arrays only), traced by ``torch.compile`` (whose tracer
+    cannot read the DLPack exchange), or differentiated or transformed (:func:`torch_use`),
+    where results that carry no derivative would count as constants, silently."""
     torch = sys.modules["torch"]
     if a.layout != torch.strided:
         return (f"a {str(a.layout).rpartition('.')[2]} tensor is not taken; pass a dense "
                 f"one (x.to_dense())")
-    if torch.compiler.is_compiling():
+    use = torch_use(a)
+    if use == "compiled":
         return ("it is not a torch operator and cannot be traced by torch.compile; call it "
                 "outside the compiled function, or wrap it in torch.compiler.disable")
-    if torch._C._functorch.is_functorch_wrapped_tensor(a):
-        return "it is not a torch operator and cannot be transformed by torch.func"
-    if a.requires_grad and torch.is_grad_enabled():
-        return ("it has no derivative, and the input requires grad: its results would "
-                "count as constants in the gradient. Pass the input detached (x.detach()) "
-                "or call it under torch.no_grad() to use them as constants")
+    if use == "differentiated":
+        return ("it has no derivative and is not a torch operator: under autograd, forward "
+                "mode or torch.func its results would count as constants. Pass the input "
+                "detached (x.detach()) or call it under torch.no_grad() to use them as "
+                "constants")
     return None
 
 

@@ -9,6 +9,7 @@ import json
 import torch
 from torch import Tensor
 
+from .._core.arrays import plain_torch_tensor
 from . import EAGER, formulas
 
 OPS = formulas.Ops(where=torch.where, abs=torch.abs, diag_embed=torch.diag_embed,
@@ -57,8 +58,7 @@ def _traced(a):
     """Whether the SVD of ``a`` must be the operator (Dynamo traces it, ``torch.func``
     wraps it, it is a tensor subclass) rather than gpusvd's eager call, which saves the
     dispatcher's layers (0.2 ms of a 64² call on an H200)."""
-    return (torch.compiler.is_compiling()
-            or type(a) not in (Tensor, torch.nn.Parameter)
+    return (torch.compiler.is_compiling() or not plain_torch_tensor(a)
             or torch._C._functorch.is_functorch_wrapped_tensor(a))
 
 

@@ -28,6 +28,8 @@ arguments. The torch side lives in :mod:`.torch_library`, imported at the first 
 import importlib
 import sys
 
+from .._core.arrays import torch_use
+
 
 def _constant_for_dynamo(fn):
     """``torch.compiler.assume_constant_result`` without importing torch (the attribute is
@@ -44,23 +46,17 @@ def _torch():
 def _needs_derivative(a):
     """Whether autograd, forward mode or a ``torch.func`` transform may differentiate
     ``a``."""
-    torch = _torch()
-    if a.requires_grad and torch.is_grad_enabled():
-        return True
-    if torch.compiler.is_compiling():
-        return False
-    return (torch.autograd.forward_ad.unpack_dual(a).tangent is not None
-            or torch._C._functorch.is_functorch_wrapped_tensor(a))
+    return torch_use(a) == "differentiated"
 
 
 def handles(a):
     """Whether ``a`` is a tensor whose decomposition goes through the operators: one that
     is differentiated (reverse or forward mode), wrapped by ``torch.func``, or traced by
-    ``torch.compile``."""
+    ``torch.compile`` (:func:`gpusvd._core.arrays.torch_use`)."""
     torch = _torch()
     if torch is None or not isinstance(a, torch.Tensor):
         return False
-    return torch.compiler.is_compiling() or _needs_derivative(a)
+    return torch_use(a) is not None
 
 
 @_constant_for_dynamo

@@ -51,8 +51,8 @@ one transfer (:func:`_coupling_rows`), the one wait per level; each merge's defl
 runs on the host while the device still works on the previous merge; its secular equation
 (secular_svd_cuda.py), vectors (merge_vectors_cuda.py) and rotations
 (rotate_pairs_cuda.py) are a few launches; its values come back at the level's end. The
-leaves cross to the device in one copy (merge_vectors_cuda.py). Merges of up to ``divide_conquer_dense_merge_rows``
-rows update U and V by one dense GEMM each (:func:`_times_embedded`), the larger by the
+leaves cross to the device in one copy (merge_vectors_cuda.py). Merges of up to
+``divide_conquer_dense_merge_rows`` rows update U and V by one dense GEMM each (:func:`_times_embedded`), the larger by the
 GEMMs split by support. On the H100 at n = 8192, inside the two-stage SVD: 0.5 s, where
 the QR took 3.3 s.
 
