@@ -8,7 +8,7 @@ from ._core.errors import LinAlgError
 from ._core.results import HSVDResult, LowRankSVD, SVDResult, TakagiResult
 from ._dispatch import svd, svdvals
 from .jacobi import eigh_factored, hsvd, jacobi_svd
-from .polar_decomposition import polar
+from .polar.decomposition import polar
 from .quic.lowrank import svd_lowrank
 from .takagi import takagi
 

@@ -13,17 +13,16 @@ import numpy as np
 from ._core import lapack, tunables, validation
 from ._core.arrays import place
 from ._core.errors import LinAlgError
-from ._core.front_end import passes_unchanged, receive
+from ._core.front_end import directly, receive
 from ._core.memory import DENSE_HINT, hint_on_exhaustion
 from ._core.results import SVDResult
 from ._core.threads import single_threaded_blas
 from . import autodiff
-from .batched import driver as batched
 from .golub_reinsch import driver as golub_reinsch
 from .jacobi import driver as jacobi
 from .jacobi import small_svd, small_svd_cuda
 from .jacobi.blocked import block_width
-from .polar_svd import driver as polar
+from .polar import svd as polar
 
 
 def _matrix_by_matrix(decompose_one):
@@ -42,22 +41,6 @@ def _matrix_by_matrix(decompose_one):
     return decompose
 
 
-def _unscanned_polar(job, *, full_matrices, compute_uv):
-    """One matrix by the polar method's fixed sequence (a real matrix of up to 1024
-    columns on the GPU) before the front end's scan: the sequence measures max|A| in its
-    CUDA graph, which saves the scan's reduction and host synchronization; its result
-    stands where the scan would have left A as it is (``job.unchanged_by_scan``). None
-    where the sequence does not apply or the scan is needed: the caller scans and runs
-    the method."""
-    if len(job.stack) != 1:
-        return None
-    found = polar.svd(job.stack[0], job.xp, full_matrices=full_matrices,
-                      compute_uv=compute_uv, overwrite_a=False, accept=job.unchanged_by_scan)
-    if found is None:
-        return None
-    return tuple(None if x is None else x[None] for x in found)
-
-
 def _jacobi(stack, xp, *, full_matrices, compute_uv, overwrite_a):
     """The Jacobi SVD of the whole ``stack`` (batch >= 1, m, n) with ``jacobi_svd``'s
     defaults: matrices of at most 2b columns go through its pointwise kernel in one
@@ -66,12 +49,14 @@ def _jacobi(stack, xp, *, full_matrices, compute_uv, overwrite_a):
                             options=jacobi.DEFAULTS)
 
 
-def _small_jacobi(job, *, full_matrices, compute_uv, check_finite, what):
+def _small_jacobi(job, *, full_matrices, compute_uv, check_finite, what, options):
     """``method="auto"``'s path on the GPU for matrices with min(M, N) <= 2b that fit one
     thread block (:func:`gpusvd.jacobi.small_svd_cuda.fits`), one or a stack: the whole
     one-sided Jacobi SVD of each matrix in one kernel launch, the finite check and the
     scaling inside it (``job`` is not scanned), then one host synchronization for its
-    status. gesvd's accuracy (not the relative accuracy of ``method="jacobi"``)."""
+    status. gesvd's accuracy (not the relative accuracy of ``method="jacobi"``); no
+    ``options`` ("auto" takes none)."""
+    del options
     u, s, vh, status = small_svd_cuda.small_svd(job.stack, compute_uv=compute_uv,
                                                 full_matrices=full_matrices)
     flags = status.wait()
@@ -95,27 +80,29 @@ def _lapack(stack, xp, *, full_matrices, compute_uv, overwrite_a):
     return out if compute_uv else (None, out, None)
 
 
-def _polar(stack, xp, *, full_matrices, compute_uv, overwrite_a):
-    """The polar method: a stack of two or more matrices with min(M, N) up to the tunable
-    ``batched_max_n`` by the batched engine (every step over the whole stack), one matrix
-    or larger ones by the one-matrix driver (estimates and a QR first tuned for one large
-    matrix)."""
-    if len(stack) == 1 or min(stack.shape[1:]) > tunables.get().batched_max_n:
-        return _one_polar(stack, xp, full_matrices=full_matrices, compute_uv=compute_uv,
-                          overwrite_a=overwrite_a)
-    if min(stack.shape[1:]) == 0:
-        return _empty_stack(xp, (len(stack),), *stack.shape[1:], stack.dtype,
-                            full_matrices, compute_uv)
-    return batched.svd(stack, xp, full_matrices=full_matrices, compute_uv=compute_uv)
+def _scanned(method):
+    """A route from a method of the scanned stack: the job scanned, then
+    ``method(stack, xp, full_matrices=, compute_uv=, overwrite_a=, **options)``."""
+    def route(job, *, full_matrices, compute_uv, check_finite, what, options):
+        job.scan(what=what, check_finite=check_finite)
+        return method(job.stack, job.xp, full_matrices=full_matrices, compute_uv=compute_uv,
+                      overwrite_a=job.writable, **options)
+    return route
 
 
-_one_polar = _matrix_by_matrix(polar.svd)
-_METHODS = {"gr": _matrix_by_matrix(golub_reinsch.svd), "jacobi": _jacobi,
-            "polar": _polar, "lapack": _lapack}
-# The names svd's ``method`` takes (the command line's choices too).
-METHODS = ("auto", *_METHODS)
+def _polar(job, *, full_matrices, compute_uv, check_finite, what, options):
+    """The polar method (:func:`gpusvd.polar.svd.decompose`), which scans the job itself."""
+    return polar.decompose(job, full_matrices=full_matrices, compute_uv=compute_uv,
+                           what=what, check_finite=check_finite)
+
+
 # The path that "auto" may choose besides the methods, not asked for by name.
 _SMALL = "small-jacobi"
+# Each route, as a function of the front end's job (unscanned).
+_ROUTES = {"gr": _scanned(_matrix_by_matrix(golub_reinsch.svd)), "jacobi": _scanned(_jacobi),
+           "polar": _polar, "lapack": _scanned(_lapack), _SMALL: _small_jacobi}
+# The names svd's ``method`` takes (the command line's choices too).
+METHODS = ("auto", "polar", "gr", "jacobi", "lapack")
 
 # The methods that take options beyond svd's arguments, and the function of each that
 # checks them (``ValueError`` for an unknown option or value) and returns them as keyword
@@ -148,26 +135,30 @@ def _method_options(method, reduction, options, *, compute_uv, what):
     return {}
 
 
-def _choose_method(shape, dtype, xp, compute_uv=True):
-    """The rule of ``method="auto"`` for matrices of ``shape`` (..., M, N) in the working
-    ``dtype`` on ``xp``; :func:`svd`'s Notes give the measurements behind it."""
-    if xp is np:
-        return "lapack"
-    if (not compute_uv and dtype.kind == "f"
-            and min(shape[-2:]) >= tunables.get().auto_values_gr_min_n_gpu):
-        return "gr"
-    if min(shape[-2:]) <= 2 * block_width(xp):
-        return _SMALL
-    return "polar"
+def _route(shape, dtype, xp, *, compute_uv=True, fits=lambda: True):
+    """The route of ``method="auto"`` for matrices of ``shape`` (..., M, N) in the working
+    ``dtype`` on ``xp``: the first row of the table that holds (:func:`svd`'s Notes give
+    the measurements behind each; the crossovers are tunables). ``fits()``: whether the
+    matrices fit the small-matrix kernel's thread block (asked only on a GPU)."""
+    k = min(shape[-2:])
+    t = tunables.get()
+    table = (
+        (lambda: xp is np, "lapack"),
+        (lambda: not compute_uv and dtype.kind == "f" and k >= t.auto_values_gr_min_n_gpu,
+         "gr"),
+        (lambda: k <= 2 * block_width(xp) and fits(), _SMALL),
+        (lambda: True, "polar"),
+    )
+    return next(route for holds, route in table if holds())
 
 
-def _cpu_threads(xp, method):
-    """The thread pools for ``method`` on ``xp``: on the CPU, BLAS at one thread for
+def _cpu_threads(xp, route):
+    """The thread pools for ``route`` on ``xp``: on the CPU, BLAS at one thread for
     gpusvd's own methods, whose steps alternate BLAS calls with Numba's parallel loops or
     are BLAS calls on blocks too small for a second thread (on 2 cores, default threads
     against one BLAS thread: ``gr`` 500² 0.41 s against 0.105, ``svdvals(method="gr")``
     2000² 2.47 against 1.11; BENCHMARKS.md, "the CPU"); LAPACK's gesdd keeps its pool."""
-    if xp is np and method != "lapack":
+    if xp is np and route != "lapack":
         return single_threaded_blas()
     return contextlib.nullcontext()
 
@@ -181,23 +172,19 @@ def _empty_stack(xp, batch, m, n, dtype, full_matrices, compute_uv):
     return xp.zeros((*batch, m, k_u), dtype), s, xp.zeros((*batch, k_v, n), dtype)
 
 
-def _lapack_directly(arr, placement, *, full_matrices, compute_uv, method):
+def _lapack_directly(placed, *, full_matrices, compute_uv, method):
     """The SVD that ``method="auto"`` (or ``"lapack"``) gives an array placed on the CPU,
-    with none of the front end's work but its check: LAPACK's gesdd scales into its safe
-    range itself. Through the whole front end a 2×2 float64 NumPy call costs 63–114 µs
-    against NumPy's own 9–14 µs (2 shared cores, one BLAS thread; NOTES.md, "Small
-    matrices on the CPU: gesdd directly").
-
-    None (the caller takes the front end) unless the front end would pass ``arr`` (from
-    :func:`place`) unchanged (:func:`gpusvd._core.front_end.passes_unchanged`); the
-    results are then the front end's, bit for bit (gesvd where gesdd does not converge,
-    :func:`gpusvd._core.lapack.gesdd`), in the caller's array type."""
-    if method not in ("auto", "lapack") or not passes_unchanged(arr, placement):
+    with none of the front end's work but its check (:func:`gpusvd._core.front_end.
+    directly`): LAPACK's gesdd scales into its safe range itself. Through the whole front
+    end a 2×2 float64 NumPy call costs several times NumPy's own (NOTES.md, "Small
+    matrices on the CPU: gesdd directly"). The results are the front end's, bit for bit
+    (gesvd where gesdd does not converge, :func:`gpusvd._core.lapack.gesdd`); None where
+    the front end is needed."""
+    if method not in ("auto", "lapack"):
         return None
-    out = lapack.gesdd(arr, full_matrices=full_matrices, compute_uv=compute_uv)
-    if not compute_uv:
-        return placement.to_output(out)
-    return SVDResult(*map(placement.to_output, out))
+    out = directly(placed, lambda arr: lapack.gesdd(arr, full_matrices=full_matrices,
+                                                   compute_uv=compute_uv))
+    return SVDResult(*out) if out is not None and compute_uv else out
 
 
 def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finite, device,
@@ -205,7 +192,7 @@ def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finit
     validation.check_choice("method", method, METHODS)
     options = _method_options(method, reduction, options, compute_uv=compute_uv, what=what)
     placed = place(a, device, what)
-    done = _lapack_directly(*placed, full_matrices=full_matrices, compute_uv=compute_uv,
+    done = _lapack_directly(placed, full_matrices=full_matrices, compute_uv=compute_uv,
                             method=method)
     if done is not None:
         return done
@@ -213,26 +200,20 @@ def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finit
                  overwrite_a=overwrite_a, scan=False, placed=placed) as job:
         xp = job.xp
         batch, m, n = job.stack.shape
+        route = method
         if method == "auto":
-            method = _choose_method((*job.batch, m, n), job.stack.dtype, xp, compute_uv)
-            if method == _SMALL and not (m and n and small_svd_cuda.fits(
-                    m, n, job.stack.dtype, full_matrices=full_matrices, compute_uv=compute_uv)):
-                method = "polar"  # many rows: the batched engine takes tall stacks
+            route = _route((*job.batch, m, n), job.stack.dtype, xp, compute_uv=compute_uv,
+                           fits=lambda: bool(m and n) and small_svd_cuda.fits(
+                               m, n, job.stack.dtype, full_matrices=full_matrices,
+                               compute_uv=compute_uv))
         if batch == 0:
             u, s, vh = _empty_stack(xp, (0,), m, n, job.stack.dtype, full_matrices,
                                     compute_uv)
-        elif method == _SMALL:
-            u, s, vh = _small_jacobi(job, full_matrices=full_matrices, compute_uv=compute_uv,
-                                     check_finite=check_finite, what=what)
-        elif method == "polar" and (found := _unscanned_polar(
-                job, full_matrices=full_matrices, compute_uv=compute_uv)) is not None:
-            u, s, vh = found
         else:
-            job.scan(what=what, check_finite=check_finite)
-            with _cpu_threads(xp, method):
-                u, s, vh = _METHODS[method](job.stack, xp, full_matrices=full_matrices,
-                                            compute_uv=compute_uv, overwrite_a=job.writable,
-                                            **options)
+            with _cpu_threads(xp, route):
+                u, s, vh = _ROUTES[route](job, full_matrices=full_matrices,
+                                          compute_uv=compute_uv, check_finite=check_finite,
+                                          what=what, options=options)
         if not compute_uv:
             return job.values(s)
         return SVDResult(job.vectors(u), job.values(s), job.vectors(vh))

@@ -56,7 +56,7 @@ from gpusvd._core import progress
 from gpusvd._core.backend import cupy_or_none, to_host
 from gpusvd.jacobi.driver import DEFAULTS, MAX_SWEEPS, SHORTENINGS, VARIANTS, VECTORS
 from gpusvd.jacobi.strategies import NAMES as STRATEGIES
-from gpusvd.polar_decomposition import METHODS as POLAR_METHODS, SIDES
+from gpusvd.polar.decomposition import METHODS as POLAR_METHODS, SIDES
 from gpusvd.takagi.driver import MAX_SWEEPS as TAKAGI_MAX_SWEEPS
 from gpusvd.takagi.factorization import METHODS as TAKAGI_METHODS
 from gpusvd._cli_io import check_out, device_argument, message, read_matrix, write

@@ -35,7 +35,7 @@ TOL = 10  # residual and orthogonality, in units of n·ε (LAPACK's xDRVBD flags
     ((1000, 200, 32), np.float32), ((7, 32, 900), np.float64), ((0, 5, 5), np.float64),
 ])
 def test_rule_on_the_cpu(shape, dtype):
-    assert _dispatch._choose_method(shape, np.dtype(dtype), np) == "lapack"
+    assert _dispatch._route(shape, np.dtype(dtype), np) == "lapack"
 
 
 @pytest.mark.parametrize(("shape", "dtype", "expected"), [
@@ -53,7 +53,7 @@ def test_rule_on_the_cpu(shape, dtype):
     ((0, 5, 5), np.float64, "small-jacobi"),          # no matrix at all (never run)
 ])
 def test_rule_on_the_gpu(shape, dtype, expected):
-    assert _dispatch._choose_method(shape, np.dtype(dtype), GPU) == expected
+    assert _dispatch._route(shape, np.dtype(dtype), GPU) == expected
 
 
 @pytest.mark.parametrize(("shape", "dtype", "expected"), [
@@ -65,35 +65,29 @@ def test_rule_on_the_gpu(shape, dtype, expected):
     ((100, 100), np.float64, "polar"),
 ])
 def test_rule_for_values_only_on_the_gpu(shape, dtype, expected):
-    assert _dispatch._choose_method(shape, np.dtype(dtype), GPU, compute_uv=False) == expected
-    assert _dispatch._choose_method(shape, np.dtype(dtype), GPU) in ("polar", "small-jacobi")
+    assert _dispatch._route(shape, np.dtype(dtype), GPU, compute_uv=False) == expected
+    assert _dispatch._route(shape, np.dtype(dtype), GPU) in ("polar", "small-jacobi")
     with tunables.override(auto_values_gr_min_n_gpu=50):
-        small = _dispatch._choose_method((60, 50), np.dtype(np.float64), GPU, compute_uv=False)
+        small = _dispatch._route((60, 50), np.dtype(np.float64), GPU, compute_uv=False)
         assert small == "gr"
-    assert _dispatch._choose_method(shape, np.dtype(dtype), np, compute_uv=False) == "lapack"
+    assert _dispatch._route(shape, np.dtype(dtype), np, compute_uv=False) == "lapack"
 
 
 def test_boundary_follows_the_block_width():
     with tunables.override(jacobi_block_width_gpu=4):
-        assert _dispatch._choose_method((5, 8, 8), np.dtype(np.float64), GPU) == "small-jacobi"
-        assert _dispatch._choose_method((5, 9, 9), np.dtype(np.float64), GPU) == "polar"
+        assert _dispatch._route((5, 8, 8), np.dtype(np.float64), GPU) == "small-jacobi"
+        assert _dispatch._route((5, 9, 9), np.dtype(np.float64), GPU) == "polar"
 
 
 @pytest.fixture
 def spy(monkeypatch):
-    """Record which method's stack entry ``svd`` calls, and the stack it is given."""
+    """Record which route ``svd`` takes, and the stack it is given."""
     calls = []
-    for name, method in list(_dispatch._METHODS.items()):
-        def recorded(stack, xp, *, _name=name, _method=method, **kw):
-            calls.append((_name, stack.shape))
-            return _method(stack, xp, **kw)
-        monkeypatch.setitem(_dispatch._METHODS, name, recorded)
-    small = _dispatch._small_jacobi
-
-    def recorded_small(job, **kw):
-        calls.append((_dispatch._SMALL, job.stack.shape))
-        return small(job, **kw)
-    monkeypatch.setattr(_dispatch, "_small_jacobi", recorded_small)
+    for name, route in list(_dispatch._ROUTES.items()):
+        def recorded(job, *, _name=name, _route=route, **kw):
+            calls.append((_name, job.stack.shape))
+            return _route(job, **kw)
+        monkeypatch.setitem(_dispatch._ROUTES, name, recorded)
     return calls
 
 
@@ -259,8 +253,8 @@ def test_gpu_boundary_and_one_launch(spy):
     import cupy
 
     two_b = 2 * tunables.get().jacobi_block_width_gpu
-    assert _dispatch._choose_method((2, 300, two_b), np.dtype(np.float64), cupy) == "small-jacobi"
-    assert _dispatch._choose_method((2, 300, two_b + 1), np.dtype(np.float64), cupy) == "polar"
+    assert _dispatch._route((2, 300, two_b), np.dtype(np.float64), cupy) == "small-jacobi"
+    assert _dispatch._route((2, 300, two_b + 1), np.dtype(np.float64), cupy) == "polar"
     a = np.random.default_rng(2).standard_normal((2000, 40, 32))
     u, s, vh = gpusvd.svd(cupy.asarray(a), full_matrices=False)
     assert spy == [("small-jacobi", (2000, 40, 32))]  # the whole stack in one call

@@ -126,12 +126,12 @@ def test_our_methods_run_blas_at_one_thread_on_the_cpu(monkeypatch, method):
 
     seen = []
     for name in (method, "lapack"):
-        real = _dispatch._METHODS[name]
+        real = _dispatch._ROUTES[name]
 
         def spy(*args, _real=real, **kwargs):
             seen.append(_blas_threads())
             return _real(*args, **kwargs)
-        monkeypatch.setitem(_dispatch._METHODS, name, spy)
+        monkeypatch.setitem(_dispatch._ROUTES, name, spy)
     gesdd, real_svd = [], np.linalg.svd
 
     def gesdd_spy(*args, **kwargs):

@@ -14,9 +14,10 @@ import pytest
 import scipy.linalg
 
 import gpusvd
-from gpusvd import polar_decomposition, testing
+from gpusvd import testing
+from gpusvd.polar import decomposition as polar_decomposition
 from gpusvd._core import tunables
-from gpusvd.batched import qdwh as batched_qdwh
+from gpusvd.polar import qdwh as batched_qdwh
 
 BOUND = 30  # units of n·ε (issue 30, acceptance 1)
 ORTHOGONALITY = 10  # ‖UᴴU − I‖_F in units of k·ε, k = min(M, N) (issue 30's target)
@@ -40,10 +41,10 @@ def remedies(monkeypatch):
     served, inside = [], []
     polar_factor, svd_factor = batched_qdwh.polar_factor, polar_decomposition._svd_factor
 
-    def refused(xp, y, eps):
+    def refused(xp, y, *args):
         if not inside:
             raise AssertionError("one matrix reached the batched QDWH")
-        return polar_factor(xp, y, eps)
+        return polar_factor(xp, y, *args)
 
     def counted(a, xp):
         served.append(a.shape)
@@ -171,9 +172,9 @@ class TestPolar_CPU:
         calls = []
         polar_factor = batched_qdwh.polar_factor
 
-        def counted(xp, y, eps):
+        def counted(xp, y, *args):
             calls.append(y.shape)
-            return polar_factor(xp, y, eps)
+            return polar_factor(xp, y, *args)
 
         monkeypatch.setattr(batched_qdwh, "polar_factor", counted)
         a = np.random.default_rng(6).standard_normal((2, 12, 8))
@@ -273,7 +274,7 @@ def test_cpu_input_in_range_skips_the_front_end(monkeypatch, shape, dtype, side)
     assert received == []
     gpusvd.polar(a * np.finfo(dtype).tiny, side)  # below the safe range: scaled
     assert received == [shape]
-    monkeypatch.setattr(polar_decomposition, "passes_unchanged", lambda *args: False)
+    monkeypatch.setattr(polar_decomposition, "directly", lambda *args: None)
     u_front, p_front = gpusvd.polar(a, side)
     for ours, theirs in ((u, u_front), (p, p_front)):
         assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
@@ -282,7 +283,7 @@ def test_cpu_input_in_range_skips_the_front_end(monkeypatch, shape, dtype, side)
 
 class TestPolar_CholeskyQR_CPU(TestPolar_CPU):
     """The same with the CPU's QDWH QR steps and tall QRs by shifted CholeskyQR3, as the
-    GPU's (gpusvd.polar_svd.cholesky_qr)."""
+    GPU's (gpusvd.polar.cholesky_qr)."""
 
     @pytest.fixture(autouse=True)
     def _cholesky_qr(self):

@@ -17,7 +17,7 @@ import scipy.linalg
 import gpusvd
 from gpusvd import testing
 from gpusvd._core import tunables
-from gpusvd.polar_svd import cholesky_qr, qdwh
+from gpusvd.polar import cholesky_qr, estimates, qdwh
 
 from ..golub_reinsch import test_svd_gr as gr_cases
 from ..golub_reinsch import test_svd_gr_complex as complex_cases
@@ -154,8 +154,8 @@ def test_qr_first_path_equals_square_path():
 
 
 def qdwh_ratio():
-    from gpusvd.polar_svd import driver
-    return driver.QR_FIRST_RATIO
+    from gpusvd.polar import svd
+    return svd.QR_FIRST_RATIO
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.complex64, np.float64, np.complex128])
@@ -163,11 +163,11 @@ def test_first_step_kind(dtype):
     """From l₀ = ε the first step is a QR step in double precision; in single precision
     a Cholesky step in float64 (qdwh.CHOLESKY_IN_DOUBLE_MAX_C), every later one a plain
     Cholesky step."""
-    from gpusvd.batched.qdwh import schedule
+    from gpusvd.polar.qdwh import schedule
 
     eps = float(np.finfo(dtype).eps)
     kinds = [qdwh.step_kind(float(c[0]), eps) for _, _, c in schedule(np.array([eps]), eps)]
-    first = "qr" if eps < qdwh.SINGLE_EPS_FROM else "cholesky in float64"
+    first = "qr" if eps < estimates.SINGLE_EPS_FROM else "cholesky in float64"
     assert kinds[0] == first
     assert set(kinds[2:]) == {"cholesky"}
 
@@ -189,8 +189,10 @@ def test_qdwh_polar_factor(dtype):
     """U_p is unitary and H = U_pᴴ·A is Hermitian positive definite, to n·ε."""
     n = 50
     a = testing.random_matrix(n, n, dtype=dtype, seed=11)
-    alpha = qdwh.NORM_SAFETY * qdwh.norm2_estimate(a, np)
-    up, steps, converged = qdwh.qdwh(a, np, alpha=alpha, l0=qdwh.lower_bound(a, alpha, np))
+    alpha = estimates.NORM_SAFETY * estimates.norm2_estimate(a, np)
+    l0 = estimates.lower_bound(a, alpha, np)
+    uh, steps, converged = qdwh.polar_factor_one(np, (a.conj().T / alpha)[None].copy(), l0=l0)
+    up = uh[0].conj().T
     eps = np.finfo(dtype).eps
     assert testing.orthogonality(up) < BOUND
     h = up.conj().T @ a
@@ -203,8 +205,8 @@ def test_lower_bound_is_below_sigma_min():
     """The estimate l₀ ≤ σ_min/α: an estimate above it would cost steps (NOTES.md, "QDWH's
     schedule")."""
     a = testing.with_singular_values(np.geomspace(1.0, 1e-6, 40), 40, 40, seed=3)
-    alpha = qdwh.NORM_SAFETY * qdwh.norm2_estimate(a, np)
-    l0 = qdwh.lower_bound(a, alpha, np)
+    alpha = estimates.NORM_SAFETY * estimates.norm2_estimate(a, np)
+    l0 = estimates.lower_bound(a, alpha, np)
     assert 1e-6 / alpha / 10 <= l0 <= 1e-6 / alpha
 
 

@@ -130,6 +130,31 @@ def passes_unchanged(arr, placement):
     return within_safe_range(largest, arr.dtype)
 
 
+def directly(placed, compute):
+    """``compute(arr)``'s results in the caller's array type, with none of the front
+    end's work, where it would pass ``arr`` unchanged (:func:`passes_unchanged`; ``placed``
+    is :func:`place`'s ``(arr, placement)``); None otherwise, for the caller to take the
+    front end. The CPU's shortcut to LAPACK's drivers, which scale themselves: ``svd`` and
+    ``polar`` of a small matrix pay the front end's work several times over otherwise.
+    ``compute`` returns an array or a tuple of arrays.
+
+    Examples
+    --------
+    >>> directly(place(np.eye(2), "cpu"), lambda arr: (arr, 2 * arr))[1]
+    array([[2., 0.],
+           [0., 2.]])
+    >>> directly(place(np.eye(2) * 1e-300, "cpu"), np.abs) is None
+    True
+    """
+    arr, placement = placed
+    if not passes_unchanged(arr, placement):
+        return None
+    out = compute(arr)
+    if isinstance(out, tuple):
+        return tuple(map(placement.to_output, out))
+    return placement.to_output(out)
+
+
 def prepare(a, *, what, device="auto", check_finite=True, overwrite_a=False,
             allow_complex=True, working=None, scan=True, placed=None):
     """Place, check, convert, check finite, scale and stack ``a`` (the module docstring);

@@ -6,7 +6,7 @@ being captured into a CUDA graph (its ``setStream`` raises NotImplementedError, 
 allocation for each factorization; NOTES.md, "One matrix of 128–1024"). The routines
 below are captured and replayed in graphs on the H100 and H200; cuSOLVER's
 ``syevd`` is not (CUSOLVER_STATUS_INTERNAL_ERROR under capture), its batched
-``XsyevBatched`` is (:mod:`gpusvd.batched.eigh`).
+``XsyevBatched`` is (:mod:`gpusvd.polar.eigh`).
 
 Layout: every array is C-contiguous. cuBLAS and cuSOLVER read such a buffer as the
 column-major transpose, so ``C = op(A)·op(B)`` is computed as ``Cᵀ = op(B)ᵀ·op(A)ᵀ``, and

@@ -182,7 +182,7 @@ class Tunables:
     # chased on the host, so complex input stays with polar.
     auto_values_gr_min_n_gpu: int = 8192
     # Share of the GPU's free memory (with CuPy's pool's free blocks) that one chunk of a
-    # stack may take in the batched polar SVD (batched/driver.py); a larger stack is
+    # stack may take in the polar SVD (polar/svd.py); a larger stack is
     # decomposed chunk by chunk rather than running out of memory. A half leaves room
     # for cuSOLVER's workspaces and for the caller's other arrays.
     batched_memory_share: float = 0.5
@@ -192,13 +192,13 @@ class Tunables:
     # through the driver, but 50 × 1024² float64 0.28 s against 1.8 s; one 2048² matrix
     # 117 ms against 80 (NOTES.md, "Batched engine").
     batched_max_n: int = 1024
-    # QDWH's Gram estimates of α and l₀ (batched/qdwh.py estimates) run their power
+    # QDWH's Gram estimates of α and l₀ (polar/estimates.py from_gram) run their power
     # iterations by repeated squaring, the inverse one through the explicit L⁻¹ (one
     # triangular solve with n right-hand sides, then products), while batch·n³ is at most
     # this: at 2048² for one matrix, 2000 × 128² or 500 × 256², the solve is a few GFlop;
     # above, plain power iteration and two solves a step.
     batched_explicit_inverse_max_work: int = 2 ** 33
-    # The polar SVD (polar_svd/driver.py) takes QDWH's estimates of α and l₀ for double-
+    # The polar SVD (polar/svd.py) takes QDWH's estimates of α and l₀ for double-
     # precision matrices of at least this many columns; below, α = √(‖A‖₁‖A‖_∞) and
     # l₀ = ε (JAX's choice): the estimates' ~50 CuPy calls cost more host time than the
     # second QR step they save, at 768² they tie, from 1536² they win (NOTES.md, "One
@@ -211,7 +211,7 @@ class Tunables:
     # l₀ = ε costs no more. Larger matrices are unmeasured and keep LU (NOTES.md, as above).
     polar_gram_estimates_max_n: int = 8192
     # Columns (a closed range) of the matrices whose QDWH QR steps factor [√c·X; I] by
-    # shifted CholeskyQR3 (polar_svd/qdwh.py, on the namespaces of cholesky_qr_namespaces):
+    # shifted CholeskyQR3 (polar/qdwh.py, on the namespaces of cholesky_qr_namespaces):
     # κ([√c·X; I]) ≤ √(1 + c), ≤ 3.5e10 from l₀ = ε in float64, inside its reach at these
     # sizes. Against Householder QR on the H100 (polar and SVD of one Gaussian matrix):
     # 1024² 1 ms faster (of 14–35), 2048² 1–3 ms faster (of 35–89); 256² and 512² 1–2 ms
@@ -220,7 +220,7 @@ class Tunables:
     # faster side (NOTES.md, as above).
     qdwh_cholesky_qr_columns: tuple = (1000, 2048)
     # Tall matrices of at most this many entries (4 GiB in float64) are reduced before
-    # QDWH by shifted CholeskyQR3 in float64 (polar_svd/cholesky_qr.py), whose work is three
+    # QDWH by shifted CholeskyQR3 in float64 (polar/cholesky_qr.py), whose work is three
     # float64 copies of A; past it, or where it fails, by Householder QR.
     cholesky_qr_max_entries: int = 2 ** 28
     # The array namespaces that take shifted CholeskyQR3 for the tall QR and QDWH's QR
@@ -228,7 +228,7 @@ class Tunables:
     # fewer flops; tests add "numpy" to run the GPU's arithmetic there.
     cholesky_qr_namespaces: tuple = ("cupy",)
     # Where the polar SVD of one real matrix takes the fixed sequence
-    # (polar_svd/fixed_schedule.py): the GPU, where it is captured into a CUDA graph. Tests
+    # (polar/fixed_schedule.py): the GPU, where it is captured into a CUDA graph. Tests
     # add "numpy" to route their suites through its NumPy twin (eager).
     fixed_schedule_namespaces: tuple = ("cupy",)
     # Columns up to which the fixed sequence serves: replayed, it is faster than the eager
@@ -302,7 +302,7 @@ class Tunables:
     # dqds (bidiagonal/dqds.py): steps (failed ones included) per singular value; dlasq2
     # allows 100.
     dqds_max_steps_per_value: int = 100
-    # QDWH steps before it raises (polar_svd/qdwh.py): NBG §3 proves ≤ 6 from l₀ = ε for
+    # QDWH steps before it raises (polar/qdwh.py): NBG §3 proves ≤ 6 from l₀ = ε for
     # κ ≤ 10¹⁶; an estimated l₀ that proves too large costs its own schedule (≤ 6) and
     # SETTLE_STEPS before the restart from ε: 6 + 2 + 6 + 2.
     qdwh_max_iterations: int = 16

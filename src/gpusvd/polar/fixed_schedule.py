@@ -1,6 +1,7 @@
 """The polar SVD of one real matrix of up to 1024 columns as one fixed sequence of GPU work.
 
-Without estimates QDWH's α = √(‖A‖₁‖A‖_∞) and l₀ = ε (qdwh.py, as JAX's QDWH takes them),
+Without estimates QDWH's α = √(‖A‖₁‖A‖_∞) and l₀ = ε (estimates.py, as JAX's QDWH takes
+them),
 so the weights of every step, and so every step's kind, follow from the dtype alone.
 With α computed on the device, the whole SVD (the QDWH steps, H = U_pᴴA, its
 eigendecomposition by cuSOLVER's XsyevBatched, the ordering of the values and U = U_p·V)
@@ -10,36 +11,34 @@ needs no host synchronization and no branch on a computed value: up to the tunab
 made directly (:mod:`gpusvd._core.libraries`); above, the QDWH steps and H are, and the
 eigendecomposition and U follow eagerly (XsyevBatched cannot be captured there). One
 host synchronization reads three numbers at the end: the largest deviation of U's
-column norms from 1 (driver.py's test for a partial isometry), whether the result is
+column norms from 1 (svd.py's test for a partial isometry), whether the result is
 finite, and max|A|, the front end's scan done inside the graph (its result stands where
 the scan would have left A as it is: finite, inside the safe range).
 
-The eager driver takes estimates of α and l₀ in double precision from 768 columns (the
+The eager path takes estimates of α and l₀ in double precision from 768 columns (the
 tunable ``polar_estimates_min_n``), one QR step fewer for a well-conditioned A;
-replayed, the estimate-free schedule is faster than the eager driver up to 1024 columns
-(H100, float64: 768² 18.5–19.1 ms against 25.6–29.2, 1024² 25.0–26.2 against 30.4–36.0;
-float32 1024² 17.9–18.0 against 25.4–26.9; NOTES.md, "One matrix below 1025 columns: a
-CUDA graph").
+replayed, the estimate-free schedule is faster up to 1024 columns (NOTES.md, "One matrix
+below 1025 columns: a CUDA graph").
 
-The arithmetic is the one of :func:`gpusvd.polar_svd.qdwh.qdwh` and
-:func:`gpusvd.polar_svd.driver.svd` with the same schedule (QR steps, Cholesky steps,
-single precision's first step in float64), except:
+The steps are QDWH's (qdwh.py: the same schedule, QR steps, Cholesky steps, single
+precision's first step in float64), made by :class:`GraphEngine` of direct library calls,
+on X (m×n, C-ordered), whose buffer read column-major is Xᵀ, the iterate Y of qdwh.py for
+a real matrix. What differs from the eager one-matrix path:
 
-- a QR step factors [√c·X; I] by shifted CholeskyQR3 (as the batched engine does), not
-  Householder QR: on the H100 (one step replayed as a graph, float64)
-  0.34 / 0.68 / 1.24 / 1.40 ms at n = 128 / 256 / 384 / 512 against geqrf + orgqr's
-  0.41 / 0.99 / 1.69 / 2.50, the whole SVD 2.8 → 2.7, 5.3 → 4.7, 8.9 → 7.6 and
-  12.5 → 10.4 ms, residual and orthogonality unchanged to 0.03 n·ε;
+- a QR step factors [√c·X; I] by shifted CholeskyQR3 (as a stack's does), not
+  Householder QR: faster from 128 columns, residual and orthogonality unchanged to
+  0.03 n·ε (NOTES.md, "One matrix below 1025 columns: a CUDA graph");
 - a Cholesky step solves with Z = L·Lᵀ by potrs (both triangular solves in one call);
 - the values are ordered by a rank computed on the device (|λ_j| > |λ_i|, ties by
   index), a stable sort by −|λ| like the driver's ``argsort`` (CuPy's sort can
   synchronize);
 - where the last step still moved more than NH's criterion allows (singular values near
-  ε·α, still rising), qdwh.qdwh takes one more Halley step and stops; here that step is
+  ε·α, still rising), the eager path takes one more Halley step; here that step is
   always computed and selected on the device (``where``): one Cholesky step more of
   GPU work, no branch.
 """
 
+import contextlib
 import functools
 from typing import NamedTuple
 
@@ -48,15 +47,9 @@ import numpy as np
 from .._core import graphs, libraries, tunables
 from .._core.backend import to_host
 from .._core.scaling import largest_entries_on_device
-from ..batched import cholesky_qr as batched_cholesky_qr
-from ..batched import eigh as batched_eigh
-from ..batched import qdwh as batched_qdwh
-from . import qdwh
+from . import cholesky_qr, eigh, qdwh
 
 _REAL = (np.dtype(np.float32), np.dtype(np.float64))
-# Halley's step (l = 1: a = 3, b = 1, c = 3), the one qdwh.qdwh adds where the schedule's
-# last step had not settled.
-_HALLEY = (*qdwh.coefficients(1.0), "cholesky")
 
 
 def applies(a, xp):
@@ -68,57 +61,64 @@ def applies(a, xp):
     if (xp.__name__ not in t.fixed_schedule_namespaces or a.dtype not in _REAL
             or not 0 < a.shape[1] <= t.fixed_schedule_max_n):
         return False
-    return xp.__name__ != "cupy" or batched_eigh.syev_batched() is not None
+    return xp.__name__ != "cupy" or eigh.syev_batched() is not None
 
 
 @functools.cache
 def schedule(eps):
-    """The weights (a, b, c) and kind of each QDWH step from l₀ = ``eps`` until l_k = 1
-    to within qdwh's 10ε."""
-    steps, l = [], eps
-    while 1.0 - l > qdwh.STOP_L_FACTOR * eps:
-        a, b, c = qdwh.coefficients(l)
-        steps.append((a, b, c, qdwh.step_kind(c, eps)))
-        l = float(qdwh.next_lower_bound(l, a, b, c))
-    return tuple(steps)
+    """QDWH's steps from l₀ = ``eps`` (qdwh.schedule of a stack of one)."""
+    return tuple(qdwh.schedule(np.array([eps]), eps))
 
 
-def _cholesky_step(xp, x, a, b, c):
-    """X·(b/c) + (a − b/c)·X·Z⁻¹, Z = I + c·XᵀX (NH eq. (4.2))."""
-    n = x.shape[1]
-    z = libraries.gemm(xp, x, x, out=xp.eye(n, dtype=x.dtype), trans_a=True, alpha=c,
-                       beta=1.0)
-    solved = libraries.cholesky_solve(xp, z, x.copy())
-    return solved * x.dtype.type(a - b / c) + x * x.dtype.type(b / c)
+class GraphEngine:
+    """QDWH's steps (qdwh.py) on one real X, held as a stack of one (1, m, n) whose
+    buffer read column-major is the iterate Y = Xᵀ, made of direct library calls
+    (:mod:`gpusvd._core.libraries`): no host synchronization, no allocation of host
+    workspace, so a CUDA graph captures them."""
 
+    def __init__(self, xp):
+        self.xp = xp
 
-def _qr_step(xp, x, a, b, c):
-    """X·(b/c) + (a − b/c)/√c·Q₁·Q₂ᵀ with [√c·X; I] = [Q₁; Q₂]·R by shifted CholeskyQR3
-    (the batched engine's QR step, batched/cholesky_qr.py): κ([√c·X; I]) ≤ √(1 + 2c),
-    ≤ 5e10 from l₀ = ε in float64, and ‖[√c·X; I]‖₂² ≤ 1 + c·X_NORM2_BOUND gives the
-    shift on the host."""
-    m, n = x.shape
-    w = xp.empty((m + n, n), x.dtype)
-    w[:m] = x * x.dtype.type(np.sqrt(c))
-    w[m:] = xp.eye(n, dtype=x.dtype)
-    shift = batched_cholesky_qr.shift(m + n, n, 1.0 + c * batched_qdwh.X_NORM2_BOUND)
-    g = libraries.gemm(xp, w, w, out=xp.eye(n, dtype=x.dtype) * x.dtype.type(shift),
-                       trans_a=True, beta=1.0)
-    w = libraries.cholesky_qr_solve(xp, w, libraries.cholesky_factor(xp, g))
-    for _ in range(batched_cholesky_qr.PLAIN_PASSES):
-        g = libraries.gemm(xp, w, w, out=xp.empty((n, n), x.dtype), trans_a=True)
+    def phase(self, kind):
+        return contextlib.nullcontext()
+
+    def weights(self, values, dtype):
+        return float(values[0])
+
+    def plus(self, w, alpha, y, beta):
+        return w * y.dtype.type(alpha) + y * y.dtype.type(beta)
+
+    def solve_gram(self, y, c):
+        """X·Z⁻¹ (Z⁻¹·Y) with Z = I + c·XᵀX, by potrf and potrs."""
+        xp, x = self.xp, y[0]
+        n = x.shape[1]
+        z = libraries.gemm(xp, x, x, out=xp.eye(n, dtype=x.dtype), trans_a=True, alpha=c,
+                           beta=1.0)
+        return libraries.cholesky_solve(xp, z, x.copy())[None]
+
+    def stacked_q(self, y, c):
+        """Q ((m + n)×n) of [√c·X; I] by shifted CholeskyQR3: κ([√c·X; I]) ≤ √(1 + 2c),
+        ≤ 5e10 from l₀ = ε in float64, and ‖[√c·X; I]‖₂² ≤ 1 + c·X_NORM2_BOUND gives the
+        shift on the host."""
+        xp, x = self.xp, y[0]
+        m, n = x.shape
+        w = xp.empty((m + n, n), x.dtype)
+        w[:m] = x * x.dtype.type(np.sqrt(c))
+        w[m:] = xp.eye(n, dtype=x.dtype)
+        shift = cholesky_qr.shift(m + n, n, 1.0 + c * qdwh.X_NORM2_BOUND)
+        g = libraries.gemm(xp, w, w, out=xp.eye(n, dtype=x.dtype) * x.dtype.type(shift),
+                           trans_a=True, beta=1.0)
         w = libraries.cholesky_qr_solve(xp, w, libraries.cholesky_factor(xp, g))
-    return libraries.gemm(xp, w[:m], w[m:], out=x.copy(), trans_b=True,
-                          alpha=(a - b / c) / np.sqrt(c), beta=b / c)
+        for _ in range(cholesky_qr.PLAIN_PASSES):
+            g = libraries.gemm(xp, w, w, out=xp.empty((n, n), x.dtype), trans_a=True)
+            w = libraries.cholesky_qr_solve(xp, w, libraries.cholesky_factor(xp, g))
+        return w
 
-
-def _step(xp, x, weights):
-    a, b, c, kind = weights
-    if kind == "qr":
-        return _qr_step(xp, x, a, b, c)
-    if kind == "cholesky in float64":
-        return _cholesky_step(xp, x.astype(np.float64), a, b, c).astype(x.dtype)
-    return _cholesky_step(xp, x, a, b, c)
+    def q_product_plus(self, w, alpha, y, beta):
+        """alpha·Q₁·Q₂ᵀ + beta·X (alpha·Q₂·Q₁ᵀ + beta·Y) in one GEMM."""
+        m = y.shape[1]
+        return libraries.gemm(self.xp, w[:m], w[m:], out=y[0].copy(), trans_b=True,
+                              alpha=alpha, beta=beta)[None]
 
 
 def _descending(xp, lam):
@@ -134,24 +134,26 @@ def _descending(xp, lam):
     return order
 
 
-def _polar_part(xp, steps, settle):
-    """QDWH on A (m×n) by the fixed schedule ``steps``, then H = U_pᵀ·A: a function of A
-    returning (U_p, H, max|A|). ``settle``: the change ‖X_k − X_{k−1}‖_F up to which the
-    last step counts as settled."""
+def _polar_part(xp, eps):
+    """QDWH on A (m×n) by the fixed schedule from l₀ = ``eps``, then H = U_pᵀ·A: a
+    function of A returning (U_p, H, max|A|)."""
+    engine = GraphEngine(xp)
+    steps = schedule(eps)
+    settle = (qdwh.STOP_CHANGE_FACTOR * eps) ** (1.0 / 3.0)
+
     def run(a):
         n = a.shape[1]
         absolute = xp.abs(a)
         alpha = xp.sqrt(absolute.sum(axis=0).max() * absolute.sum(axis=1).max())
-        # A zero A stays zero (U from its norms' test: driver.py completes it).
-        x = a / xp.where(alpha > 0, alpha, 1)
-        previous = x
-        for weights in steps:
-            previous, x = x, _step(xp, x, weights)
-        # qdwh.qdwh takes one more (Halley) step where the last one had not settled, and
-        # stops after it either way (SETTLE_STEPS, l₀ = ε): here it is always computed
-        # and kept only where needed, a branch a graph cannot take.
-        unsettled = xp.sqrt(((x - previous) ** 2).sum()) > settle
-        x = xp.where(unsettled, _step(xp, x, _HALLEY), x)
+        # A zero A stays zero (U from its norms' test: svd.py completes it).
+        y = (a / xp.where(alpha > 0, alpha, 1))[None]
+        y = qdwh.run(engine, y, steps[:-1], eps)
+        previous, y = y, qdwh.run(engine, y, steps[-1:], eps)
+        # The eager path takes one more (Halley) step where the last one had not
+        # settled, and stops after it either way (SETTLE_STEPS, l₀ = ε): here it is
+        # always computed and kept only where needed, a branch a graph cannot take.
+        unsettled = xp.sqrt(((y - previous) ** 2).sum()) > settle
+        x = xp.where(unsettled, qdwh.run(engine, y, [qdwh.HALLEY], eps)[0], y[0])
         h = libraries.gemm(xp, x, a, out=xp.empty((n, n), a.dtype), trans_a=True)
         largest = largest_entries_on_device(a[None], xp)[0]   # the front end's scan
         return x, (h + h.T) * a.dtype.type(0.5), largest
@@ -162,7 +164,7 @@ def _eigen_part(xp, x, h, largest, compute_uv):
     """H = V·Λ·Vᵀ and U = U_p·V: (U, S, Vᴴ, checks) or (S, checks), checks =
     [deviation, finite, max|A|]."""
     m, n = x.shape
-    lam, v = batched_eigh.eigh(h[None], xp, vectors=compute_uv)
+    lam, v = eigh.eigh(h[None], xp, vectors=compute_uv)
     order = _descending(xp, lam[0])
     s = xp.abs(lam[0])[order]
     finite = xp.isfinite(s).all().astype(x.dtype)
@@ -170,7 +172,7 @@ def _eigen_part(xp, x, h, largest, compute_uv):
         return s, xp.stack([xp.zeros((), x.dtype), finite, largest])
     vh = xp.ascontiguousarray(v[0].T[order])
     # H is positive semidefinite; an eigenvalue below 0 is rounding: σ = |λ| with
-    # u = −U_p·v keeps A = U·Σ·Vᵀ exact (driver._svd_square).
+    # u = −U_p·v keeps A = U·Σ·Vᵀ exact (svd.py).
     signed = vh * xp.where(lam[0][order] < 0, -1, 1).astype(x.dtype)[:, None]
     u = libraries.gemm(xp, x, signed, out=xp.empty((m, n), x.dtype), trans_b=True)
     deviation = xp.abs(xp.sqrt((u * u).sum(axis=0)) - 1).max()
@@ -200,9 +202,7 @@ def svd(a, xp, *, compute_uv):
     >>> np.round(found.s ** 2, 10), bool(found.deviation < 1e-14), found.largest
     (array([45.,  5.]), True, 5.0)
     """
-    eps = float(np.finfo(a.dtype).eps)
-    settle = (qdwh.STOP_CHANGE_FACTOR * eps) ** (1.0 / 3.0)
-    polar = _polar_part(xp, schedule(eps), settle)
+    polar = _polar_part(xp, float(np.finfo(a.dtype).eps))
     a = xp.ascontiguousarray(a)
     if xp.__name__ != "cupy":
         # Input the scan has not seen may hold NaN or overflow: where the GPU's calls
@@ -213,7 +213,7 @@ def svd(a, xp, *, compute_uv):
         except np.linalg.LinAlgError:
             return None
     elif a.shape[1] <= tunables.get().fixed_schedule_graph_eigh_max_n:
-        found = graphs.replayed(("polar_svd", a.shape, a.dtype.str, compute_uv),
+        found = graphs.replayed(("polar", a.shape, a.dtype.str, compute_uv),
                                 lambda b: _eigen_part(xp, *polar(b), compute_uv), a)
     else:
         found = _eigen_part(xp, *graphs.replayed(("qdwh", a.shape, a.dtype.str), polar, a),

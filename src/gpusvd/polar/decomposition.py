@@ -7,20 +7,15 @@ gesdd's time at n = 8 to 1000). The Hermitian factor is then one product,
 P = Uᴴ·A (right) or A·Uᴴ (left), symmetrized. Which QDWH runs (``method`` "qdwh", or
 "auto" on a GPU):
 
-- **One matrix** (a stack of one): the single-matrix QDWH of the polar SVD
-  (:mod:`gpusvd.polar_svd.qdwh`) in the input's precision, as its driver
-  (:mod:`gpusvd.polar_svd.driver`) runs it: A scaled by a power of two where its norms
-  could overflow, a tall A (m > QR_FIRST_RATIO·n) reduced first by A = Q·R (QDWH of the
-  n×n R, U = Q·U_R), ‖A‖₂ and σ_min estimated (power iteration; inverse iteration with
-  the LU or R factor), then Householder-QR and Cholesky steps. The batched engine
-  iterates in float64 whatever the input, at twice the cost (one matrix on the H200, the
-  engine against this QDWH: 8192² float32 1.34 against 0.62 s, float64 1.52 against
-  0.65 s, 4096² float32 0.30 against 0.13 s; JAX's QDWH 0.71, 0.78, 0.13 s). On the CPU
-  (NumPy, two OpenBLAS threads) it is as fast in float64 and twice as fast in float32
-  (1000²: 1.06 → 0.52 s).
-- **A stack of two or more**: the batched engine (:mod:`gpusvd.batched.qdwh`), every
-  matrix at once in batched GEMMs, Cholesky factorizations and triangular solves, in
-  float64 (complex128).
+- **One matrix** (a stack of one): QDWH in the input's precision, as the polar SVD runs
+  it for one matrix (svd.py): A scaled by a power of two where its norms could
+  overflow, a tall A (m > QR_FIRST_RATIO·n) reduced first by A = Q·R (QDWH of the n×n
+  R, U = Q·U_R), ‖A‖₂ and σ_min estimated (estimates.py), then Householder-QR and
+  Cholesky steps. A stack's iteration runs in float64 whatever the input, at twice the
+  cost for one large matrix (BENCHMARKS.md, "Gradients and the polar decomposition").
+- **A stack of two or more**: every matrix at once (qdwh.py's :func:`polar_factor`) in
+  batched GEMMs, Cholesky factorizations and triangular solves, in float64
+  (complex128).
 
 Where a matrix is numerically rank deficient, QDWH's iterate is only a partial isometry
 on the singular values below ε·‖A‖₂ (NH §5.3), so U is taken there from that matrix's SVD
@@ -35,15 +30,14 @@ A wide matrix (M < N) is decomposed through Aᴴ: U has orthonormal rows.
 
 import numpy as np
 
-from ._core import lapack, profile, validation
-from ._core.arrays import place
-from ._core.errors import LinAlgError
-from ._core.front_end import passes_unchanged, receive
-from ._core.memory import DENSE_HINT, hint_on_exhaustion
-from . import autodiff
-from .batched import driver as batched_svd
-from .batched import qdwh
-from .polar_svd import driver as polar_svd
+from .._core import lapack, profile, validation
+from .._core.arrays import place
+from .._core.errors import LinAlgError
+from .._core.front_end import directly, receive
+from .._core.memory import DENSE_HINT, hint_on_exhaustion
+from .. import autodiff
+from . import estimates, qdwh
+from . import svd
 
 SIDES = ("right", "left")
 METHODS = ("auto", "qdwh", "svd")
@@ -62,26 +56,26 @@ def _svd_factor(a, xp):
     if xp is np:
         u, _, vh = lapack.gesdd(a, full_matrices=False, compute_uv=True)
     else:
-        u, _, vh = batched_svd.svd(a, xp, full_matrices=False, compute_uv=True)
+        u, _, vh = svd.svd(a, xp, full_matrices=False, compute_uv=True)
     return xp.matmul(u, vh)
 
 
 def _qdwh_one(a, xp):
-    """U_p of one m×n, m >= n >= 1, finite matrix by the single-matrix QDWH in its own
-    precision, as :mod:`gpusvd.polar_svd.driver` runs it; None where U_p is not
+    """U_p of one m×n, m >= n >= 1, finite matrix by QDWH in its own precision, as the
+    polar SVD runs it for one matrix (svd.py); None where U_p is not
     orthonormal (a zero or numerically rank-deficient ``a``, module docstring)."""
     m, n = a.shape
     eps = float(np.finfo(a.dtype).eps)
-    scaled = polar_svd.normalized(a, xp)
+    scaled = svd.normalized(a, xp)
     if scaled is None:
         return None
     work = scaled[0]
     q = None
-    if m > polar_svd.QR_FIRST_RATIO * n:
+    if m > svd.QR_FIRST_RATIO * n:
         with profile.phase("qr", xp):
             q, work = xp.linalg.qr(work, mode="reduced")
     try:
-        up, converged = polar_svd.polar_factor(work, xp, triangular=q is not None)
+        up, converged = svd.polar_factor(work, xp, triangular=q is not None)
     except LinAlgError:  # no settling within qdwh_max_iterations: the SVD's U serves
         return None
     with profile.phase("polar_u", xp):
@@ -99,8 +93,9 @@ def _unitary_factor_tall(a, xp, method):
     if len(a) == 1:
         u = _qdwh_one(a[0], xp)
         return _svd_factor(a, xp) if u is None else u[None]
-    y = _ct(qdwh.unit_scaled(a, xp)[0]).copy()  # a new array: QDWH overwrites it
-    uh, converged = qdwh.polar_factor(xp, y, float(np.finfo(a.dtype).eps))
+    eps = float(np.finfo(a.dtype).eps)
+    y = _ct(estimates.unit_scaled(a, xp)[0]).copy()  # a new array: QDWH overwrites it
+    uh, converged = qdwh.polar_factor(xp, y, *estimates.from_gram(xp, y, eps), eps)
     u = _ct(uh).astype(a.dtype)
     if not converged.all():
         index = np.flatnonzero(~converged)
@@ -184,18 +179,24 @@ def polar(a, side="right", *, method="auto", check_finite=True, device="auto",
                              kw_polar=dict(method=method, check_finite=check_finite,
                                            device=device),
                              kw_svd=dict(check_finite=check_finite, device=device))
-    arr, placement = placed = place(a, device, "polar")
-    route = "svd" if method == "svd" or (method == "auto" and not placement.on_gpu) else "qdwh"
-    if route == "svd" and passes_unchanged(arr, placement):
+    placed = place(a, device, "polar")
+    route = "svd" if method == "svd" or (method == "auto" and not placed[1].on_gpu) else "qdwh"
+    if route == "svd":
         # LAPACK's SVD takes the array as it is (a 3×3 call: 0.14 → 0.05 ms, as SciPy's)
-        m, n = arr.shape[-2:]
-        u, p = _factors(arr.reshape(-1, m, n), np, route, side)
-        return (placement.to_output(u.reshape(arr.shape)),
-                placement.to_output(p.reshape(*arr.shape[:-2], *p.shape[-2:])))
+        done = directly(placed, lambda arr: _matrix_factors(arr, route, side))
+        if done is not None:
+            return done
     with receive(a, what="polar", device=device, check_finite=check_finite,
                  placed=placed) as job:
         u, p = _factors(job.stack, job.xp, route, side)
         return job.vectors(u), job.values(p)
+
+
+def _matrix_factors(arr, route, side):
+    """(u, p) of the NumPy (stack of) matrix ``arr``, finite, of any leading shape."""
+    m, n = arr.shape[-2:]
+    u, p = _factors(arr.reshape(-1, m, n), np, route, side)
+    return u.reshape(arr.shape), p.reshape(*arr.shape[:-2], *p.shape[-2:])
 
 
 def _factors(stack, xp, route, side):

@@ -12,9 +12,10 @@ import scipy.linalg
 import gpusvd
 from gpusvd import testing
 from gpusvd._core import tunables
-from gpusvd.batched import cholesky_qr, driver, qdwh
+from gpusvd.polar import cholesky_qr, estimates, qdwh
+from gpusvd.polar import svd as driver
 from gpusvd.jacobi import small_svd
-from gpusvd.polar_svd.qdwh import CHOLESKY_MAX_C
+from gpusvd.polar.qdwh import CHOLESKY_MAX_C
 
 BOUND = 30  # units of n·ε (issue 27, acceptance 1)
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
@@ -204,7 +205,7 @@ def test_estimates_bound_the_spectrum(explicit_inverse):
     stack = _stack(["random", "kappa1e12", "rank", "zero"], 30, 30, np.float64)
     two_solves = {} if explicit_inverse else {"batched_explicit_inverse_max_work": 0}
     with tunables.override(**two_solves):
-        alpha, l0 = qdwh.estimates(np, stack.swapaxes(-1, -2).copy(), eps)
+        alpha, l0 = estimates.from_gram(np, stack.swapaxes(-1, -2).copy(), eps)
     s = np.linalg.svd(stack, compute_uv=False)
     assert np.all(alpha[:3] >= s[:3, 0]) and np.all(alpha[:3] <= 1.2 * s[:3, 0])
     assert s[0, -1] / alpha[0] / 4 <= l0[0] <= s[0, -1] / alpha[0]

@@ -1,1 +1,0 @@
-"""SVD through the polar decomposition: QDWH, then the Hermitian eigendecomposition."""
