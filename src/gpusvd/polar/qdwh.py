@@ -291,7 +291,11 @@ class StackEngine:
         """alpha·Q₂·Q₁ᴴ + beta·Y for Qᴴ = [Q₁ᴴ, Q₂ᴴ] from :meth:`stacked_q`."""
         m = y.shape[2]
         q2 = qh[:, :, m:].conj().swapaxes(-1, -2)
-        return y * beta + self.xp.matmul(q2, qh[:, :, :m]) * alpha
+        if len(y) == 1:   # one matrix: an unbatched product (as cholesky_qr.gram)
+            product = (q2[0] @ qh[0, :, :m])[None]
+        else:
+            product = self.xp.matmul(q2, qh[:, :, :m])
+        return y * beta + product * alpha
 
 
 def _deviation(xp, y):
