@@ -343,7 +343,7 @@ def polar_factor(xp, y, alpha, l0, eps):
     return y, ~failed
 
 
-def polar_factor_one(xp, y, *, l0, eps=None):
+def polar_factor_one(xp, y, *, l0):
     """U_pᴴ of one matrix from Y = (A/α)ᴴ (1, n, m), m >= n, in A's own precision, with
     ``l0`` ≤ σ_min(A)/α (about). Returns ``(U_pᴴ, steps, converged)``: ``converged`` is
     false where singular values below ε·α never reached 1 (module docstring).
@@ -351,7 +351,7 @@ def polar_factor_one(xp, y, *, l0, eps=None):
     Raises :class:`gpusvd.LinAlgError` when the iterate is not finite (non-finite input)
     or does not settle within the tunable ``qdwh_max_iterations`` steps.
     """
-    eps = float(np.finfo(y.dtype).eps) if eps is None else eps
+    eps = float(np.finfo(y.dtype).eps)
     engine = StackEngine(xp, householder=True)
     max_iterations = tunables.get().qdwh_max_iterations
     tol_change = (STOP_CHANGE_FACTOR * eps) ** (1.0 / 3.0)
