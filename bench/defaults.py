@@ -35,7 +35,7 @@ def _low_rank(m, n, rank, dtype, seed):
     rng = cp.random.default_rng(seed)
     left = rng.standard_normal((m, rank), dtype=cp.float64)
     right = rng.standard_normal((rank, n), dtype=cp.float64)
-    weights = cp.geomspace(1.0, 1e-3, rank)
+    weights = cp.logspace(0.0, -3.0, rank)
     return ((left * weights) @ right).astype(dtype)
 
 
