@@ -5,7 +5,7 @@ from a count of passes or launches is timed against its alternatives, on one cas
 Run on the device from the repository root::
 
     PYTHONPATH=src python bench/defaults.py --out "$OUT/defaults_h200.json"
-    PYTHONPATH=src python bench/defaults.py --only takagi_update jacobi_inner_lanes
+    PYTHONPATH=src python bench/defaults.py --only jacobi_inner_lanes takagi_blocked_min_n_128
 
 For each study: the tunable, the values tried (the default first), the case (matrix,
 shape, dtype, made on the GPU from a fixed seed) and the call; the median seconds of
@@ -72,10 +72,6 @@ def _studies():
         "quic_gs_block_gpu": ("quic_gs_block_gpu", values("quic_gs_block_gpu", 20, 64),
                               "svd_lowrank 20000×4000 rank 400 float32",
                               lambda: _low_rank(20000, 4000, 400, "float32", 1), lowrank),
-        "quic_extract_svd": ("quic_extract_svd",
-                             values("quic_extract_svd", "host64", "host", "device"),
-                             "svd_lowrank 20000×4000 rank 400 float32",
-                             lambda: _low_rank(20000, 4000, 400, "float32", 1), lowrank),
         "jacobi_inner_lanes": ("jacobi_inner_lanes", values("jacobi_inner_lanes", 4, 8, 16, 32),
                                "jacobi_svd 2048² float64",
                                lambda: _gaussian((2048, 2048), "float64", 2), jacobi),
@@ -83,13 +79,11 @@ def _studies():
                                    values("jacobi_block_width_gpu", 16),
                                    "jacobi_svd 2048² float64",
                                    lambda: _gaussian((2048, 2048), "float64", 2), jacobi),
-        "takagi_update": ("takagi_update", values("takagi_update", "gather"),
-                          "takagi 2048 complex128", symmetric(2048, "complex128", 3), takagi),
-        "takagi_blocked_min_n 128": ("takagi_blocked_min_n",
+        "takagi_blocked_min_n_128": ("takagi_blocked_min_n",
                                      values("takagi_blocked_min_n", 1 << 30, 0),
                                      "takagi 128 complex128",
                                      symmetric(128, "complex128", 4), takagi),
-        "takagi_blocked_min_n 512": ("takagi_blocked_min_n",
+        "takagi_blocked_min_n_512": ("takagi_blocked_min_n",
                                      values("takagi_blocked_min_n", 1 << 30),
                                      "takagi 512 complex128",
                                      symmetric(512, "complex128", 5), takagi),

@@ -7,13 +7,12 @@ from .naive_quic import cosine_split, length_squared_pick
 
 from gpusvd import svd_lowrank, testing
 from gpusvd._core import tunables
-from gpusvd.quic import extraction, monte_carlo
+from gpusvd.quic import monte_carlo
 from gpusvd.quic.cosine_tree import Node, row_norms2, split_nodes
 from gpusvd.quic.extraction import extract, project, small_svd, truncation_rank
 from gpusvd.quic.gram_schmidt import Basis
 from gpusvd.testing import orthogonality, random_matrix
 
-EXTRACT_SVD = sorted(extraction.SMALL_SVD)
 
 
 def test_z_score():
@@ -225,9 +224,8 @@ def test_truncation_rank_naive():
         assert r == want and err == pytest.approx(tails[r] / mass)
 
 
-@pytest.mark.parametrize("how", EXTRACT_SVD)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_extract_pythagoras(how, dtype):
+def test_extract_pythagoras(dtype):
     """error = residual + tail, against the directly computed error of the result."""
     a = random_matrix(50, 20, seed=6).astype(dtype)
     v = np.linalg.qr(random_matrix(20, 12, seed=7))[0].astype(dtype)
@@ -235,8 +233,7 @@ def test_extract_pythagoras(how, dtype):
     a64, v64 = a.astype(np.float64), v.astype(np.float64)
     rel = 1e-12 if dtype == np.float64 else 1e-5
     assert res == pytest.approx(np.sum((a64 - a64 @ v64 @ v64.T) ** 2), rel=rel)
-    with tunables.override(quic_extract_svd=how):
-        u, s, vh, err = extract(p, v, res, mass, 0.9, None, np)
+    u, s, vh, err = extract(p, v, res, mass, 0.9, None, np)
     assert u.dtype == s.dtype == vh.dtype == dtype
     direct = np.sum((a64 - (u.astype(np.float64) * s) @ vh.astype(np.float64)) ** 2) / mass
     assert err == pytest.approx(direct, rel=1e-10 if dtype == np.float64 else 1e-5)
@@ -249,16 +246,15 @@ def _triangular(k, smallest, dtype, seed):
     return np.linalg.qr(a)[1].astype(dtype)
 
 
-@pytest.mark.parametrize("how", EXTRACT_SVD)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_small_svd_tails_and_factors(how, dtype):
-    """Every choice: the tail sums Σ_{j≥r} σ_j² the truncation uses within
+def test_small_svd_tails_and_factors(dtype):
+    """Both ways: the tail sums Σ_{j≥r} σ_j² the truncation uses within
     8·(u·σ₁·Σ_{j≥r} σ_j + k·u₆₄·σ₁²) (extraction's docstring; a float32 Gram would be
     off by u₃₂·σ₁² and fail at the small tails), and U_R, Σ, Wᵀ of a truncation."""
     k, r = 60, 40
     rf = _triangular(k, 1e-6, dtype, seed=1)
     ref = np.linalg.svd(rf.astype(np.float64), compute_uv=False)
-    s, factors = small_svd(rf, np, how)
+    s, factors = small_svd(rf, np)
     assert s.dtype == np.float64 and np.all(s[:-1] >= s[1:])
     tail = np.cumsum(s[::-1] ** 2)[::-1]
     tail_ref = np.cumsum(ref[::-1] ** 2)[::-1]
@@ -278,14 +274,9 @@ def test_gram_u_orthonormal_past_the_divide_threshold():
     always), the QR that "gram" takes instead is not."""
     k = 60
     rf = _triangular(k, 1e-7, np.float32, seed=1)
-    u_r, s_r, wt = small_svd(rf, np, "gram")[1](k)
+    u_r, s_r, wt = small_svd(rf, np)[1](k)
     assert orthogonality(u_r) < 3
     assert np.linalg.norm(rf - (u_r * s_r) @ wt) <= 3 * k * np.finfo(np.float32).eps \
         * np.linalg.norm(rf)
     with tunables.override(quic_gram_divide_above=0.0):
-        assert orthogonality(small_svd(rf, np, "gram")[1](k)[0]) > 30
-
-
-def test_small_svd_unknown_choice():
-    with pytest.raises(ValueError, match="quic_extract_svd"):
-        small_svd(np.eye(3), np, "lapack")
+        assert orthogonality(small_svd(rf, np)[1](k)[0]) > 30

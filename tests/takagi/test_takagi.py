@@ -3,9 +3,9 @@
 ``TestTakagi_CPU`` runs the paper's Jacobi method (``method="jacobi"``) on NumPy input;
 ``TestTakagi_GPU`` reruns every test with CuPy input (marker ``gpu``). The small
 matrices go through the pointwise sweeps; ``test_blocked`` forces the blocked form with
-small blocks, with either update (tunable ``takagi_update``). ``TestTakagiEigh_CPU``
-reruns the properties with ``method="auto"``, the real symmetric eigenproblem on the CPU
-(``method="eigh"``), to 30 n·ε; ``TestTakagiEigh_GPU`` with CuPy input.
+small blocks. ``TestTakagiEigh_CPU`` reruns the properties with ``method="auto"``, the
+real symmetric eigenproblem on the CPU (``method="eigh"``), to 30 n·ε;
+``TestTakagiEigh_GPU`` with CuPy input.
 """
 
 import numpy as np
@@ -16,7 +16,6 @@ from . import naive_takagi as naive
 from gpusvd import LinAlgError, testing
 from gpusvd._core import tunables
 from gpusvd.takagi import takagi
-from gpusvd.takagi.driver import UPDATES
 
 BOUND = 100  # residual, orthogonality, Takagi value error: units of n·ε (issue 4)
 COMPLEX = (np.complex64, np.complex128)
@@ -61,37 +60,14 @@ class TestTakagi_CPU:
     def test_random(self, n, dtype):
         self.check(testing.complex_symmetric(n, dtype=dtype, seed=n))
 
-    @pytest.mark.parametrize("update", UPDATES)
     @pytest.mark.parametrize("dtype", COMPLEX)
     @pytest.mark.parametrize("n, block, inner", [(8, 4, 1), (21, 4, 1), (40, 4, 2),
                                                  (40, 8, 1), (21, 32, 1), (1, 32, 1)])
-    def test_blocked(self, n, block, inner, dtype, update):
+    def test_blocked(self, n, block, inner, dtype):
         a = testing.complex_symmetric(n, dtype=dtype, seed=n + block)
         with tunables.override(takagi_blocked_min_n=0, takagi_block_size=block,
-                               takagi_inner_sweeps=inner, takagi_update=update):
+                               takagi_inner_sweeps=inner):
             self.check(a)
-
-    @pytest.mark.parametrize("dtype", COMPLEX)
-    def test_updates_agree(self, dtype):
-        """The strided and the gather update: the same values to rounding, the same
-        vectors up to the sign of each column (d near the negative real axis can take
-        the other branch of e^{i arg(d)/2})."""
-        a = testing.complex_symmetric(40, dtype=dtype, seed=19)
-        got = {}
-        for update in UPDATES:
-            with tunables.override(takagi_blocked_min_n=0, takagi_block_size=4,
-                                   takagi_update=update):
-                got[update] = [_host(x) for x in self.takagi(a)]
-        (s1, u1), (s2, u2) = got.values()
-        eps = np.finfo(dtype).eps
-        assert np.max(np.abs(s1 - s2)) <= self.bound * 40 * eps * s1[0]
-        sign = np.sign(np.real(np.sum(u1.conj() * u2, axis=0)))
-        assert np.max(np.abs(u1 * sign - u2)) <= self.bound * 40 * eps * s1[0] / np.min(np.diff(-s1))
-
-    def test_unknown_update_raises(self):
-        with tunables.override(takagi_blocked_min_n=0, takagi_update="scatter"):
-            with pytest.raises(ValueError, match="takagi_update 'scatter'"):
-                self.takagi(testing.complex_symmetric(8, seed=20))
 
     @pytest.mark.parametrize("dtype", COMPLEX)
     def test_rank_deficient(self, dtype):
@@ -248,13 +224,11 @@ class TestTakagi_GPU(TestTakagi_CPU):
         import cupy
         return cupy.asarray(a)
 
-    @pytest.mark.parametrize("update", UPDATES)
     @pytest.mark.parametrize("dtype", COMPLEX + REAL)
     @pytest.mark.parametrize("n", [127, 128, 300])
-    def test_default_blocking(self, n, dtype, update):
+    def test_default_blocking(self, n, dtype):
         """Sizes around the switch to the blocked form, with the default block size."""
-        with tunables.override(takagi_update=update):
-            self.check(testing.complex_symmetric(n, dtype=dtype, seed=n))
+        self.check(testing.complex_symmetric(n, dtype=dtype, seed=n))
 
     def test_strided_update_stream(self):
         """U's GEMMs on a second stream or on the current one: the same operations on the
@@ -262,7 +236,7 @@ class TestTakagi_GPU(TestTakagi_CPU):
         a = testing.complex_symmetric(600, seed=21)
         got = []
         for overlap in (True, False):
-            with tunables.override(takagi_update="strided", takagi_update_overlap=overlap):
+            with tunables.override(takagi_update_overlap=overlap):
                 got.append(self.check(a))
         (s1, u1), (s2, u2) = got
         tol = BOUND * 600 * np.finfo(float).eps

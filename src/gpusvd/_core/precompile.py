@@ -72,6 +72,10 @@ def calls(dtype, device="cpu"):
     cols = 2 * max(widths.jacobi_block_width, widths.jacobi_block_width_gpu) + 4
     tall = put(rng.standard_normal((cols + 10, cols)).astype(dtype))
     stack = put(rng.standard_normal((3, 6, 4)).astype(dtype))
+    # Past the small-matrix kernel (2b columns on the GPU): "auto" takes the polar
+    # method's stack engine, whose CuPy kernels (float64 iteration, the input's dtype for
+    # H and U) compile on its first call.
+    wide_stack = put(rng.standard_normal((2, cols + 2, cols)).astype(dtype))
     signs = put(np.where(np.arange(cols) % 3, 1.0, -1.0).astype(np.finfo(dtype).dtype))
     # QUIC-SVD's growth, merge and extraction steps need a rank above its first sample.
     low = put((rng.standard_normal((300, 25)) @ rng.standard_normal((25, 200))).astype(dtype))
@@ -81,6 +85,8 @@ def calls(dtype, device="cpu"):
            (f"svd jacobi {dtype}", lambda: gpusvd.svd(tall, method="jacobi", **cpu)),
            (f"svd jacobi stack {dtype}", lambda: gpusvd.svd(stack, method="jacobi", **cpu)),
            (f"svd polar {dtype}", lambda: gpusvd.svd(tall, method="polar", **cpu)),
+           (f"svd polar stack {dtype}",
+            lambda: gpusvd.svd(wide_stack, method="polar", **cpu)),
            (f"svdvals {dtype}", lambda: gpusvd.svdvals(tall, **cpu)),
            (f"svdvals gr {dtype}", lambda: gpusvd.svdvals(tall, method="gr", **cpu)),
            (f"jacobi_svd {dtype}", lambda: gpusvd.jacobi_svd(tall, **cpu)),

@@ -43,7 +43,7 @@ class Tunables:
     # The same on the GPU; 0: the whole basis in one block. Gram–Schmidt projects twice
     # (quic/gram_schmidt.py), so the block size no longer matters for stability, and one
     # block is two GEMMs of n × k × c instead of k/20 memory-bound pairs and their
-    # launches. A prediction from that count, to be measured on the H100.
+    # launches; 20 and 64 took 7% and 3% longer (BENCHMARKS.md, "The tunables' defaults").
     quic_gs_block_gpu: int = 0
     # Gram–Schmidt (quic/gram_schmidt.py) projects a block's kept vectors out once more
     # when a candidate loses "most of its norm", its remainder below this fraction of its
@@ -61,14 +61,7 @@ class Tunables:
     # partitions=None: two partition buffers, P = A·V̂ and temporaries must fit.
     quic_device_memory_fraction: float = 0.6
     quic_host_memory_fraction: float = 0.25
-    # How extraction takes the SVD of the k × k factor R (quic/extraction.py): "host64"
-    # (LAPACK float64 on the host, 61 ms at k = 505 on the H100's host), "host" (LAPACK in
-    # the working precision), "device" (xp.linalg.svd: cuSOLVER gesvd) or "gram" (float64
-    # eigh of RᵀR on the device; float64 input falls back to "host64"). "gram" is a
-    # prediction (syevd of order 505 should take a few ms; gesvd is slow at small n), not
-    # yet measured.
-    quic_extract_svd: str = "gram"
-    # The "gram" extraction's U_R = R·W·Σ⁻¹ is used as it is while σ_r² ≥ this·(u₆₄/u)·σ₁²,
+    # The float32 extraction's (quic/extraction.py small_svd) U_R = R·W·Σ⁻¹ is used as it is while σ_r² ≥ this·(u₆₄/u)·σ₁²,
     # so that its orthogonality ≈ c·u₆₄·σ₁²/σ_r² stays under the working precision's u (c,
     # the eigensolver's backward error in units of u₆₄·‖G‖, taken as this margin: a small
     # multiple in practice; the worst-case bound grows with k); past it U_R is the Q of a
@@ -99,7 +92,8 @@ class Tunables:
     # Lanes per pivot pair of the CUDA inner Jacobi kernel (jacobi/kernels/inner_jacobi.cu):
     # 4, 8, 16 or 32, or 0 for about 4 rows of g per lane. Fewer lanes mean fewer warps
     # computing the same rotation (less issue pressure) but longer loops per p-step; the
-    # default is a prediction, bench/relative_accuracy.py --lanes measures the alternatives.
+    # default ties with 16 and beats 4, 8 and 32 by 14–54% at 2048² (BENCHMARKS.md, "The
+    # tunables' defaults").
     jacobi_inner_lanes: int = 0
     # Distributed Jacobi on GPUs, pairs_per_rank=None: the most pivot block-pairs per rank
     # that keep each pair at least this many columns wide (distributed/outer.py). n =
@@ -110,7 +104,8 @@ class Tunables:
     # Takagi (paper 002). Matrices of order below this use the paper's pointwise parallel
     # steps (Alg. 2, one pass over A and U per step); from it on the blocked form
     # (takagi/driver.py), whose passes are n/b per sweep instead of n. A prediction from
-    # the pass counts, not yet measured on the device.
+    # the pass counts; at 128 and 512 the pointwise steps take 2.8× and 2.5× the blocked
+    # form's time (BENCHMARKS.md, "The tunables' defaults"); below 128 not measured.
     takagi_blocked_min_n: int = 128
     # Indices per block b of the blocked form: the 2b×2b tile and its unitary sit in shared
     # memory (complex128, b = 32: 2·64·65·16 B = 133 KB of the H100's 227 KB per block).
@@ -129,23 +124,20 @@ class Tunables:
     # Blocked Jacobi SVD (paper 003): columns per block-column b; each block pair is
     # shortened to a 2b×2b factor for the inner Jacobi. The paper's b = 16 (2b = 32, one
     # warp per column) fitted a Kepler's 16 kB of shared memory; kept on the CPU, where the
-    # inner Numba Jacobi's cost per column grows with 2b. To be measured on the H100.
+    # inner Numba Jacobi's cost per column grows with 2b: b = 32 took 1.4–1.8× its time at
+    # 96 and 200 columns, 0.74–0.78× at 400 and 800 (BENCHMARKS.md, "The tunables'
+    # defaults"; a crossover near 300 columns would gain there, not yet built).
     jacobi_block_width: int = 16
     # Largest inner sweeps per block pair in the full-block variant (the paper's Ms = 30).
     jacobi_inner_sweeps: int = 30
     # Block width b of the blocked Jacobi SVD on the GPU (jacobi/blocked.py block_width):
     # b = 32, inner order 64, halves the p-steps per block sweep (and their launches) of
     # b = 16 at the same GEMM flops per sweep; g and v of order 64 fit the inner kernel's
-    # shared memory up to complex128 (133 kB of 227). A prediction from launch counts, to
-    # be measured with bench/relative_accuracy.py.
+    # shared memory up to complex128 (133 kB of 227); b = 16 took 29% longer at 2048²
+    # (BENCHMARKS.md, "The tunables' defaults").
     jacobi_block_width_gpu: int = 32
-    # Takagi blocked step update (takagi/driver.py _Blocked): "strided", three batched GEMMs
-    # with the step's block permutation in their output pointers (takagi/block_update.py,
-    # ~6 passes over the n×n matrices per step), or "gather", batched GEMMs plus gathers
-    # (~12 passes, one transposed). A prediction from pass counts, not yet measured.
-    takagi_update: str = "strided"
-    # With takagi_update="strided" on the GPU: U's GEMM on a second stream, overlapping
-    # the next inner solve (which occupies only n/(2b) SMs). Same source as above.
+    # Takagi's blocked step update on the GPU (takagi/block_update_cuda.py): U's GEMM on a
+    # second stream, overlapping the next inner solve (which occupies only n/(2b) SMs).
     takagi_update_overlap: bool = True
     # Bandwidth b of the two-stage reduction (condensed/): stage 1 (dense → band, GEMMs)
     # gets faster as b grows, stage 2 (bulge chasing, ≈ 8n²b flops in a sequential loop)
@@ -246,15 +238,17 @@ class Tunables:
     # Sturm count is a chain of 2n dependent divisions, latency-bound. Measured in NOTES.md
     # ("Bisection for the bidiagonal's values").
     bisection_cpu_lanes: int = 8
-    # Threads per block of the CUDA bisection kernel (one value each). A prediction: at
-    # n <= 16384 there are fewer warps than the H100's 528 schedulers (132 SMs × 4), so
-    # one warp per block spreads them over all SMs; to be measured on the H100.
+    # Threads per block of the CUDA bisection kernel (one value each): at n <= 16384 there
+    # are fewer warps than the GPU's schedulers (132 SMs × 4), so one warp per block
+    # spreads them over all SMs; 64–256 made no difference within 1% (BENCHMARKS.md, "The
+    # tunables' defaults").
     bisection_threads_per_block: int = 32
     # Thread blocks per SM of stage 2's GPU bulge chasing (condensed/bulge_cuda.py), each
     # running one sweep at a time; the grid is also capped by the sweeps that can run at
-    # once, 2(n−2)/(3b) + 1. A prediction: 8 blocks of 32–128 threads per SM (1056 on the
-    # H100) hold every sweep that can be in flight up to n = 16384 with b ≥ 16 (683 there,
-    # 171 at n = 8192, b = 32); not yet measured.
+    # once, 2(n−2)/(3b) + 1: 8 blocks of 32–128 threads per SM (1056 on 132 SMs) hold
+    # every sweep that can be in flight up to n = 16384 with b ≥ 16 (683 there, 171 at
+    # n = 8192, b = 32); 2, 4 and 16 made no difference within 1% at 4096² (BENCHMARKS.md,
+    # "The tunables' defaults").
     chase_blocks_per_sm: int = 8
     # Stage 2 on the GPU (condensed/kernels/bulge.cu); off, a CuPy band is chased by the
     # Numba loop on a host copy (8192, b = 32: 10.2 s against 0.35 s on the H100). On: 1,222

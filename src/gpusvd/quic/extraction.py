@@ -21,25 +21,24 @@ directly — ‖A_i − P_i·V̂ᵀ‖²_F block by block in the same pass that 
 ‖A‖²_F − ‖P‖²_F, which cancels in float32 — so the error of every rank r is known, and
 the returned rank is the smallest whose error is ≤ eps·‖A‖²_F.
 
-The small SVD (``tunables.quic_extract_svd``). The truncation needs the tail sums
+The small SVD (:func:`small_svd`). The truncation needs the tail sums
 Σ_{j>r} σ_j² to a small fraction of eps·‖A‖²_F; a backward-stable SVD of R in a precision
 with unit roundoff u has |σ̂_j − σ_j| ≲ u·σ₁, so the tail is off by about
 2u·σ₁·Σ_{j>r} σ_j ≤ 2u·√(k·eps)·‖A‖²_F — in float32 (u = 6e-8), k = 500, eps = 1e-8, at
 most 3 % of eps, and of the order of the rounding of the residual itself, whose rows
-A_i − P_i·V̂ᵀ are formed in the working precision. The choices:
+A_i − P_i·V̂ᵀ are formed in the working precision. Two ways, by R's dtype:
 
-- ``"host64"``: LAPACK's gesdd of R in float64 on the host.
-- ``"host"``: the same in the working precision (float32 gesdd took 35 ms against 58 ms
-  in float64 at k = 505 on one core of the CPU machine).
-- ``"device"``: ``xp.linalg.svd`` in the working precision (cuSOLVER gesvd on the GPU).
-- ``"gram"``: on the device, the eigendecomposition G = RᵀR = W·Λ·Wᵀ in float64 (cuSOLVER
+- float64: LAPACK's gesdd of R on the host.
+- float32: on the device, the eigendecomposition G = RᵀR = W·Λ·Wᵀ in float64 (cuSOLVER
   syevd), Σ = Λ^½, U_R = R·W·Σ⁻¹. For a float32 R the float64 Gram holds the squares the
   truncation needs to float64 rounding, |λ̂_j − σ_j²| ≲ u₆₄·σ₁², better than a float32 SVD
   does; the squaring costs accuracy only in the singular values below √u₆₄·σ₁ = 1.5e-8·σ₁,
   under float32's own resolution. R·W·Σ⁻¹ has orthogonality ≈ u₆₄·σ₁²/(σ_i·σ_j), below
   float32's u while σ_r² ≥ c·(u₆₄/u)·σ₁², c the tunable ``quic_gram_divide_above``; past
-  that U_R is the Q of a float64 QR of R·W_r. For float64 input the squaring would lose
-  the singular values below 1.5e-8·σ₁, so ``"gram"`` falls back to ``"host64"`` there.
+  that U_R is the Q of a float64 QR of R·W_r. (For float64 input the squaring would lose
+  the singular values below 1.5e-8·σ₁.) It took 0.82× the time of gesdd in float64 on
+  the host, and of gesdd in float32 or cuSOLVER's gesvd on the device, at k = 400
+  (BENCHMARKS.md, "The tunables' defaults").
 """
 
 import numpy as np
@@ -97,23 +96,7 @@ def _svd_on_host(r, dtype, xp, work):
             lambda rank: _cast((u_r[:, :rank], s[:rank], wt[:rank]), dtype, xp))
 
 
-def _svd_host64(r, dtype, xp):
-    return _svd_on_host(r, dtype, xp, np.float64)
-
-
-def _svd_host(r, dtype, xp):
-    return _svd_on_host(r, dtype, xp, dtype)
-
-
-def _svd_device(r, dtype, xp):
-    u_r, s, wt = xp.linalg.svd(r)
-    return (to_host(s).astype(np.float64),
-            lambda rank: (u_r[:, :rank], s[:rank], wt[:rank]))
-
-
 def _svd_gram(r, dtype, xp):
-    if dtype == np.float64:
-        return _svd_host64(r, dtype, xp)
     r64 = r.astype(xp.float64)
     lam, w = xp.linalg.eigh(r64.T @ r64)
     w = w[:, ::-1]
@@ -134,19 +117,14 @@ def _svd_gram(r, dtype, xp):
     return s, factors
 
 
-SMALL_SVD = {"host64": _svd_host64, "host": _svd_host, "device": _svd_device,
-             "gram": _svd_gram}
-
-
-def small_svd(r, xp, how=None):
+def small_svd(r, xp):
     """σ (descending, host float64) of the k × k factor ``r``, and ``factors(rank)``: the
-    leading ``rank`` terms (U_R, Σ, Wᵀ) on ``xp`` in r's dtype, computed as ``how`` says
-    (``tunables.quic_extract_svd`` by default; see the module docstring)."""
-    how = tunables.get().quic_extract_svd if how is None else how
-    if how not in SMALL_SVD:
-        raise ValueError(f"quic_extract_svd must be one of {sorted(SMALL_SVD)}, "
-                         f"got {how!r}")
-    return SMALL_SVD[how](r, np.dtype(r.dtype), xp)
+    leading ``rank`` terms (U_R, Σ, Wᵀ) on ``xp`` in r's dtype: by gesdd on the host for
+    float64, from the float64 Gram matrix on the device otherwise (module docstring)."""
+    dtype = np.dtype(r.dtype)
+    if dtype == np.float64:
+        return _svd_on_host(r, dtype, xp, np.float64)
+    return _svd_gram(r, dtype, xp)
 
 
 def extract(p, v, residual, mass, eps, max_rank, xp):

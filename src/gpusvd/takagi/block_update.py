@@ -3,8 +3,8 @@
 The blocked sweeps of :mod:`.driver` keep A in slot order s (A_s = P_s A P_sᵀ, pair p of
 step s in slots 2b·p … 2b·p + 2b − 1) and must, per step, apply the congruence
 A ← Gᴴ A Ḡ and U ← U G, G = diag(G_p), then move to the slot order of step s + 1 by a
-block permutation: block slot m goes to slot ``dest_s[m]``. The ``"gather"`` update does
-the permutation by gathers (extra passes over A, one of them transposed); this one folds
+block permutation: block slot m goes to slot ``dest_s[m]``. Gathers would do the
+permutation in extra passes over A, one of them transposed; this update folds
 it into the *output offsets* of batched GEMMs, so that each of the three updates is one
 read and one write of its matrix (six passes per step instead of about twelve):
 

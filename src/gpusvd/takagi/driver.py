@@ -20,10 +20,9 @@ Alg. 2 of the paper, with its choices made explicit:
      unitary G_p (:func:`.steps.solve_block_pairs`, in shared memory on the GPU); then A ←
      Gᴴ A Ḡ and U ← U G with G = diag(G_p) are applied by batched GEMMs. A sweep is
      n/b − 1 such steps instead of the paper's n − 1 passes over A and U. The column
-     update either applies Ḡ on block columns directly, with the step's permutation in
-     the GEMMs' output offsets (``takagi_update="strided"``, :mod:`.block_update`), or
-     uses symmetry, Gᴴ A Ḡ = Gᴴ Bᵀ with B = Gᴴ A, and gathers (``"gather"``); A is
-     stored permuted so that each step's pairs are adjacent (see :class:`_Blocked`).
+     update applies Ḡ on block columns directly, with the step's permutation in the
+     GEMMs' output offsets (:mod:`.block_update`); A is stored permuted so that each
+     step's pairs are adjacent (see :class:`_Blocked`).
      Padding stays exactly zero: a rotation with a zero off-diagonal entry is the
      identity.
 3. The diagonal d is complex; its phases move into U (U_k ← U_k e^{i arg(d_k)/2}) so that
@@ -35,7 +34,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from .._core import profile, progress, tunables, validation
+from .._core import profile, progress, tunables
 from .._core.errors import LinAlgError
 from .._core.scaling import largest_entries, scale_values, times_power_of_two, unit_exponent
 from . import block_update, block_update_cuda, steps, steps_cuda
@@ -50,8 +49,6 @@ MAX_SWEEPS = 50
 # values) can leave ε·|d| behind. 4·n·ε sits above that floor and adds at most 4 to the
 # residual ‖A − U diag(S) Uᵀ‖_F / (‖A‖_F·n·ε).
 TOL_FACTOR = 4
-# Values of the tunable ``takagi_update`` (see :class:`_Blocked`).
-UPDATES = ("strided", "gather")
 
 
 def default_tol(n, dtype):
@@ -121,20 +118,15 @@ class _Blocked:
     A is kept permuted so that the pairs of the current step are adjacent: slot 2b·p …
     2b·p + 2b − 1 holds the tile of pair p, A_s = P_s A P_sᵀ; U is kept as Uᵀ, its rows
     in slot order, its columns in the coordinates of step 0's order. A sweep ends in step
-    0's order again. Two updates (tunable ``takagi_update``):
-
-    - ``"strided"``: :mod:`.block_update`: the permutation σ_s to the next step's order
-      is folded into the output offsets of three batched GEMMs (rows, columns, U), one
-      read and one write of each matrix per step; on the GPU the U update runs on a second
-      stream (tunable ``takagi_update_overlap``).
-    - ``"gather"``: both row updates are GEMMs on contiguous (N, 2b, n) batches, and σ_s
-      is folded into the two gathers that this form needs (the transpose and the final
-      rows): four passes over A per step and two over U, one of them transposed.
+    0's order again. The update (:mod:`.block_update`) folds the permutation to the
+    next step's order into the output offsets of three batched GEMMs (rows, columns, U),
+    one read and one write of each matrix per step; on the GPU the U update runs on a
+    second stream (tunable ``takagi_update_overlap``). Gathers in its place, twice the
+    passes, took 1.5× the time (BENCHMARKS.md, "The tunables' defaults").
     """
 
     def __init__(self, a, xp):
         t = tunables.get()
-        validation.check_choice("takagi_update", t.takagi_update, UPDATES)
         n = a.shape[0]
         # n ≤ 2b: one tile, b = ⌈n/2⌉; a sweep is then one launch of the inner solve (the
         # whole matrix in shared memory) and three GEMMs instead of 3(n − 1) launches.
@@ -155,40 +147,18 @@ class _Blocked:
         self.a = xp.ascontiguousarray(self.a[index0][:, index0])
         self._ut = xp.eye(padded, dtype=a.dtype)
         self._solve = _TWINS[xp.__name__].solver(self._tiles, self._b, self._sweeps, width)
-        if t.takagi_update == "gather":
-            self._update = None
-            inverse = np.argsort(order, axis=1)
-            self._sigma = xp.asarray(np.stack([inverse[s][order[(s + 1) % len(order)]]
-                                               for s in range(len(order))]))
-            return
         plan = block_update.Plan(padded, self._b, pairs)
         self._steps = len(plan.steps)
         self._update = _TWINS[xp.__name__].update(plan, self.a, self._ut,
                                                   t.takagi_update_overlap)
 
     def sweep(self):
-        if self._update is not None:
-            for s in range(self._steps):
-                self._update.step(s, self._solve)
-            return
-        a, ut = self.a, self._ut
-        size = a.shape[0]
-        batch = (size // (2 * self._b), 2 * self._b, size)
-        for sigma in self._sigma:
-            with profile.phase("takagi_solve", self._xp):
-                g = self._solve(a)                                # (N, 2b, 2b)
-            with profile.phase("takagi_update", self._xp):
-                gh = g.conj().transpose(0, 2, 1)
-                y = (gh @ a.reshape(batch)).reshape(size, size)   # Y = Gᴴ A_s
-                z = y.T[:, sigma]                                 # Yᵀ, columns to s + 1
-                w = (gh @ z.reshape(batch)).reshape(size, size)   # Gᴴ Yᵀ = Gᴴ A_s Ḡ
-                a = w[sigma]                                      # rows to s + 1
-                ut = (g.transpose(0, 2, 1) @ ut.reshape(batch)).reshape(size, size)[sigma]
-        self.a, self._ut = a, ut
+        for s in range(self._steps):
+            self._update.step(s, self._solve)
 
     def diagonal_and_vectors(self, n):
         xp = self._xp
-        ut = self._ut if self._update is None else self._update.vectors()
+        ut = self._update.vectors()
         keep = xp.asarray(np.flatnonzero(self._order0 < n))     # slots of real indices
         u = xp.zeros_like(ut)
         u[xp.asarray(self._order0)] = ut.T                      # coordinates to 0 … n − 1
