@@ -6,8 +6,8 @@ here anyway)::
 
     PYTHONPATH=src python bench/cpu.py --label after
 
-Issue 20 asks that the CPU default be no slower than ``numpy.linalg.svd`` at every size
-and shape, with LAPACK's accuracy. For each case, float64, economy U, S, Vh:
+The question: is the CPU default no slower than ``numpy.linalg.svd`` at every size
+and shape, with LAPACK's accuracy? For each case, float64, economy U, S, Vh:
 ``gpusvd.svd`` (auto), ``gpusvd.svd(method="gr")`` (single matrices: our own
 Golub–Reinsch beside the rule's choice), ``numpy.linalg.svd`` (LAPACK gesdd, stacks in
 one call) and ``scipy.linalg.svd`` with ``lapack_driver="gesdd"`` and ``"gesvd"``

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Small matrices and Takagi on the CPU: per-call overheads of auto, gr, Takagi and Jacobi.
 
-Issue 20 item 2: ``svd(method="gr")`` padded every block to 128 reflectors (about 1 ms
+Once, ``svd(method="gr")`` padded every block to 128 reflectors (about 1 ms
 for a 2×2, NumPy about 10 µs), the CPU Takagi ran hundreds of tiny ``np.matmul`` calls
 per factorization, and the CPU Jacobi should be within 3× of LAPACK's relatively
 accurate dgejsv. Run from the repository root with one thread for everything::

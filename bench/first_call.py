@@ -1,4 +1,4 @@
-"""The first call of every public function in a fresh process (issue 20, item 1).
+"""The first call of every public function in a fresh process.
 
 Each (function, device, cache state) runs in its own interpreter, which times its import,
 its first call and a second one, and counts what it compiled: gpusvd's Numba functions

@@ -1,6 +1,6 @@
 """Gradients and the polar decomposition: gpusvd against torch, JAX and Newton–Schulz.
 
-The questions a PyTorch or JAX user asks (issue 30): "how much does the SVD's forward and
+The questions a PyTorch or JAX user asks: "how much does the SVD's forward and
 backward cost against torch's, and is its gradient finite where values repeat?" and "how
 fast and how orthogonal is gpusvd.polar against JAX's QDWH polar, an SVD-based polar in
 torch and 5 quintic Newton–Schulz steps (the Muon family's)?". Input on the GPU, median
@@ -33,7 +33,7 @@ import common
 
 NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)  # the quintic Newton–Schulz of Muon (Jordan 2024)
 NS_STEPS = 5
-# torch's SVD-based polar took 6–11 s a call at 8192² on the H200 (issue 30's first run,
+# torch's SVD-based polar took 6–11 s a call at 8192² on the H200 (a first run,
 # stopped at 280 s inside the polar part): on inputs of more entries than this it is
 # timed once without a warm-up (its handles and workspaces were made at smaller sizes).
 SVD_POLAR_WARM_UP_ENTRIES = 4096 ** 2

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tall matrices on the GPU, up to past 2³¹ entries (issue 19, item 3; issue 27's points).
+"""Tall matrices on the GPU, up to past 2³¹ entries.
 
 Run on the device from the repository root::
 

@@ -1,4 +1,4 @@
-"""Every script in ``bench/`` runs the one way (issue 29, item 5): ``python bench/NAME.py``
+"""Every script in ``bench/`` runs the one way: ``python bench/NAME.py``
 with its options, ``--help`` answering on a machine without a GPU (CuPy, PyTorch and JAX
 are imported after the options are parsed, never at module level)."""
 

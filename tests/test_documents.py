@@ -1,4 +1,4 @@
-"""What a user reads (issue 29, items 1 and 3): the documents stay inside the repository,
+"""What a user reads: the documents stay inside the repository,
 cite the papers they implement, and the public docstrings say what a function does, not
 how fast it once ran."""
 
@@ -59,7 +59,7 @@ def test_docstrings_say_what_not_how_fast(name, fn):
 
 
 def test_benchmarks_is_a_reference_not_a_diary():
-    """Issue 29, item 4: BENCHMARKS.md is organized by the questions users ask, each with
+    """BENCHMARKS.md is organized by the questions users ask, each with
     its latest table; no section is a session or a date."""
     text = (ROOT / "BENCHMARKS.md").read_text()
     headings = [line for line in text.splitlines() if line.startswith("#")]

@@ -1,6 +1,6 @@
-"""The package's import structure (issue 29, item 10; docs/design.md, "The packages"): no
+"""The package's import structure (docs/design.md, "The packages"): no
 private name crosses a package boundary, no two modules import each other, and no two
-packages import each other (issue 41, item 2), but for one pair named below.
+packages import each other.
 
 A private name (``_x``) may be imported only by a module of the same subpackage
 (``gpusvd.condensed.driver`` from ``gpusvd.condensed.band``); never from another

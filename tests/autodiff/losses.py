@@ -1,4 +1,4 @@
-"""The gauge-invariant losses of issue 30's acceptance, each written three ways: through
+"""The gauge-invariant losses of the gradient tests, each written three ways: through
 gpusvd (any framework's arrays: ``take`` gives the decomposition), and as a NumPy/SciPy
 reference for the finite differences."""
 

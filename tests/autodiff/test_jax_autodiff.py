@@ -1,4 +1,4 @@
-"""JAX's transformations of ``svd``, ``svdvals`` and ``polar`` (issue 30, acceptance 1):
+"""JAX's transformations of ``svd``, ``svdvals`` and ``polar``:
 ``jax.grad`` eagerly against finite differences, at random and at exactly repeated
 singular values where JAX's own SVD gives NaN; a function that is not a JAX primitive
 says in one line what to do with a traced array (``jax.jit`` and ``jax.vmap`` of the

@@ -18,7 +18,7 @@ from gpusvd.bidiagonal.dqds import bidiagonal_singular_values
 
 from . import bisection_cases
 
-BOUND = 30  # in units of n·ε, as gr's property tests (issue 2)
+BOUND = 30  # in units of n·ε, as gr's property tests
 SMLSIZ = 25  # dbdsdc's leaf size (ILAENV ispec 9): up to it, one QR solves B
 SIZES = (0, 1, 2, 3, SMLSIZ, SMLSIZ + 1, 200, 1000)
 DTYPES = (np.float32, np.float64)

@@ -23,7 +23,7 @@ from gpusvd.bidiagonal.dqds import bidiagonal_singular_values
 from . import bisection_cases
 from .test_dbdsdc import _check as _check_solver
 
-BOUND = 30  # in units of n·ε, as gr's property tests (issue 2)
+BOUND = 30  # in units of n·ε, as gr's property tests
 SIZES = (0, 1, 2, 3, 31, 32, 33, 100, 500, 1500)
 DTYPES = (np.float32, np.float64)
 

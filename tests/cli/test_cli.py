@@ -467,7 +467,7 @@ def test_python_dash_m(files, tmp_path):
 
 def test_svd_without_out_computes_values_only_and_says_so(files, capsys, monkeypatch):
     """``gpusvd svd A.npy`` without -o: no vectors computed to be dropped, and the summary
-    says how to get them (issue 29, item 9)."""
+    says how to get them."""
     calls = []
     real = gpusvd.svd
     monkeypatch.setattr(gpusvd, "svd", lambda *a, **kw: calls.append(kw) or real(*a, **kw))
@@ -476,7 +476,7 @@ def test_svd_without_out_computes_values_only_and_says_so(files, capsys, monkeyp
 
 
 def test_what_the_commands_say_agrees_with_the_docs(capsys):
-    """Issue 29, item 2: the README, ``gpusvd info``, ``gpusvd demo`` and ``--check``'s
+    """The README, ``gpusvd info``, ``gpusvd demo`` and ``--check``'s
     help no longer contradict each other or the numbers they print."""
     import pathlib
 

@@ -79,7 +79,7 @@ def test_plot_draws_the_values_of_the_table(tmp_path, monkeypatch):
 @pytest.mark.parametrize("algorithm", ["svd", "svdvals"])
 def test_cpu_legend_says_auto_is_gesdd(algorithm):
     """On the CPU gpusvd's svd is LAPACK's gesdd (the auto rule): its line lies under
-    gesdd's, and the legend says why (issue 29, item 9)."""
+    gesdd's, and the legend says why."""
     from gpusvd._bench import peers
 
     names = [name for name, _, _ in peers.methods(algorithm, 16, "cpu")]

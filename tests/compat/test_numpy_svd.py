@@ -139,7 +139,7 @@ class TestNumPySVD_GR:
 
 
 class TestNumPySVD_GR_TwoStage(TestNumPySVD_GR):
-    """Every test, vectors too, through ``reduction="two-stage"`` (issue 18)."""
+    """Every test, vectors too, through ``reduction="two-stage"``."""
 
     def _call(self, fn, a, *args, **kwargs):
         return super()._call(fn, a, *args, reduction="two-stage", **kwargs)

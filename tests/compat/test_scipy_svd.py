@@ -226,7 +226,7 @@ class TestSciPySVD_GR:
 
 
 class TestSciPySVD_GR_TwoStage(TestSciPySVD_GR):
-    """Every test, vectors too, through ``reduction="two-stage"`` (issue 18)."""
+    """Every test, vectors too, through ``reduction="two-stage"``."""
 
     def _call(self, fn, a, **kwargs):
         return super()._call(fn, a, reduction="two-stage", **kwargs)

@@ -269,7 +269,7 @@ def test_gpu_boundary_and_one_launch(spy):
 @pytest.mark.parametrize("fn", [gpusvd.svd, gpusvd.svdvals])
 def test_reduction_is_named_in_the_signature(fn):
     """``reduction`` is visible to help() and IDEs, and its error says which method takes it
-    (issue 29, item 8: it was hidden in ``**options`` and its message named 'auto')."""
+    (it was once hidden in ``**options`` and its message named 'auto')."""
     import inspect
 
     assert inspect.signature(fn).parameters["reduction"].default == "auto"

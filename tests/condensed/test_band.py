@@ -12,7 +12,7 @@ from gpusvd.condensed import band as stage1
 
 from . import naive_condensed as naive
 
-BOUND = 30  # in units of n·ε, as gr's property tests (issue 2)
+BOUND = 30  # in units of n·ε, as gr's property tests
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 # (m, n, b): panels of full and short width, tall, b = 1 (bidiagonal), b ≥ n, one column.
 CASES = [(9, 7, 3), (40, 40, 8), (67, 30, 8), (30, 30, 1), (12, 12, 20), (1, 1, 4),

@@ -18,7 +18,7 @@ from gpusvd.condensed.driver import two_stage_singular_values
 
 from ..bidiagonal import bisection_cases
 
-BOUND = 30  # in units of n·ε, as gr's property tests (issue 2)
+BOUND = 30  # in units of n·ε, as gr's property tests
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 
 

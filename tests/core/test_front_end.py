@@ -1,4 +1,4 @@
-"""What every public function's front end guarantees (issue 19): unusual input gets the
+"""What every public function's front end guarantees: unusual input gets the
 right answer or a clear error, the same way through every entry point.
 
 Tolerances are in units of n·ε of the working precision (STYLE.md).
@@ -110,7 +110,7 @@ SCALES = {"subnormal-f64": (np.float64, -1030), "subnormal-f32": (np.float32, -1
           "below-smlnum-f64": (np.float64, -480), "below-smlnum-f32": (np.float32, -50),
           "near-overflow-f64": (np.float64, 1000), "near-overflow-f32": (np.float32, 120)}
 # Values within this many n·ε (of the working precision) of LAPACK's on the same entries
-# (issue 19's acceptance).
+# (the front end's guarantees).
 SCALED_UNITS = 30
 
 

@@ -1,4 +1,4 @@
-"""CPU thread limits (issue 19 item 7): inside :func:`gpusvd._core.threads.single_threaded_blas`
+"""CPU thread limits: inside :func:`gpusvd._core.threads.single_threaded_blas`
 every BLAS pool runs one thread, the earlier sizes come back afterwards (also after an
 error, and when nested), and the CPU call sites of the Numba parallel kernels, the Takagi
 block update and the Jacobi SVD run under the limit."""
@@ -118,7 +118,7 @@ def _blas_threads():
 
 @pytest.mark.parametrize("method", ["gr", "polar", "jacobi"])
 def test_our_methods_run_blas_at_one_thread_on_the_cpu(monkeypatch, method):
-    """Issue 29, item 6: with the default pools on 2 cores, gr, polar and svdvals(gr) ran
+    """With the default pools on 2 cores, gr, polar and svdvals(gr) ran
     2–11× slower than with one BLAS thread; gpusvd's own methods now size BLAS at one
     thread for their whole run on the CPU (Numba keeps the cores), LAPACK's gesdd keeps
     its pool."""

@@ -1,4 +1,4 @@
-"""Without mpi4py the distributed tests are skipped, not errors at collection (issue 19, 9)."""
+"""Without mpi4py the distributed tests are skipped, not errors at collection."""
 
 import subprocess
 import sys

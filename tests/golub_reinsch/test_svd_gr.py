@@ -1,9 +1,9 @@
-"""gpusvd.svd(method="gr") and gpusvd.svdvals: properties against LAPACK (issue 2).
+"""gpusvd.svd(method="gr") and gpusvd.svdvals: properties against LAPACK.
 
 One class per backend: ``TestSVD_GR_GPU`` reruns every test of the CPU class with CuPy
 input (marker ``gpu``). Values only go through ``reduction="auto"`` there;
 ``TestSVDVals_GR_OneStage_CPU`` and ``TestSVDVals_GR_TwoStage_CPU`` hold the values of each
-reduction (issue 18) to the same properties.
+reduction to the same properties.
 """
 
 import numpy as np
@@ -13,7 +13,7 @@ import scipy.linalg
 import gpusvd
 from gpusvd import testing
 
-BOUND = 30  # residual and orthogonality bound in units of n·eps (issue 2, acceptance 1)
+BOUND = 30  # residual and orthogonality bound in units of n·eps
 DTYPES = (np.float32, np.float64)
 SHAPES = [(1, 1), (1, 7), (7, 1), (2, 2), (17, 5), (5, 17), (40, 40), (67, 30), (30, 67),
           (130, 97)]

@@ -4,7 +4,7 @@ The complex Householder bidiagonalization (LAPACK zgebrd; on the GPU the panel k
 complex instantiation) leaves a real bidiagonal, so the QR, dqds and rotations are the
 real ones and only the back-transformation is complex. Invariants in units of n·ε: ‖A − U·S·Vh‖/(‖A‖·max(m, n)·ε), orthogonality of
 U and Vh, and the singular values against LAPACK's within 20·n·s_max·ε. The tests run
-again through ``reduction="two-stage"``, values only and with vectors (issue 18; the
+again through ``reduction="two-stage"``, values only and with vectors (the
 ``check`` parameter).
 """
 

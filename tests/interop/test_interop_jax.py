@@ -1,4 +1,4 @@
-"""JAX arrays in, JAX arrays out, on the input's device (issue 8).
+"""JAX arrays in, JAX arrays out, on the input's device.
 
 GPU arrays cross to CuPy and back by DLPack with no host transfer (checked by JAX's own
 transfer guard); JAX arrays are immutable, so ``overwrite_a`` never writes to them. CPU
@@ -84,7 +84,7 @@ def test_gpu_results_feed_jit():
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_half_precision_round_trips_its_dtype(dtype):
-    """Issue 30, item 5: computed in float32, returned in the input's dtype."""
+    """float16 and bfloat16: computed in float32, returned in the input's dtype."""
     x = jax.numpy.asarray(np.random.default_rng(0).standard_normal((12, 7))).astype(dtype)
     u, s, vh = gpusvd.svd(x, full_matrices=False)
     assert str(u.dtype) == str(s.dtype) == str(vh.dtype) == dtype

@@ -1,4 +1,4 @@
-"""PyTorch tensors in, PyTorch tensors out, on the input's device (issue 8).
+"""PyTorch tensors in, PyTorch tensors out, on the input's device.
 
 CPU tensors go through NumPy (``numpy.from_dlpack``) and come back as CPU tensors; CUDA
 tensors cross to CuPy and back with no host round trip: viewed in place where torch and
@@ -56,7 +56,7 @@ def test_cpu_requires_grad_and_non_contiguous():
     x = torch.from_numpy(a.T.copy()).T.requires_grad_()  # a transposed view
     assert not x.is_contiguous()
     u, s, vh = gpusvd.svd(x, full_matrices=False)
-    assert all(t.requires_grad for t in (u, s, vh))  # the backward is recorded (issue 30)
+    assert all(t.requires_grad for t in (u, s, vh))  # the backward is recorded
     assert np.allclose(_numpy(u) * _numpy(s) @ _numpy(vh), a)
 
 
@@ -94,7 +94,7 @@ class TestCUDA:
         a = rng.standard_normal((40, 24))
         x = self.put(a.T.copy()).T.requires_grad_()
         u, s, vh = gpusvd.svd(x, full_matrices=False)
-        assert u.device == x.device and u.requires_grad  # the backward recorded (issue 30)
+        assert u.device == x.device and u.requires_grad  # the backward recorded
         assert np.allclose(_numpy(u) * _numpy(s) @ _numpy(vh), a)
         z = a + 1j * rng.standard_normal(a.shape)
         u, s, vh = gpusvd.svd(self.put(z).conj(), full_matrices=False)
@@ -158,7 +158,7 @@ class TestSecondGPU(TestCUDA):
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_half_precision_round_trips_its_dtype(dtype):
-    """Issue 30, item 5: computed in float32, returned in the input's dtype."""
+    """float16 and bfloat16: computed in float32, returned in the input's dtype."""
     dt = getattr(torch, dtype)
     x = torch.randn(12, 7, generator=torch.Generator().manual_seed(0)).to(dt)
     u, s, vh = gpusvd.svd(x, full_matrices=False)

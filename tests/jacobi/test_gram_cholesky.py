@@ -97,7 +97,7 @@ def test_not_positive_definite_is_refactored_with_a_larger_shift(host_gc, dtype)
 def test_not_finite_gram_ends_with_nan(host_gc, shift):
     """A NaN Gram matrix fails every Cholesky pivot: the retries stop at Gershgorin's
     bound (k + 1) with a NaN factor (NumPy's Cholesky on the host path returns NaN
-    itself); neither loops forever (issue 19: a NaN matrix hung the GPU Jacobi SVD). A
+    itself); neither loops forever (a NaN matrix once hung the GPU Jacobi SVD). A
     zero ``shift`` grows too."""
     h = np.full((1, 5, 5), np.nan)
     h[0][np.diag_indices(5)] = 1.0

@@ -1,4 +1,4 @@
-"""The small-matrix SVD of ``method="auto"`` on the GPU (issue 27): one kernel launch
+"""The small-matrix SVD of ``method="auto"`` on the GPU: one kernel launch
 per stack (``jacobi/kernels/small_svd.cu``).
 
 1. Its CPU twin (:mod:`gpusvd.jacobi.small_svd`) on mixed stacks of the LAPACK matrix
@@ -22,7 +22,7 @@ from gpusvd.jacobi import small_svd_cuda
 from gpusvd.testing.generators import STACK_KINDS
 from . import host_small_svd
 
-BOUND = 30  # units of n·ε (issue 27, acceptance 1)
+BOUND = 30  # units of n·ε
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 SHAPES = [(1, 1), (2, 2), (3, 1), (1, 5), (7, 7), (16, 16), (20, 5), (5, 20), (33, 17),
           (17, 33), (64, 64), (90, 64), (64, 90)]

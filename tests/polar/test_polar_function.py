@@ -1,4 +1,4 @@
-"""``gpusvd.polar`` (issue 30, item 4) against ``scipy.linalg.polar``: on LAPACK's test
+"""``gpusvd.polar`` against ``scipy.linalg.polar``: on LAPACK's test
 types, random, graded, rank-deficient, tall, wide, complex and stacked input, both sides,
 ``u`` orthonormal to ORTHOGONALITY and ``a = u·p`` (or ``p·u``) to BOUND in units of n·ε,
 ``p`` Hermitian positive semidefinite; ``u`` equal to SciPy's where it is unique (full
@@ -19,8 +19,8 @@ from gpusvd.polar import decomposition as polar_decomposition
 from gpusvd._core import tunables
 from gpusvd.polar import qdwh as batched_qdwh
 
-BOUND = 30  # units of n·ε (issue 30, acceptance 1)
-ORTHOGONALITY = 10  # ‖UᴴU − I‖_F in units of k·ε, k = min(M, N) (issue 30's target)
+BOUND = 30  # units of n·ε
+ORTHOGONALITY = 10  # ‖UᴴU − I‖_F in units of k·ε, k = min(M, N)
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 SHAPES = [(1, 1), (2, 2), (9, 9), (40, 40), (67, 30), (30, 67)]
 KINDS = ("zero", "identity", "evenly_spaced", "near_underflow", "near_overflow")

@@ -1,4 +1,4 @@
-"""The batched engine (issue 27): ``gpusvd.svd(stack, method="polar")`` decomposes a whole
+"""The batched engine: ``gpusvd.svd(stack, method="polar")`` decomposes a whole
 stack in batched steps. Every matrix of every stack is held to the contract of the other
 methods: residual and orthogonality of U and V below BOUND in units of n·ε, values
 against LAPACK's below BOUND·n·ε·σ₁, per matrix; the input unchanged; the same bits
@@ -17,7 +17,7 @@ from gpusvd.polar import svd as driver
 from gpusvd.jacobi import small_svd
 from gpusvd.polar.qdwh import CHOLESKY_MAX_C
 
-BOUND = 30  # units of n·ε (issue 27, acceptance 1)
+BOUND = 30  # units of n·ε
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 SHAPES = [(2, 2), (8, 8), (40, 40), (67, 30), (30, 67), (130, 97), (200, 8)]
 

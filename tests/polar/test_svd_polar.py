@@ -1,4 +1,4 @@
-"""gpusvd.svd(method="polar") and svdvals(method="polar") (issue 17, acceptance 1 and 2).
+"""gpusvd.svd(method="polar") and svdvals(method="polar") .
 
 The polar method meets the contract of ``gr``: every property test of
 ``TestSVD_GR_CPU`` reruns with ``method="polar"`` (shapes, dtypes, the LAPACK ddrvbd

@@ -1,5 +1,5 @@
 """The pieces of QUIC-SVD against naive references: Monte Carlo bound, blocked
-Gram–Schmidt, cosine-tree split, truncation (issue 5)."""
+Gram–Schmidt, cosine-tree split, truncation."""
 
 import numpy as np
 import pytest

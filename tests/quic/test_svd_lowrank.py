@@ -1,4 +1,4 @@
-"""gpusvd.svd_lowrank (QUIC-SVD, issue 5): the error guarantee, rank, inputs, bad input.
+"""gpusvd.svd_lowrank (QUIC-SVD): the error guarantee, rank, inputs, bad input.
 
 ``TestLowRank_GPU`` reruns every test of the CPU class with CuPy input (marker ``gpu``);
 ``TestOutOfCore_GPU`` streams host input through the pinned double-buffered pipeline.

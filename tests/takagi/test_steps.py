@@ -11,7 +11,7 @@ from gpusvd.takagi.ordering import chess_tournament
 from gpusvd.takagi.rotation import takagi_rotation
 
 DTYPES = (np.complex64, np.complex128)
-BOUND = 100  # orthogonality and congruence of a sweep, units of n·ε (issue 4)
+BOUND = 100  # orthogonality and congruence of a sweep, units of n·ε
 
 
 def _symmetric(n, dtype, seed):

@@ -17,7 +17,7 @@ from gpusvd import LinAlgError, testing
 from gpusvd._core import tunables
 from gpusvd.takagi import takagi
 
-BOUND = 100  # residual, orthogonality, Takagi value error: units of n·ε (issue 4)
+BOUND = 100  # residual, orthogonality, Takagi value error: units of n·ε
 COMPLEX = (np.complex64, np.complex128)
 REAL = (np.float32, np.float64)
 WORKING = {np.dtype(np.float32): np.complex64, np.dtype(np.float64): np.complex128,
@@ -40,7 +40,7 @@ class TestTakagi_CPU:
         return takagi(self.put(a), device=self.device, **{"method": self.method, **kw})
 
     def check(self, a, **kw):
-        """Factor a and assert every property of issue 4; returns (S, U) on the host."""
+        """Factor a and assert every property; returns (S, U) on the host."""
         s, u = (_host(x) for x in self.takagi(a, **kw))
         n = a.shape[0]
         dtype = np.dtype(WORKING.get(np.dtype(a.dtype), np.complex128))
