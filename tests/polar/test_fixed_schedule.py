@@ -1,4 +1,4 @@
-"""gpusvd.polar_svd.fixed_schedule: the polar SVD of one real matrix of up to 512 columns
+"""gpusvd.polar.fixed_schedule: the polar SVD of one real matrix of up to 512 columns
 as one fixed sequence, replayed as a CUDA graph on the GPU (the full property suite runs
 through it in test_svd_polar.py's TestSVD_Polar_FixedSchedule_CPU and, on the GPU, in
 TestSVD_Polar_GPU). Here: its schedule, its agreement with the eager driver, the extra
@@ -87,6 +87,50 @@ def test_values_only():
     assert largest == np.abs(a).max()
     ref = np.linalg.svd(a, compute_uv=False)
     assert np.abs(s - ref).max() <= 30 * 20 * np.finfo(np.float64).eps * ref[0]
+
+
+@pytest.mark.parametrize("shape", [(40, 40), (44, 40), (40, 44)])
+@pytest.mark.parametrize("full_matrices", [False, True])
+def test_one_entry(shape, full_matrices, monkeypatch, fixed_on_the_cpu):
+    """One matrix enters the fixed sequence once, before the front end's scan (whose
+    work it does itself), and the eager QDWH not at all; U is completed for
+    full_matrices, square, tall and wide alike."""
+    import gpusvd
+
+    fixed, eager = [], []
+    real_fixed, real_eager = fixed_schedule.svd, qdwh.polar_factor_one
+    monkeypatch.setattr(fixed_schedule, "svd",
+                        lambda *a, **kw: fixed.append(1) or real_fixed(*a, **kw))
+    monkeypatch.setattr(qdwh, "polar_factor_one",
+                        lambda *a, **kw: eager.append(1) or real_eager(*a, **kw))
+    a = testing.random_matrix(*shape, dtype=np.float64, seed=4)
+    u, s, vh = gpusvd.svd(a, method="polar", device="cpu", full_matrices=full_matrices)
+    assert fixed == [1] and eager == []
+    k = min(shape)
+    eps = np.finfo(np.float64).eps
+    assert np.linalg.norm(a - (u[:, :k] * s) @ vh[:k]) <= 30 * k * eps * np.linalg.norm(a)
+    assert np.linalg.norm(u.T @ u - np.eye(u.shape[1])) <= 30 * k * eps
+    assert np.linalg.norm(vh @ vh.T - np.eye(vh.shape[0])) <= 30 * k * eps
+    assert u.shape[1] == (shape[0] if full_matrices else k)
+
+
+def test_scaled_input_enters_again_after_the_scan(monkeypatch, fixed_on_the_cpu):
+    """Input the scan scales (max|A| below its safe range): the sequence's first result
+    is refused, and it runs once more on the scaled matrix, which the eager QDWH never
+    sees."""
+    import gpusvd
+
+    fixed, eager = [], []
+    real_fixed, real_eager = fixed_schedule.svd, qdwh.polar_factor_one
+    monkeypatch.setattr(fixed_schedule, "svd",
+                        lambda *a, **kw: fixed.append(1) or real_fixed(*a, **kw))
+    monkeypatch.setattr(qdwh, "polar_factor_one",
+                        lambda *a, **kw: eager.append(1) or real_eager(*a, **kw))
+    a = testing.random_matrix(30, 30, dtype=np.float64, seed=5) * 1e-300
+    s = gpusvd.svd(a, method="polar", device="cpu", compute_uv=False)
+    assert len(fixed) == 2 and eager == []
+    ref = np.linalg.svd(a * 1e300, compute_uv=False)
+    assert np.abs(s * 1e300 - ref).max() <= 30 * 30 * np.finfo(np.float64).eps * ref[0]
 
 
 def test_applies():

@@ -117,6 +117,9 @@ class TestBatched_CPU:
         u, s, vh = (_host(t) for t in self.svd(np.zeros((3, *shape))))
         assert s.shape == (3, 0) and u.shape == (3, shape[0], shape[0])
         assert vh.shape == (3, shape[1], shape[1])
+        # The complete factors are orthonormal, as NumPy's: identities.
+        assert np.array_equal(u, np.broadcast_to(np.eye(shape[0]), u.shape))
+        assert np.array_equal(vh, np.broadcast_to(np.eye(shape[1]), vh.shape))
 
 
 @pytest.mark.gpu
