@@ -89,20 +89,28 @@ def test_values_only():
     assert np.abs(s - ref).max() <= 30 * 20 * np.finfo(np.float64).eps * ref[0]
 
 
-@pytest.mark.parametrize("shape", [(40, 40), (44, 40), (40, 44)])
-@pytest.mark.parametrize("full_matrices", [False, True])
-def test_one_entry(shape, full_matrices, monkeypatch, fixed_on_the_cpu):
-    """One matrix enters the fixed sequence once, before the front end's scan (whose
-    work it does itself), and the eager QDWH not at all; U is completed for
-    full_matrices, square, tall and wide alike."""
-    import gpusvd
-
+@pytest.fixture
+def entries(monkeypatch):
+    """(fixed, eager): lists that grow by one at each call of the fixed sequence and of
+    the eager one-matrix QDWH."""
     fixed, eager = [], []
     real_fixed, real_eager = fixed_schedule.svd, qdwh.polar_factor_one
     monkeypatch.setattr(fixed_schedule, "svd",
                         lambda *a, **kw: fixed.append(1) or real_fixed(*a, **kw))
     monkeypatch.setattr(qdwh, "polar_factor_one",
                         lambda *a, **kw: eager.append(1) or real_eager(*a, **kw))
+    return fixed, eager
+
+
+@pytest.mark.parametrize("shape", [(40, 40), (44, 40), (40, 44)])
+@pytest.mark.parametrize("full_matrices", [False, True])
+def test_one_entry(shape, full_matrices, entries, fixed_on_the_cpu):
+    """One matrix enters the fixed sequence once, before the front end's scan (whose
+    work it does itself), and the eager QDWH not at all; U is completed for
+    full_matrices, square, tall and wide alike."""
+    import gpusvd
+
+    fixed, eager = entries
     a = testing.random_matrix(*shape, dtype=np.float64, seed=4)
     u, s, vh = gpusvd.svd(a, method="polar", device="cpu", full_matrices=full_matrices)
     assert fixed == [1] and eager == []
@@ -114,18 +122,13 @@ def test_one_entry(shape, full_matrices, monkeypatch, fixed_on_the_cpu):
     assert u.shape[1] == (shape[0] if full_matrices else k)
 
 
-def test_scaled_input_enters_again_after_the_scan(monkeypatch, fixed_on_the_cpu):
+def test_scaled_input_enters_again_after_the_scan(entries, fixed_on_the_cpu):
     """Input the scan scales (max|A| below its safe range): the sequence's first result
     is refused, and it runs once more on the scaled matrix, which the eager QDWH never
     sees."""
     import gpusvd
 
-    fixed, eager = [], []
-    real_fixed, real_eager = fixed_schedule.svd, qdwh.polar_factor_one
-    monkeypatch.setattr(fixed_schedule, "svd",
-                        lambda *a, **kw: fixed.append(1) or real_fixed(*a, **kw))
-    monkeypatch.setattr(qdwh, "polar_factor_one",
-                        lambda *a, **kw: eager.append(1) or real_eager(*a, **kw))
+    fixed, eager = entries
     a = testing.random_matrix(30, 30, dtype=np.float64, seed=5) * 1e-300
     s = gpusvd.svd(a, method="polar", device="cpu", compute_uv=False)
     assert len(fixed) == 2 and eager == []

@@ -93,9 +93,8 @@ def _unitary_factor_tall(a, xp, method):
     if len(a) == 1:
         u = _qdwh_one(a[0], xp)
         return _svd_factor(a, xp) if u is None else u[None]
-    eps = float(np.finfo(a.dtype).eps)
     y = _ct(estimates.unit_scaled(a, xp)[0]).copy()  # a new array: QDWH overwrites it
-    uh, converged = qdwh.polar_factor(xp, y, *estimates.from_gram(xp, y, eps), eps)
+    uh, converged = qdwh.polar_factor(xp, y, float(np.finfo(a.dtype).eps))
     u = _ct(uh).astype(a.dtype)
     if not converged.all():
         index = np.flatnonzero(~converged)

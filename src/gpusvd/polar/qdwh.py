@@ -68,7 +68,7 @@ from .._core import profile, tunables
 from .._core.errors import LinAlgError
 from . import cholesky_qr
 from .cholesky_qr import cholesky, gram, shifted_cholesky_qr, solve_lower
-from .estimates import SINGLE_EPS_FROM, frobenius
+from .estimates import SINGLE_EPS_FROM, frobenius, from_gram
 
 # The Cholesky-based step is used once c_k ≤ 1000 (κ(I + c·XᴴX) ≤ 1001); NH §4.1 take
 # 100. Whenever l₀ lies in [10⁻¹⁴, 7·10⁻⁶] (κ(A) ≈ 10⁵…10¹⁴, Gaussian matrices from
@@ -307,9 +307,9 @@ def _deviation(xp, y):
     return dev.get() if hasattr(dev, "get") else dev
 
 
-def polar_factor(xp, y, alpha, l0, eps):
+def polar_factor(xp, y, eps):
     """U_pᴴ of each matrix from Y = Aᴴ (batch, n, m), m >= n, float64 or complex128,
-    max|A| of order 1, with ``alpha`` and ``l0`` host arrays (batch,) from the estimates;
+    max|A| of order 1, starting from the Gram matrices' estimates (estimates.from_gram);
     ``eps`` the input dtype's ε. ``y`` is overwritten.
 
     Returns (U_pᴴ, converged): ``converged`` (batch,) bool is false where the matrix is
@@ -317,11 +317,8 @@ def polar_factor(xp, y, alpha, l0, eps):
 
     Examples
     --------
-    >>> from gpusvd.polar.estimates import from_gram
     >>> a = np.array([[[3.0, 0.0], [4.0, 5.0]]])
-    >>> y = a.swapaxes(-1, -2).copy()
-    >>> eps = np.finfo(float).eps
-    >>> uh, ok = polar_factor(np, y, *from_gram(np, y, eps), eps)
+    >>> uh, ok = polar_factor(np, a.swapaxes(-1, -2).copy(), np.finfo(float).eps)
     >>> bool(ok[0]), bool(np.allclose(uh[0] @ uh[0].T, np.eye(2)))
     (True, True)
     >>> h = uh[0] @ a[0]                      # U_pᴴ·A: symmetric positive definite
@@ -330,6 +327,7 @@ def polar_factor(xp, y, alpha, l0, eps):
     """
     n = y.shape[1]
     engine = StackEngine(xp)
+    alpha, l0 = from_gram(xp, y, eps)
     y *= xp.asarray((1.0 / alpha).reshape(-1, 1, 1)).astype(y.dtype)
     y = run(engine, y, schedule(l0, eps), eps)
     failed = _deviation(xp, y) > ORTHONORMAL_TOL * n * eps

@@ -205,8 +205,7 @@ def _one_finish(found, q, xp, *, exponent, full_matrices, compute_uv):
         s = scale_values(s, -exponent, xp)
     if not compute_uv:
         return None, s[None], None
-    m = u.shape[0] if q is None else q.shape[0]
-    n = u.shape[1]
+    m, n = u.shape
     with profile.phase("polar_u", xp):
         if orthonormal is None:
             deviation = float(xp.abs(xp.linalg.norm(u, axis=0) - 1).max())
@@ -259,8 +258,7 @@ def _stack_tall(a, xp, *, full_matrices, compute_uv):
     with profile.phase("batched_scale", xp):
         a64, e = estimates.unit_scaled(a, xp)
         y = _ct(a64).copy()  # a new array: QDWH overwrites it
-    alpha, l0 = estimates.from_gram(xp, y, eps)
-    uh, converged = qdwh.polar_factor(xp, y, alpha, l0, eps)
+    uh, converged = qdwh.polar_factor(xp, y, eps)
     with profile.phase("batched_eigh", xp):
         h = xp.matmul(uh, a64)
         h = ((h + _ct(h)) * 0.5).astype(dtype)

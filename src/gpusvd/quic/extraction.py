@@ -36,7 +36,7 @@ A_i − P_i·V̂ᵀ are formed in the working precision. Two ways, by R's dtype:
   under float32's own resolution. R·W·Σ⁻¹ has orthogonality ≈ u₆₄·σ₁²/(σ_i·σ_j), below
   float32's u while σ_r² ≥ c·(u₆₄/u)·σ₁², c the tunable ``quic_gram_divide_above``; past
   that U_R is the Q of a float64 QR of R·W_r. (For float64 input the squaring would lose
-  the singular values below 1.5e-8·σ₁.) It took 0.82× the time of gesdd in float64 on
+  the singular values below 1.5e-8·σ₁.) It took 0.78–0.82× the time of gesdd in float64 on
   the host, and of gesdd in float32 or cuSOLVER's gesvd on the device, at k = 400
   (BENCHMARKS.md, "The tunables' defaults").
 """
