@@ -61,7 +61,8 @@ class Tunables:
     # partitions=None: two partition buffers, P = A·V̂ and temporaries must fit.
     quic_device_memory_fraction: float = 0.6
     quic_host_memory_fraction: float = 0.25
-    # The float32 extraction's (quic/extraction.py small_svd) U_R = R·W·Σ⁻¹ is used as it is while σ_r² ≥ this·(u₆₄/u)·σ₁²,
+    # The float32 extraction's (quic/extraction.py small_svd) U_R = R·W·Σ⁻¹ is used as it
+    # is while σ_r² ≥ this·(u₆₄/u)·σ₁²,
     # so that its orthogonality ≈ c·u₆₄·σ₁²/σ_r² stays under the working precision's u (c,
     # the eigensolver's backward error in units of u₆₄·‖G‖, taken as this margin: a small
     # multiple in practice; the worst-case bound grows with k); past it U_R is the Q of a
