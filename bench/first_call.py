@@ -5,6 +5,12 @@ its first call and a second one, and counts what it compiled: gpusvd's Numba fun
 (compile events), CuPy's NVRTC compilations (its own elementwise kernels, and ours when a
 shipped binary was not used) and how each gpusvd kernel file was loaded.
 
+Cases: each public function at ``--n``; ``svd`` of the shapes a user's first call meets
+on each path ``auto`` takes (``SHAPES``: one matrix, stacks of 32² to 512², a tall
+matrix); ``many_small``: 140 distinct small LAPACK test matrices (xDRVBD's types, sizes
+1-60, square, tall and wide, the four dtypes), NumPy input, in one process. Each row
+names the kernels NVRTC compiled during the first call, and the Numba functions.
+
 Cache states, each with its own temporary NUMBA_CACHE_DIR and CUPY_CACHE_DIR:
   empty        nothing cached; the shipped CUDA binaries are used (the package's state
                after ``pip install`` without the precompile step)
@@ -19,6 +25,8 @@ compilation on the CPU (first call minus second).
 
     python bench/first_call.py --device cpu --out bench/results/cold_start_cpu.json
     python bench/first_call.py --device gpu --out bench/results/cold_start_h100.json
+    python bench/first_call.py --device gpu --states precompiled empty \
+        --functions stack_2000x128_float32 many_small
 """
 
 import argparse
@@ -33,31 +41,46 @@ import time
 
 FUNCTIONS = ("svd_gr", "svd_jacobi", "svd_polar", "svdvals", "jacobi_svd", "hsvd",
              "eigh_factored", "takagi", "svd_lowrank")
+# The shapes a user's first call meets on each path "auto" takes (svd, economy).
+SHAPES = {"one_300_float64": ((300, 300), "float64"),
+          "one_300_float32": ((300, 300), "float32"),
+          "stack_2000x128_float32": ((2000, 128, 128), "float32"),
+          "stack_2000x128_float64": ((2000, 128, 128), "float64"),
+          "stack_1000x128_complex128": ((1000, 128, 128), "complex128"),
+          "stack_200x512_float64": ((200, 512, 512), "float64"),
+          "stack_20000x32_float32": ((20000, 32, 32), "float32"),
+          "tall_200000x256_float32": ((200000, 256), "float32")}
+CASES = FUNCTIONS + tuple(SHAPES) + ("many_small",)
 STATES = {"cpu": ("empty", "precompiled", "warm"),
           "gpu": ("nvrtc", "empty", "precompiled", "warm")}
 
-# The child: one first call, measured. argv: function, device, n.
+# The child: one first call, measured. argv: case, device, n.
 CHILD = r"""
-import json, sys, time
+import json, re, sys, time
 t0 = time.perf_counter()
 import numpy as np
 import gpusvd
+from gpusvd import testing
 from gpusvd._core import kernels
 from gpusvd._core.precompile import jit_compilations
 t_import = time.perf_counter() - t0
-name, device, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+name, device, n, shapes = sys.argv[1], sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4])
 nvrtc = []
 if device == "gpu":
     import cupy
     from cupy.cuda import compiler
-    original = compiler.compile_using_nvrtc
+    # CuPy's cached compilation calls the first where it has it (CuPy 14), else the second
+    hook = next(n for n in ("_compile_using_nvrtc_no_warning", "compile_using_nvrtc")
+                if hasattr(compiler, n))
+    original = getattr(compiler, hook)
     def timed(*args, **kwargs):
         start = time.perf_counter()
         try:
             return original(*args, **kwargs)
         finally:
-            nvrtc.append(time.perf_counter() - start)
-    compiler.compile_using_nvrtc = timed
+            names = re.findall(r"__global__\s+void\s+(\w+)", str(args[0])) or ["?"]
+            nvrtc.append((names[0], time.perf_counter() - start))
+    setattr(compiler, hook, timed)
     xp, sync = cupy, cupy.cuda.Device().synchronize
     cupy.cuda.Device().synchronize()
 else:
@@ -81,13 +104,37 @@ calls = {
     "takagi": lambda: gpusvd.takagi(sym),
     "svd_lowrank": lambda: gpusvd.svd_lowrank(low, eps=1e-6),
 }
+if name in shapes:
+    shape, dtype = shapes[name]
+    x = rng.standard_normal(shape)
+    if dtype.startswith("complex"):
+        x = x + 1j * rng.standard_normal(shape)
+    x = xp.asarray(x.astype(dtype))
+    calls[name] = lambda: gpusvd.svd(x, full_matrices=False)
+kinds = ("zero", "identity", "evenly_spaced", "near_underflow", "near_overflow")
+small = []  # many_small: 140 distinct small shapes, NumPy input computed on the device
+sizes = (1, 2, 3, 4, 5, 7, 8, 10, 13, 16, 20, 25, 31, 40, 45, 50, 60)
+pairs = [(p, q) for p in sizes for q in sizes if p >= q][::-1]
+for i, dtype in enumerate(("float32", "float64", "complex64", "complex128")):
+    for j, (p, q) in enumerate(pairs[i::4][:35]):
+        shape = (p, q) if j % 3 else (q, p)
+        small.append(testing.lapack_type(kinds[j % 5], *shape, dtype=dtype, seed=j))
+def many():
+    for b in small:
+        gpusvd.svd(b, device=device)
+calls["many_small"] = many
 call = calls[name]
 with jit_compilations() as numba_compiled:
     t0 = time.perf_counter(); call(); sync(); first = time.perf_counter() - t0
 t0 = time.perf_counter(); call(); sync(); second = time.perf_counter() - t0
+compiled = {}
+for kernel, seconds in nvrtc:
+    compiled[kernel] = compiled.get(kernel, 0.0) + seconds
 print(json.dumps({"import_s": t_import, "first_s": first, "second_s": second,
                   "numba_compiled": len(numba_compiled),
-                  "nvrtc_compiles": len(nvrtc), "nvrtc_s": sum(nvrtc),
+                  "numba_names": sorted(set(numba_compiled)),
+                  "nvrtc_compiles": len(nvrtc), "nvrtc_s": sum(s for _, s in nvrtc),
+                  "nvrtc_kernels": compiled, "calls": len(small) if name == "many_small" else 1,
                   "kernel_files": {f"{r}@{d}": o for (r, d), o in kernels.LOADED.items()}}))
 """
 
@@ -102,7 +149,8 @@ def _env(numba_cache, cupy_cache, nvrtc):
 
 
 def _child(function, device, n, env):
-    run = subprocess.run([sys.executable, "-c", CHILD, function, device, str(n)],
+    run = subprocess.run([sys.executable, "-c", CHILD, function, device, str(n),
+                          json.dumps(SHAPES)],
                          capture_output=True, text=True, env=env, timeout=900)
     if run.returncode != 0:
         return {"error": (run.stderr or run.stdout).strip().splitlines()[-1]}
@@ -152,6 +200,12 @@ def _print_row(row):
           f"{row['nvrtc_compiles']:6d} {row['nvrtc_s']:7.2f} "
           f"{sum(o == 'shipped' for o in row['kernel_files'].values())}/"
           f"{len(row['kernel_files'])}", flush=True)
+    compiled = sorted(row["nvrtc_kernels"].items(), key=lambda kv: -kv[1])
+    if compiled:
+        print("    compiled: " + ", ".join(f"{k} {s:.2f}" for k, s in compiled[:12]),
+              flush=True)
+    if row["numba_names"]:
+        print("    numba: " + ", ".join(row["numba_names"][:8]), flush=True)
 
 
 def main():
@@ -159,7 +213,10 @@ def main():
     parser.add_argument("--device", choices=("cpu", "gpu", "both"), default="both")
     parser.add_argument("--n", type=int, default=0,
                         help="columns (rows 1.5 n); default 200 on the CPU, 1000 on the GPU")
-    parser.add_argument("--functions", nargs="+", default=FUNCTIONS, choices=FUNCTIONS)
+    parser.add_argument("--functions", nargs="+", default=FUNCTIONS, choices=CASES,
+                        help="public functions (at --n), svd of the SHAPES each path of "
+                             "'auto' meets, and many_small: 140 small LAPACK test "
+                             "matrices of every dtype in one process")
     parser.add_argument("--states", nargs="+", default=None,
                         choices=("empty", "nvrtc", "precompiled", "warm"),
                         help="cache states to run (default: all of the device's)")

@@ -12,6 +12,7 @@ import numpy as np
 
 from ._core import lapack, tunables, validation
 from ._core.arrays import place
+from ._core.backend import simple_reductions
 from ._core.errors import LinAlgError
 from ._core.front_end import directly, receive
 from ._core.memory import DENSE_HINT, hint_on_exhaustion
@@ -233,6 +234,7 @@ def _differentiated(a, *, full_matrices, compute_uv, gauge_invariant, broadening
 
 
 @hint_on_exhaustion(DENSE_HINT)
+@simple_reductions
 def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=False,
         check_finite=True, device="auto", reduction="auto", gauge_invariant=False,
         broadening=None, **options):
@@ -360,6 +362,7 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
 
 
 @hint_on_exhaustion(DENSE_HINT)
+@simple_reductions
 def svdvals(a, *, method="auto", overwrite_a=False, check_finite=True, device="auto",
             reduction="auto", gauge_invariant=False, broadening=None, **options):
     """Singular values of ``a`` (or of each matrix of a stack), descending.

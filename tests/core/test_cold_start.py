@@ -10,6 +10,12 @@ import json
 import os
 import subprocess
 import sys
+import types
+
+import numpy as np
+import pytest
+
+from gpusvd._core import backend
 
 # Run in a fresh interpreter: public calls of every method and dtype, on shapes the
 # precompile step does not use; prints the gpusvd functions Numba compiled.
@@ -55,3 +61,105 @@ def test_a_fresh_process_compiles_nothing_after_precompile(tmp_path):
     _run(["-m", "gpusvd", "precompile"], tmp_path, timeout=1200)
     compiled = json.loads(_run(["-c", _FIRST_CALLS], tmp_path, timeout=600).splitlines()[-1])
     assert compiled == [], f"compiled at the first call despite the cache: {compiled}"
+
+
+# The public functions, each of which runs its CuPy work without CuPy's CUB block
+# reductions (compiled per reduced length: a new shape's first call compiled for seconds).
+_PUBLIC = ("svd", "svdvals", "polar", "jacobi_svd", "hsvd", "eigh_factored", "takagi",
+           "svd_lowrank")
+
+
+def _wrappers(fn):
+    while fn is not None:
+        yield fn
+        fn = getattr(fn, "__wrapped__", None)
+
+
+@pytest.mark.parametrize("name", _PUBLIC)
+def test_every_public_function_runs_without_block_reductions(name):
+    import gpusvd
+    from gpusvd import distributed
+
+    for fn in (getattr(gpusvd, name),) + ((distributed.svd_lowrank,)
+                                          if name == "svd_lowrank" else ()):
+        codes = [w.__code__ for w in _wrappers(fn)]
+        assert backend.simple_reductions(len).__code__ in codes, name
+
+
+class _Accelerators:
+    """A stand-in for ``cupy._core``'s reduction accelerators, recording each setting."""
+
+    def __init__(self, initial):
+        self.current, self.settings = list(initial), []
+
+    def get_reduction_accelerators(self):
+        return self.current
+
+    def set_reduction_accelerators(self, accelerators):
+        self.current = list(accelerators)
+        self.settings.append(list(accelerators))
+
+
+@pytest.mark.parametrize("initial", [[1], []])
+def test_the_users_reduction_accelerators_are_restored(initial, monkeypatch):
+    """Inside a call the accelerators are none; after it, the user's again, also when the
+    call raises; a user who chose none is left alone."""
+    import gpusvd
+
+    core = _Accelerators(initial)
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(_core=core))
+    seen = []
+    inner = backend.simple_reductions(lambda: seen.append(list(core.current)))
+    inner()
+    assert seen == [[]] and core.current == initial
+    assert core.settings == ([[], initial] if initial else [])
+    a = np.arange(12.0).reshape(4, 3)
+    np.testing.assert_allclose(gpusvd.svdvals(a, device="cpu"),
+                               np.linalg.svd(a, compute_uv=False), rtol=1e-13)
+    assert core.current == initial
+    with pytest.raises(ValueError):
+        gpusvd.svd(np.ones(3), device="cpu")
+    assert core.current == initial
+
+
+@pytest.mark.gpu
+def test_a_new_shape_compiles_no_cupy_kernel():
+    """After one SVD of each path and dtype, another shape of it (other reduced lengths,
+    another stack size) compiles nothing: CuPy's kernels depend on dtypes and dimensions,
+    not lengths."""
+    import cupy
+    from cupy.cuda import compiler
+
+    import gpusvd
+
+    hook = next(n for n in ("_compile_using_nvrtc_no_warning", "compile_using_nvrtc")
+                if hasattr(compiler, n))
+    rng = np.random.default_rng(0)
+    cases = [((300, 300), "float64"), ((300, 300), "float32"), ((50, 128, 128), "float32"),
+             ((20, 128, 128), "complex128"), ((3000, 256), "float32")]
+    others = [((700, 700), "float64"), ((90, 90), "float32"), ((7, 200, 200), "float32"),
+              ((9, 100, 100), "complex128"), ((20000, 64), "float32")]
+
+    def run(shape, dtype):
+        a = rng.standard_normal(shape)
+        if dtype.startswith("complex"):
+            a = a + 1j * rng.standard_normal(shape)
+        gpusvd.svd(cupy.asarray(a.astype(dtype)), full_matrices=False)
+        gpusvd.svdvals(cupy.asarray(a.astype(dtype)))
+
+    for case in cases:
+        run(*case)
+    compiled = []
+    original = getattr(compiler, hook)
+
+    def counting(source, *args, **kwargs):
+        compiled.append(source.split("__global__", 1)[-1][:80])
+        return original(source, *args, **kwargs)
+
+    setattr(compiler, hook, counting)
+    try:
+        for case in others:
+            run(*case)
+    finally:
+        setattr(compiler, hook, original)
+    assert compiled == [], compiled

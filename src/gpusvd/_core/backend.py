@@ -5,6 +5,7 @@ says which ``xp`` an array belongs to and whether a GPU is usable at all.
 """
 
 import functools
+import sys
 
 import numpy as np
 
@@ -19,6 +20,36 @@ def cupy_or_none():
         return cupy
     except Exception:  # no CuPy, no driver or no device: the CPU path serves
         return None
+
+
+def simple_reductions(fn):
+    """Decorator of the public functions: CuPy's reductions inside ``fn`` without CuPy's
+    CUB block reduction, the user's setting restored after.
+
+    With its reduction accelerator ``cub`` (CuPy's default), CuPy compiles a CUB block
+    reduction through jitify for each power of two of the reduced length up to 2048,
+    about 0.3-4 s a compilation: on the H200 the first SVD of each new shape compiled
+    for seconds, after ``gpusvd precompile`` too (one 300² float64 matrix: 6 s). CuPy's
+    own reduction kernel depends on the dtypes and the number of
+    dimensions only, so ``gpusvd precompile`` covers it. Nothing is imported: a call that
+    does not use CuPy is left as it is, and so is one that ``torch.compile`` traces (its
+    operators' eager calls come back here).
+    """
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.compiler.is_compiling():
+            return fn(*args, **kwargs)
+        core = getattr(sys.modules.get("cupy"), "_core", None)
+        saved = getattr(core, "get_reduction_accelerators", lambda: [])()
+        if not saved:
+            return fn(*args, **kwargs)
+        core.set_reduction_accelerators([])
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            core.set_reduction_accelerators(saved)
+    return wrapped
 
 
 def is_cupy_array(a) -> bool:

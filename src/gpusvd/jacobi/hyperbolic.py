@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._core import validation
+from .._core.backend import simple_reductions
 from .._core.front_end import receive
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
 from .._core.results import HSVDResult
@@ -117,6 +118,7 @@ def receive_factor(g, signs, *, options, device, check_finite, what):
 
 
 @hint_on_exhaustion(DENSE_HINT)
+@simple_reductions
 def hsvd(g, signs, *, strategy=DEFAULTS.strategy, variant=DEFAULTS.variant,
          shorten=DEFAULTS.shorten, tol=None, max_sweeps=MAX_SWEEPS, check_finite=True,
          device="auto"):
@@ -166,6 +168,7 @@ def hsvd(g, signs, *, strategy=DEFAULTS.strategy, variant=DEFAULTS.variant,
 
 
 @hint_on_exhaustion(DENSE_HINT)
+@simple_reductions
 def eigh_factored(g, signs, *, strategy=DEFAULTS.strategy, variant=DEFAULTS.variant,
                   shorten=DEFAULTS.shorten, tol=None, max_sweeps=MAX_SWEEPS,
                   check_finite=True, device="auto"):

@@ -32,6 +32,7 @@ import numpy as np
 
 from .._core import lapack, profile, validation
 from .._core.arrays import place
+from .._core.backend import simple_reductions
 from .._core.errors import LinAlgError
 from .._core.front_end import directly, receive
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
@@ -112,6 +113,7 @@ def _unitary_factor(a, xp, method):
 
 
 @hint_on_exhaustion(DENSE_HINT)
+@simple_reductions
 def polar(a, side="right", *, method="auto", check_finite=True, device="auto",
           broadening=None):
     """Polar decomposition ``a = u @ p`` (``side="right"``) or ``a = p @ u`` (``"left"``).

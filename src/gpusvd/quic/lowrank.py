@@ -13,7 +13,7 @@ import numpy as np
 
 from .._core import tunables, validation
 from .._core.arrays import parse_device, place
-from .._core.backend import cupy_or_none, to_host
+from .._core.backend import cupy_or_none, simple_reductions, to_host
 from .._core.memory import LOWRANK_HINT, hint_on_exhaustion
 from .._core.results import LowRankSVD
 from .driver import partition_bounds, quic_svd
@@ -91,6 +91,7 @@ def _placement_xp(source, device):
 
 
 @hint_on_exhaustion(LOWRANK_HINT)
+@simple_reductions
 def svd_lowrank(a, eps=1e-6, delta=1e-6, *, max_rank=None, partitions=None, seed=None,
                 device="auto", progress=False):
     """Low-rank SVD with a guaranteed error by QUIC-SVD (cosine trees, Monte Carlo).

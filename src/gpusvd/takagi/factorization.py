@@ -10,6 +10,7 @@ is square, finite and symmetric (Aᵀ = A, not Hermitian), picks the method for
 import numpy as np
 
 from .._core import validation
+from .._core.backend import simple_reductions
 from .._core.front_end import receive
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
 from .._core.results import TakagiResult
@@ -68,6 +69,7 @@ def _diagonal_takagi(mats, xp):
 
 
 @hint_on_exhaustion(DENSE_HINT)
+@simple_reductions
 def takagi(a, *, method="auto", device="auto", tol=None, max_sweeps=driver.MAX_SWEEPS,
            check_finite=True):
     """Takagi factorization ``a = U @ diag(S) @ U.T`` of a complex symmetric matrix.
