@@ -241,7 +241,8 @@ def main(argv=None) -> int:
                 elif pred is not None and pred > args.max_call:
                     rec["skipped"] = f"predicted {pred:.3g} s > --max-call {args.max_call:g}"
                 elif pred is not None and (args.warmup + 1) * pred > left:
-                    rec["skipped"] = f"predicted {(args.warmup + 1) * pred:.3g} s, {left:.3g} s left"
+                    rec["skipped"] = (f"predicted {(args.warmup + 1) * pred:.3g} s, "
+                                      f"{left:.3g} s left")
                 if not rec["skipped"]:
                     try:
                         timing = common.time_gpu(build_runner(meth, a), warmup=args.warmup,

@@ -68,8 +68,8 @@ def calls(dtype, device="cpu"):
     # Past two Jacobi blocks on either device (b = 16 on the CPU, 32 on the GPU), so the
     # blocked path runs, not only the pointwise kernel: the H100's first svd(method=
     # "jacobi") of a 1500×1000 matrix still took 7.1 s after a step that used 40×36.
-    widths = tunables.get()
-    cols = 2 * max(widths.jacobi_block_width, widths.jacobi_block_width_gpu) + 4
+    tuned = tunables.get()
+    cols = 2 * max(tuned.jacobi_block_width, tuned.jacobi_block_width_gpu) + 4
     tall = put(rng.standard_normal((cols + 10, cols)).astype(dtype))
     stack = put(rng.standard_normal((3, 6, 4)).astype(dtype))
     # Past the small-matrix kernel (2b columns on the GPU): "auto" takes the polar
@@ -96,6 +96,14 @@ def calls(dtype, device="cpu"):
         # conquer's host loops (deflation) are reached only through it
         out.append((f"svd gr two-stage {dtype}",
                     lambda: gpusvd.svd(tall, method="gr", reduction="two-stage", **cpu)))
+    if device == "gpu" and dtype.kind == "f":
+        # One real matrix's polar paths past the fixed sequence's graph of the
+        # eigendecomposition, and past the fixed sequence (the eager one-matrix QDWH):
+        # each has CuPy kernels of its own.
+        for n in (tuned.fixed_schedule_graph_eigh_max_n + 1, tuned.fixed_schedule_max_n + 1):
+            one = put(rng.standard_normal((n, n)).astype(dtype))
+            out.append((f"svd polar {n}² {dtype}",
+                        lambda one=one: gpusvd.svd(one, method="polar", **cpu)))
     if dtype.kind == "f":  # QUIC-SVD is real; Takagi's input is complex symmetric
         out.append((f"svd_lowrank {dtype}", lambda: gpusvd.svd_lowrank(low, **cpu)))
     else:
