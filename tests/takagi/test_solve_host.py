@@ -11,18 +11,23 @@ import pytest
 from . import host_takagi_steps
 from . import naive_takagi as naive
 from gpusvd import testing
-from gpusvd.takagi import steps
+from gpusvd.takagi import driver, steps
 from gpusvd.takagi.ordering import chess_tournament
 
 DTYPES = (np.complex64, np.complex128)
 
 
 @pytest.fixture(scope="module")
-def host_solve(tmp_path_factory):
-    solve = host_takagi_steps.build(tmp_path_factory.mktemp("takagi_host"))
-    if solve is None:
+def host_kernels(tmp_path_factory):
+    kernels = host_takagi_steps.build(tmp_path_factory.mktemp("takagi_host"))
+    if kernels is None:
         pytest.skip("g++ is not on PATH")
-    return solve
+    return kernels
+
+
+@pytest.fixture(scope="module")
+def host_solve(host_kernels):
+    return host_kernels.solve_block_pairs
 
 
 def _twins(host_solve, a, block, sweeps, threads):
@@ -69,3 +74,54 @@ def test_host_build_diagonalizes_graded_tiles(host_solve, dtype):
         d = g.conj().T @ tile @ g.conj()
         off = np.linalg.norm(d - np.diag(np.diag(d)))
         assert off < 100 * 2 * block * eps * np.linalg.norm(tile)
+
+
+# The one-launch factorization of a matrix that is one tile (takagi_solve_one_tile),
+# against the driver's sweeps on the host (takagi.driver on NumPy): the same tournament
+# steps with the tile updated in place instead of by GEMMs, so the same values to rounding.
+
+def _one_tile(host_kernels, a, threads, tol=None, max_sweeps=driver.MAX_SWEEPS):
+    n = a.shape[0]
+    tol = driver.default_tol(n, a.dtype) if tol is None else tol
+    return host_kernels.solve_one_tile(a, tol, max_sweeps, threads)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n, threads", [(1, 64), (2, 64), (5, 64), (16, 96), (31, 128),
+                                        (64, 256)])
+def test_one_tile_factors_the_matrix(host_kernels, n, threads, dtype):
+    a = testing.complex_symmetric(n, dtype=dtype, seed=n)
+    a = a / np.abs(a).max()  # the driver's scaling: the largest entry about 1
+    d, u, status = _one_tile(host_kernels, a, threads)
+    sweeps, off2, norm2 = status
+    eps = np.finfo(dtype).eps
+    assert off2 <= driver.default_tol(n, dtype) ** 2 * norm2
+    assert sweeps <= 12 if n > 1 else sweeps == 0
+    assert testing.orthogonality(u) < 10
+    u64 = u.astype(np.complex128)
+    residual = np.linalg.norm(a - (u64 * d) @ u64.T) / np.linalg.norm(a)
+    assert residual < 10 * n * eps
+    want = np.linalg.svd(a.astype(np.complex128), compute_uv=False)
+    np.testing.assert_allclose(np.sort(np.abs(d))[::-1], want, rtol=0,
+                               atol=10 * n * eps * want[0])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_one_tile_keeps_a_diagonal_matrix_and_reports_no_convergence(host_kernels, dtype):
+    a = np.diag(np.array([2.0, -1j, 0.5, 0.0], dtype))
+    d, u, status = _one_tile(host_kernels, a, 64)
+    assert status[0] == 0 and status[1] == 0
+    assert np.array_equal(d, np.diag(a)) and np.array_equal(u, np.eye(4, dtype=dtype))
+    b = testing.complex_symmetric(12, dtype=dtype, seed=3)
+    _, _, status = _one_tile(host_kernels, b, 64, tol=1e-30, max_sweeps=2)
+    assert status[0] == 2 and status[1] > 1e-60 * status[2]
+
+
+@pytest.mark.parametrize("threads", [64, 160])
+def test_one_tile_matches_the_sweeps_of_the_driver(host_kernels, threads):
+    a = testing.complex_symmetric(24, dtype=np.complex128, seed=11)
+    a = a / np.abs(a).max()
+    d, u, _ = _one_tile(host_kernels, a, threads)
+    s, _ = driver.factorize(a, np, tol=driver.default_tol(24, a.dtype),
+                            max_sweeps=driver.MAX_SWEEPS)
+    np.testing.assert_allclose(np.sort(np.abs(d))[::-1], s, rtol=0, atol=100 * 24 * 2e-16)

@@ -5,7 +5,8 @@
 matrices go through the pointwise sweeps; ``test_blocked`` forces the blocked form with
 small blocks. ``TestTakagiEigh_CPU`` reruns the properties with ``method="auto"``, the
 real symmetric eigenproblem on the CPU (``method="eigh"``), to 30 n·ε;
-``TestTakagiEigh_GPU`` with CuPy input.
+``TestTakagiEigh_GPU`` with CuPy input. ``TestTakagiOneLaunch_GPU`` reruns the GPU tests
+with the matrices of up to 64 indices factored in one launch.
 """
 
 import numpy as np
@@ -255,6 +256,30 @@ class TestTakagi_GPU(TestTakagi_CPU):
         s_gpu, _ = takagi(a, device="gpu")
         s_cpu, _ = takagi(a, device="cpu")
         assert testing.sv_error(s_gpu, s_cpu) < BOUND * 150
+
+
+@pytest.mark.gpu
+class TestTakagiOneLaunch_GPU(TestTakagi_GPU):
+    """Every GPU test with matrices of up to 64 indices factored as one tile in one launch
+    (``takagi_solve_one_tile``, tunable ``takagi_one_launch_max_n``); the larger ones
+    take the sweeps as before."""
+
+    @pytest.fixture(autouse=True)
+    def _one_launch(self):
+        with tunables.override(takagi_one_launch_max_n=64):
+            yield
+
+    @pytest.mark.parametrize("dtype", COMPLEX)
+    def test_agrees_with_the_sweeps(self, dtype):
+        a = testing.complex_symmetric(50, dtype=dtype, seed=23)
+        s1, u1 = (_host(x) for x in self.takagi(a))
+        with tunables.override(takagi_one_launch_max_n=0):
+            s2, u2 = (_host(x) for x in self.takagi(a))
+        eps = np.finfo(dtype).eps
+        assert np.max(np.abs(s1 - s2)) <= BOUND * 50 * eps * s1[0]
+        sign = np.sign(np.real(np.sum(u1.conj() * u2, axis=0)))
+        gap = np.min(np.diff(-s1)) / s1[0]
+        assert np.max(np.abs(u1 * sign - u2)) <= BOUND * 50 * eps / gap
 
 
 class TestTakagiEigh_CPU(TestTakagi_CPU):

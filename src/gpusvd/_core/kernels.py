@@ -49,7 +49,7 @@ REGISTRY = {
     "takagi/kernels/takagi_steps.cu": KernelFile(tuple(
         f"{kernel}<{ctype}>"
         for kernel in ("takagi_rotations", "takagi_rotate_rows", "takagi_rotate_columns",
-                       "takagi_solve_block_pairs")
+                       "takagi_solve_block_pairs", "takagi_solve_one_tile")
         for ctype in _REAL)),
     "jacobi/kernels/inner_jacobi.cu": KernelFile(tuple(
         f"inner_jacobi<{ctype}, {lanes}>" for ctype in _ALL for lanes in (4, 8, 16, 32))

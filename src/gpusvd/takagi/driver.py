@@ -25,11 +25,17 @@ Alg. 2 of the paper, with its choices made explicit:
      step's pairs are adjacent (see :class:`_Blocked`).
      Padding stays exactly zero: a rotation with a zero off-diagonal entry is the
      identity.
+   - One launch (GPU, n up to the tunable ``takagi_one_launch_max_n`` and 2b): the matrix
+     is one tile, and every sweep of its inner solve runs in one thread block, the tile
+     rotated in place (not by GEMMs), the stopping test computed by the block before each
+     sweep (:func:`.steps_cuda.solve_one_tile`): one launch and one host synchronization
+     for the whole factorization.
 3. The diagonal d is complex; its phases move into U (U_k ← U_k e^{i arg(d_k)/2}) so that
    S = |d| ≥ 0, then S is sorted descending with U's columns.
 """
 
 
+import math
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -165,6 +171,46 @@ class _Blocked:
         return self.a.diagonal()[keep], u[:n][:, keep]
 
 
+def _not_converged(max_sweeps, off, tol):
+    return LinAlgError(f"takagi: the Jacobi sweeps did not converge in {max_sweeps} sweeps: "
+                       f"off-diagonal norm {off:.3g}·‖A‖_F, tolerance {tol:.3g}·‖A‖_F "
+                       f"(raise max_sweeps or tol)")
+
+
+def _sweeps(work, xp, tol, max_sweeps):
+    """Sweeps on the scaled, symmetric ``work`` until ‖off(A)‖_F ≤ tol·‖A‖_F, one host
+    synchronization each: the diagonal and U."""
+    n = work.shape[0]
+    t = tunables.get()
+    blocked = n >= t.takagi_blocked_min_n or (xp is not np and n <= 2 * t.takagi_block_size)
+    method = (_Blocked if blocked else _Pointwise)(work, xp)
+    norm = float(xp.linalg.norm(work))
+    for sweep in range(max_sweeps + 1):
+        with profile.phase("takagi_check", xp):
+            off = _off_norm(method.a, xp)
+        if sweep:
+            progress.report("takagi", sweep, max_sweeps, off=off / norm)  # norm > 0 here
+        if off <= tol * norm:
+            break
+        if sweep == max_sweeps:
+            raise _not_converged(max_sweeps, off / norm, tol)
+        method.sweep()
+    return method.diagonal_and_vectors(n)
+
+
+def _one_launch(work, tol, max_sweeps):
+    """The sweeps of a matrix that is one tile, in one launch on the GPU
+    (:func:`.steps_cuda.solve_one_tile`) and one host synchronization: the diagonal and
+    U."""
+    d, u, status = steps_cuda.solve_one_tile(work, tol, max_sweeps)
+    sweeps, off2, norm2 = (float(v) for v in status.get())
+    if sweeps:  # then norm2 > 0
+        progress.report("takagi", int(sweeps), max_sweeps, off=math.sqrt(off2 / norm2))
+    if off2 > tol * tol * norm2:
+        raise _not_converged(max_sweeps, math.sqrt(off2 / norm2), tol)
+    return d, u
+
+
 def factorize(a, xp, *, tol, max_sweeps):
     """Takagi values and vectors of one complex symmetric matrix.
 
@@ -192,22 +238,10 @@ def factorize(a, xp, *, tol, max_sweeps):
     work = times_power_of_two(a, -exponent, xp)
     work = xp.ascontiguousarray((work + work.T) * real.type(0.5))  # kernels take C order
     t = tunables.get()
-    blocked = n >= t.takagi_blocked_min_n or (xp is not np and n <= 2 * t.takagi_block_size)
-    method = (_Blocked if blocked else _Pointwise)(work, xp)
-    norm = float(xp.linalg.norm(work))
-    for sweep in range(max_sweeps + 1):
-        with profile.phase("takagi_check", xp):
-            off = _off_norm(method.a, xp)
-        if sweep:
-            progress.report("takagi", sweep, max_sweeps, off=off / norm)  # norm > 0 here
-        if off <= tol * norm:
-            break
-        if sweep == max_sweeps:
-            raise LinAlgError(f"takagi: the Jacobi sweeps did not converge in {max_sweeps} "
-                              f"sweeps: off-diagonal norm {off / norm:.3g}·‖A‖_F, tolerance "
-                              f"{tol:.3g}·‖A‖_F (raise max_sweeps or tol)")
-        method.sweep()
-    d, u = method.diagonal_and_vectors(n)
+    if xp is not np and n <= min(t.takagi_one_launch_max_n, 2 * t.takagi_block_size):
+        d, u = _one_launch(work, tol, max_sweeps)
+    else:
+        d, u = _sweeps(work, xp, tol, max_sweeps)
     s = xp.abs(d)
     u = u * xp.exp(0.5j * xp.angle(d)).astype(dtype)[None, :]
     order = xp.argsort(-s)

@@ -17,6 +17,10 @@
 //                        `sweeps` sweeps of the steps above run on it (the chess-tournament
 //                        pairs of a step computed by Alg. 1 on the fly), two barriers per
 //                        step (see the kernel).
+// takagi_solve_one_tile  the whole factorization of a matrix of at most 2b indices in one
+//                        launch (takagi/driver.py, _OneTile): the matrix is one tile, and
+//                        sweeps of the inner solve's steps run on it until its off-diagonal
+//                        norm passes the driver's test, which the thread block computes.
 //
 // Arrays are C-contiguous (row-major) n x n.
 
@@ -183,30 +187,14 @@ __device__ __forceinline__ void step_rotations(const Complex<T> *tile, int ld, i
     }
 }
 
+// `steps` steps of the tournament of the `width` = 2 `block` indices of the tile, from
+// its step 0, on the tile and its accumulated unitary g, both in shared memory (rot and
+// index: the double-buffered rotations and pair tables). Called by every thread of the
+// block; the tile and g are complete on return.
 template <typename T>
-__global__ void takagi_solve_block_pairs(const Complex<T> *__restrict__ a, int n,
-                                         const int *__restrict__ block_pairs, int block,
-                                         int sweeps, Complex<T> *out)
+__device__ void tile_steps(Complex<T> *tile, Complex<T> *g, Complex<T> *rot, int *index,
+                           int ld, int width, int block, int steps)
 {
-    extern __shared__ __align__(16) unsigned char shared_raw[];
-    const int width = 2 * block;
-    const int ld = width + 1;  // padded rows: a column walk does not hit one bank
-    Complex<T> *tile = reinterpret_cast<Complex<T> *>(shared_raw);
-    Complex<T> *g = tile + width * ld;
-    Complex<T> *rot = g + width * ld;                        // 2 x block x 4
-    int *index = reinterpret_cast<int *>(rot + 8 * block);   // 2 x (pi, pj) x block
-    const int p = blockIdx.x;
-    const int bi = block_pairs[2 * p], bj = block_pairs[2 * p + 1];
-
-    for (int e = threadIdx.x; e < width * width; e += blockDim.x) {
-        const int r = e / width, c = e - r * width;
-        const int gr = r < block ? bi * block + r : bj * block + r - block;
-        const int gc = c < block ? bi * block + c : bj * block + c - block;
-        tile[r * ld + c] = a[(size_t)gr * n + gc];
-        g[r * ld + c] = cplx(T(r == c ? 1 : 0), T(0));
-    }
-    __syncthreads();
-    const int steps = sweeps * (width - 1);
     if (steps > 0 && threadIdx.x < 32)
         step_rotations(tile, ld, width, block, 0, index, index + block, rot);
     __syncthreads();
@@ -260,7 +248,109 @@ __global__ void takagi_solve_block_pairs(const Complex<T> *__restrict__ a, int n
         }
         __syncthreads();
     }
+}
+
+template <typename T>
+__global__ void takagi_solve_block_pairs(const Complex<T> *__restrict__ a, int n,
+                                         const int *__restrict__ block_pairs, int block,
+                                         int sweeps, Complex<T> *out)
+{
+    extern __shared__ __align__(16) unsigned char shared_raw[];
+    const int width = 2 * block;
+    const int ld = width + 1;  // padded rows: a column walk does not hit one bank
+    Complex<T> *tile = reinterpret_cast<Complex<T> *>(shared_raw);
+    Complex<T> *g = tile + width * ld;
+    Complex<T> *rot = g + width * ld;                        // 2 x block x 4
+    int *index = reinterpret_cast<int *>(rot + 8 * block);   // 2 x (pi, pj) x block
+    const int p = blockIdx.x;
+    const int bi = block_pairs[2 * p], bj = block_pairs[2 * p + 1];
+
+    for (int e = threadIdx.x; e < width * width; e += blockDim.x) {
+        const int r = e / width, c = e - r * width;
+        const int gr = r < block ? bi * block + r : bj * block + r - block;
+        const int gc = c < block ? bi * block + c : bj * block + c - block;
+        tile[r * ld + c] = a[(size_t)gr * n + gc];
+        g[r * ld + c] = cplx(T(r == c ? 1 : 0), T(0));
+    }
+    __syncthreads();
+    tile_steps(tile, g, rot, index, ld, width, block, sweeps * (width - 1));
     Complex<T> *dst = out + (size_t)p * width * width;
     for (int e = threadIdx.x; e < width * width; e += blockDim.x)
         dst[e] = g[(e / width) * ld + e % width];
+}
+
+// The sum of x over the thread block, the same in every thread: lane t < 32 adds the
+// partials t + 32, t + 64, ... to its own, then every thread adds the 32 lanes in order.
+// scratch holds blockDim.x values; blockDim.x >= 32.
+template <typename T>
+__device__ T block_sum(T x, T *scratch)
+{
+    scratch[threadIdx.x] = x;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        T s = scratch[threadIdx.x];
+        for (int t = threadIdx.x + 32; t < (int)blockDim.x; t += 32) s += scratch[t];
+        scratch[threadIdx.x] = s;
+    }
+    __syncthreads();
+    T total = T(0);
+    for (int t = 0; t < 32; ++t) total += scratch[t];
+    __syncthreads();  // scratch is free again
+    return total;
+}
+
+// The n x n matrix a (n <= width = 2 block; the indices from n on are zero padding, which
+// no rotation mixes in) as one tile: sweeps of width - 1 steps until the off-diagonal
+// norm is at most tol times the Frobenius norm (squares compared: a is scaled so that its
+// largest entry is about 1), checked before each sweep as the driver's loop does, at most
+// max_sweeps. Out: the diagonal d (n), U (n x n) = g with A = U diag(d) U^T, and status =
+// (sweeps done, off-diagonal norm squared, norm squared): not converged where the second
+// is above tol^2 times the third.
+template <typename T>
+__global__ void takagi_solve_one_tile(const Complex<T> *__restrict__ a, int n, int block,
+                                      T tol, int max_sweeps, Complex<T> *d, Complex<T> *u,
+                                      T *status)
+{
+    extern __shared__ __align__(16) unsigned char shared_raw[];
+    const int width = 2 * block;
+    const int ld = width + 1;
+    Complex<T> *tile = reinterpret_cast<Complex<T> *>(shared_raw);
+    Complex<T> *g = tile + width * ld;
+    Complex<T> *rot = g + width * ld;
+    int *index = reinterpret_cast<int *>(rot + 8 * block);
+    T *scratch = reinterpret_cast<T *>(index + 4 * block);   // blockDim.x values
+
+    T squares = T(0);
+    for (int e = threadIdx.x; e < width * width; e += blockDim.x) {
+        const int r = e / width, c = e - r * width;
+        const Complex<T> x = r < n && c < n ? a[(size_t)r * n + c] : cplx(T(0), T(0));
+        tile[r * ld + c] = x;
+        g[r * ld + c] = cplx(T(r == c ? 1 : 0), T(0));
+        squares += x.re * x.re + x.im * x.im;
+    }
+    const T norm2 = block_sum(squares, scratch);  // its barriers also publish the tile
+    const T bound = tol * tol * norm2;
+    int sweep = 0;
+    T off2;
+    for (;; ++sweep) {
+        squares = T(0);
+        for (int e = threadIdx.x; e < width * width; e += blockDim.x) {
+            const int r = e / width, c = e - r * width;
+            const Complex<T> x = tile[r * ld + c];
+            if (r != c) squares += x.re * x.re + x.im * x.im;
+        }
+        off2 = block_sum(squares, scratch);
+        if (off2 <= bound || sweep == max_sweeps) break;
+        tile_steps(tile, g, rot, index, ld, width, block, width - 1);
+    }
+    for (int e = threadIdx.x; e < n * n; e += blockDim.x) {
+        const int r = e / n, c = e - r * n;
+        u[e] = g[r * ld + c];
+    }
+    for (int i = threadIdx.x; i < n; i += blockDim.x) d[i] = tile[i * ld + i];
+    if (threadIdx.x == 0) {
+        status[0] = T(sweep);
+        status[1] = off2;
+        status[2] = norm2;
+    }
 }
