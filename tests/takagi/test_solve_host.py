@@ -92,26 +92,34 @@ def _one_tile(host_kernels, a, threads, tol=None, max_sweeps=driver.MAX_SWEEPS):
 def test_one_tile_factors_the_matrix(host_kernels, n, threads, dtype):
     a = testing.complex_symmetric(n, dtype=dtype, seed=n)
     a = a / np.abs(a).max()  # the driver's scaling: the largest entry about 1
-    d, u, status = _one_tile(host_kernels, a, threads)
+    s, u, status = _one_tile(host_kernels, a, threads)
     sweeps, off2, norm2 = status
     eps = np.finfo(dtype).eps
     assert off2 <= driver.default_tol(n, dtype) ** 2 * norm2
     assert sweeps <= 12 if n > 1 else sweeps == 0
+    assert np.all(s[:-1] >= s[1:]) and np.all(s >= 0)
     assert testing.orthogonality(u) < 10
-    u64 = u.astype(np.complex128)
-    residual = np.linalg.norm(a - (u64 * d) @ u64.T) / np.linalg.norm(a)
-    assert residual < 10 * n * eps
+    assert testing.svd_residual(a, u, s, u.T) < 10
     want = np.linalg.svd(a.astype(np.complex128), compute_uv=False)
-    np.testing.assert_allclose(np.sort(np.abs(d))[::-1], want, rtol=0,
-                               atol=10 * n * eps * want[0])
+    np.testing.assert_allclose(s, want, rtol=0, atol=10 * n * eps * want[0])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_one_tile_keeps_a_diagonal_matrix_and_reports_no_convergence(host_kernels, dtype):
-    a = np.diag(np.array([2.0, -1j, 0.5, 0.0], dtype))
-    d, u, status = _one_tile(host_kernels, a, 64)
+def test_one_tile_of_a_diagonal_matrix_is_its_phase_matrix(host_kernels, dtype):
+    """No sweep: the values in descending order (ties in index order), U the phases
+    e^{i arg(d)/2} in their columns, exactly 1 for a non-negative real d."""
+    d = np.array([0.5, -1j, 2.0, 0.0, -1j], dtype)
+    s, u, status = _one_tile(host_kernels, np.diag(d), 64)
     assert status[0] == 0 and status[1] == 0
-    assert np.array_equal(d, np.diag(a)) and np.array_equal(u, np.eye(4, dtype=dtype))
+    order = [2, 1, 4, 0, 3]
+    assert np.array_equal(s, np.abs(d)[order])
+    assert np.array_equal(u != 0, np.eye(5, dtype=bool)[:, order])
+    assert u[2, 0] == 1 and u[0, 3] == 1 and u[3, 4] == 1
+    np.testing.assert_allclose(u[1, 1] ** 2, -1j, rtol=0, atol=2 * np.finfo(dtype).eps)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_one_tile_reports_no_convergence(host_kernels, dtype):
     b = testing.complex_symmetric(12, dtype=dtype, seed=3)
     _, _, status = _one_tile(host_kernels, b, 64, tol=1e-30, max_sweeps=2)
     assert status[0] == 2 and status[1] > 1e-60 * status[2]
@@ -119,9 +127,14 @@ def test_one_tile_keeps_a_diagonal_matrix_and_reports_no_convergence(host_kernel
 
 @pytest.mark.parametrize("threads", [64, 160])
 def test_one_tile_matches_the_sweeps_of_the_driver(host_kernels, threads):
-    a = testing.complex_symmetric(24, dtype=np.complex128, seed=11)
+    n = 24
+    a = testing.complex_symmetric(n, dtype=np.complex128, seed=11)
     a = a / np.abs(a).max()
-    d, u, _ = _one_tile(host_kernels, a, threads)
-    s, _ = driver.factorize(a, np, tol=driver.default_tol(24, a.dtype),
-                            max_sweeps=driver.MAX_SWEEPS)
-    np.testing.assert_allclose(np.sort(np.abs(d))[::-1], s, rtol=0, atol=100 * 24 * 2e-16)
+    s1, u1, _ = _one_tile(host_kernels, a, threads)
+    s2, u2 = driver.factorize(a, np, tol=driver.default_tol(n, a.dtype),
+                              max_sweeps=driver.MAX_SWEEPS)
+    eps = np.finfo(float).eps
+    np.testing.assert_allclose(s1, s2, rtol=0, atol=100 * n * eps)
+    sign = np.sign(np.real(np.sum(u1.conj() * u2, axis=0)))   # each column's ±1
+    gap = np.min(np.diff(-s1)) / s1[0]
+    np.testing.assert_allclose(u1 * sign, u2, rtol=0, atol=100 * n * eps / gap)

@@ -199,16 +199,16 @@ def _sweeps(work, xp, tol, max_sweeps):
 
 
 def _one_launch(work, tol, max_sweeps):
-    """The sweeps of a matrix that is one tile, in one launch on the GPU
-    (:func:`.steps_cuda.solve_one_tile`) and one host synchronization: the diagonal and
+    """The sweeps of a matrix that is one tile and step 3, in one launch on the GPU
+    (:func:`.steps_cuda.solve_one_tile`) and one host synchronization: S descending and
     U."""
-    d, u, status = steps_cuda.solve_one_tile(work, tol, max_sweeps)
+    s, u, status = steps_cuda.solve_one_tile(work, tol, max_sweeps)
     sweeps, off2, norm2 = (float(v) for v in status.get())
     if sweeps:  # then norm2 > 0
         progress.report("takagi", int(sweeps), max_sweeps, off=math.sqrt(off2 / norm2))
     if off2 > tol * tol * norm2:
         raise _not_converged(max_sweeps, math.sqrt(off2 / norm2), tol)
-    return d, u
+    return s, u
 
 
 def factorize(a, xp, *, tol, max_sweeps):
@@ -239,10 +239,11 @@ def factorize(a, xp, *, tol, max_sweeps):
     work = xp.ascontiguousarray((work + work.T) * real.type(0.5))  # kernels take C order
     t = tunables.get()
     if xp is not np and n <= min(t.takagi_one_launch_max_n, 2 * t.takagi_block_size):
-        d, u = _one_launch(work, tol, max_sweeps)
+        s, u = _one_launch(work, tol, max_sweeps)
     else:
         d, u = _sweeps(work, xp, tol, max_sweeps)
-    s = xp.abs(d)
-    u = u * xp.exp(0.5j * xp.angle(d)).astype(dtype)[None, :]
-    order = xp.argsort(-s)
-    return scale_values(s[order], exponent, xp), xp.ascontiguousarray(u[:, order])
+        s = xp.abs(d)
+        u = u * xp.exp(0.5j * xp.angle(d)).astype(dtype)[None, :]
+        order = xp.argsort(-s)
+        s, u = s[order], xp.ascontiguousarray(u[:, order])
+    return scale_values(s, exponent, xp), u

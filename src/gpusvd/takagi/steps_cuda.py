@@ -95,10 +95,10 @@ def solve_block_pairs(a, block_pairs, block, sweeps, out=None, threads=None):
 def solve_one_tile(a, tol, max_sweeps, threads=None):
     """The Takagi factorization of the C-contiguous n×n CuPy array ``a`` (n at most twice
     the tunable ``takagi_block_size``: the tile and its unitary in shared memory) in one
-    launch: sweeps until
-    ‖off(A)‖_F ≤ ``tol``·‖A‖_F, at most ``max_sweeps``, as :func:`.driver.factorize`
-    checks them. Returns (d, U, status) CuPy arrays: the complex diagonal, U with
-    A ≈ U diag(d) Uᵀ, and (sweeps, ‖off(A)‖_F², ‖A‖_F²) of the real dtype. Nothing waits
+    launch: sweeps until ‖off(A)‖_F ≤ ``tol``·‖A‖_F, at most ``max_sweeps``, as
+    :func:`.driver.factorize` checks them, then the values ordered and the phases moved
+    into U. Returns (S, U, status) CuPy arrays: S descending (ties in index order), U with
+    A ≈ U diag(S) Uᵀ, and (sweeps, ‖off(A)‖_F², ‖A‖_F²) of the real dtype. Nothing waits
     for the device."""
     import cupy
 
@@ -107,7 +107,7 @@ def solve_one_tile(a, tol, max_sweeps, threads=None):
     if threads is None:
         threads = tunables.get().takagi_solve_threads
     real = np.finfo(a.dtype).dtype
-    d = cupy.empty(n, a.dtype)
+    s = cupy.empty(n, real)
     u = cupy.empty((n, n), a.dtype)
     status = cupy.empty(3, real)
     kernel = _kernel("takagi_solve_one_tile", a.dtype)
@@ -116,5 +116,5 @@ def solve_one_tile(a, tol, max_sweeps, threads=None):
     if kernel.max_dynamic_shared_size_bytes < shared:
         kernel.max_dynamic_shared_size_bytes = shared
     kernel((1,), (threads,), (a, np.int32(n), np.int32(block), real.type(tol),
-                              np.int32(max_sweeps), d, u, status), shared_mem=shared)
-    return d, u, status
+                              np.int32(max_sweeps), s, u, status), shared_mem=shared)
+    return s, u, status

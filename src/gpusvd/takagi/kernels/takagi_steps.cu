@@ -18,9 +18,10 @@
 //                        pairs of a step computed by Alg. 1 on the fly), two barriers per
 //                        step (see the kernel).
 // takagi_solve_one_tile  the whole factorization of a matrix of at most 2b indices in one
-//                        launch (takagi/driver.py, _OneTile): the matrix is one tile, and
-//                        sweeps of the inner solve's steps run on it until its off-diagonal
-//                        norm passes the driver's test, which the thread block computes.
+//                        launch (takagi/driver.py): the matrix is one tile, sweeps of the
+//                        inner solve's steps run on it until its off-diagonal norm passes
+//                        the driver's test, which the thread block computes; then the
+//                        values are ordered and the phases moved into U.
 //
 // Arrays are C-contiguous (row-major) n x n.
 
@@ -303,13 +304,14 @@ __device__ T block_sum(T x, T *scratch)
 // no rotation mixes in) as one tile: sweeps of width - 1 steps until the off-diagonal
 // norm is at most tol times the Frobenius norm (squares compared: a is scaled so that its
 // largest entry is about 1), checked before each sweep as the driver's loop does, at most
-// max_sweeps. Out: the diagonal d (n), U (n x n) = g with A = U diag(d) U^T, and status =
-// (sweeps done, off-diagonal norm squared, norm squared): not converged where the second
-// is above tol^2 times the third.
+// max_sweeps. Then the driver's last step: with d the diagonal, the Takagi values
+// s = |d| in descending order (ties in index order: each value's rank counted) and
+// U = g diag(e^{i arg(d)/2}) in that order, so that A = U diag(s) U^T. Out: s (n), U
+// (n x n) and status = (sweeps done, off-diagonal norm squared, norm squared): not
+// converged where the second is above tol^2 times the third. blockDim.x >= 64 >= n.
 template <typename T>
 __global__ void takagi_solve_one_tile(const Complex<T> *__restrict__ a, int n, int block,
-                                      T tol, int max_sweeps, Complex<T> *d, Complex<T> *u,
-                                      T *status)
+                                      T tol, int max_sweeps, T *s, Complex<T> *u, T *status)
 {
     extern __shared__ __align__(16) unsigned char shared_raw[];
     const int width = 2 * block;
@@ -343,11 +345,28 @@ __global__ void takagi_solve_one_tile(const Complex<T> *__restrict__ a, int n, i
         if (off2 <= bound || sweep == max_sweeps) break;
         tile_steps(tile, g, rot, index, ld, width, block, width - 1);
     }
+    T *values = scratch;                        // free again after block_sum
+    int *rank = index;                          // 4 block >= n entries
+    Complex<T> *phase = rot;                    // 8 block >= n entries
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        const Complex<T> di = tile[i * ld + i];
+        values[i] = cabs(di);
+        const Complex<T> w = half_phase_offset(di);   // e^{i arg(d_i)/2} - 1
+        phase[i] = cplx(T(1) + w.re, w.im);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        const T vi = values[i];
+        int k = 0;
+        for (int j = 0; j < n; ++j) k += values[j] > vi || (values[j] == vi && j < i);
+        rank[i] = k;
+        s[k] = vi;
+    }
+    __syncthreads();
     for (int e = threadIdx.x; e < n * n; e += blockDim.x) {
         const int r = e / n, c = e - r * n;
-        u[e] = g[r * ld + c];
+        u[r * n + rank[c]] = g[r * ld + c] * phase[c];
     }
-    for (int i = threadIdx.x; i < n; i += blockDim.x) d[i] = tile[i * ld + i];
     if (threadIdx.x == 0) {
         status[0] = T(sweep);
         status[1] = off2;
