@@ -57,29 +57,31 @@ static void solve(const Complex<T> *a, int n, const int *pairs, int count, int b
     }}
 }}
 template <typename T>
-static void one_tile(const Complex<T> *a, int n, int block, T tol, int max_sweeps,
-                     int threads, T *s, Complex<T> *u, T *status)
+static void one_tile(const Complex<T> *a, int batch, int n, int block, T tol,
+                     int max_sweeps, int threads, T *s, Complex<T> *u, T *status)
 {{
     blockDim.x = threads;
-    blockIdx.x = 0;
-    std::barrier<> barrier(threads);
-    block_barrier = &barrier;
-    std::vector<std::thread> team;
-    for (int t = 0; t < threads; ++t)
-        team.emplace_back([=] {{
-            threadIdx.x = t;
-            takagi_solve_one_tile<T>(a, n, block, tol, max_sweeps, s, u, status);
-        }});
-    for (auto &thread : team) thread.join();
+    for (int b = 0; b < batch; ++b) {{
+        blockIdx.x = b;
+        std::barrier<> barrier(threads);
+        block_barrier = &barrier;
+        std::vector<std::thread> team;
+        for (int t = 0; t < threads; ++t)
+            team.emplace_back([=] {{
+                threadIdx.x = t;
+                takagi_solve_one_tile<T>(a, n, block, tol, max_sweeps, s, u, status);
+            }});
+        for (auto &thread : team) thread.join();
+    }}
 }}
 #define SOLVE(NAME, ONE_TILE, T)                                                        \\
     extern "C" void NAME(const Complex<T> *a, int n, const int *pairs, int count,       \\
                          int block, int sweeps, int threads, Complex<T> *out)           \\
     {{ solve<T>(a, n, pairs, count, block, sweeps, threads, out); }}                    \\
-    extern "C" void ONE_TILE(const Complex<T> *a, int n, int block, T tol,              \\
+    extern "C" void ONE_TILE(const Complex<T> *a, int batch, int n, int block, T tol,   \\
                              int max_sweeps, int threads, T *s, Complex<T> *u,          \\
                              T *status)                                                 \\
-    {{ one_tile<T>(a, n, block, tol, max_sweeps, threads, s, u, status); }}
+    {{ one_tile<T>(a, batch, n, block, tol, max_sweeps, threads, s, u, status); }}
 SOLVE(solve_complex64, one_tile_complex64, float)
 SOLVE(solve_complex128, one_tile_complex128, double)
 """
@@ -89,7 +91,7 @@ def build(folder):
     """The host build's kernels on NumPy arrays, or None when g++ is not on PATH:
     ``solve_block_pairs(a, block_pairs, block, sweeps, threads)`` (the contract of
     gpusvd.takagi.steps_cuda.solve_block_pairs) and ``solve_one_tile(a, tol, max_sweeps,
-    threads)`` (of gpusvd.takagi.steps_cuda.solve_one_tile: S, U and status)."""
+    threads)`` on a stack (of gpusvd.takagi.steps_cuda.solve_one_tile: S, U and status)."""
     if shutil.which("g++") is None:
         return None
     source = folder / "takagi_steps.cpp"
@@ -119,20 +121,20 @@ def build(folder):
     def solve_one_tile(a, tol, max_sweeps, threads):
         from gpusvd.takagi.steps_cuda import shared_bytes
 
-        n = a.shape[0]
+        batch, n = a.shape[:2]
         block = max(1, -(-n // 2))
         real = np.finfo(a.dtype).dtype
         if shared_bytes(block, a.dtype) + threads * real.itemsize > _SHARED:
             raise ValueError("tile too large for the host build's shared memory")
         a = np.ascontiguousarray(a)
-        s, u = np.empty(n, real), np.empty((n, n), a.dtype)
-        status = np.empty(3, real)
+        s, u = np.empty((batch, n), real), np.empty((batch, n, n), a.dtype)
+        status = np.empty((batch, 3), real)
         scalar = ctypes.c_float if real == np.float32 else ctypes.c_double
         getattr(lib, f"one_tile_{a.dtype.name}")(
-            a.ctypes.data_as(ctypes.c_void_p), ctypes.c_int(n), ctypes.c_int(block),
-            scalar(tol), ctypes.c_int(max_sweeps), ctypes.c_int(threads),
-            s.ctypes.data_as(ctypes.c_void_p), u.ctypes.data_as(ctypes.c_void_p),
-            status.ctypes.data_as(ctypes.c_void_p))
+            a.ctypes.data_as(ctypes.c_void_p), ctypes.c_int(batch), ctypes.c_int(n),
+            ctypes.c_int(block), scalar(tol), ctypes.c_int(max_sweeps),
+            ctypes.c_int(threads), s.ctypes.data_as(ctypes.c_void_p),
+            u.ctypes.data_as(ctypes.c_void_p), status.ctypes.data_as(ctypes.c_void_p))
         return s, u, status
 
     return types.SimpleNamespace(solve_block_pairs=solve_block_pairs,

@@ -81,9 +81,11 @@ def test_host_build_diagonalizes_graded_tiles(host_solve, dtype):
 # steps with the tile updated in place instead of by GEMMs, so the same values to rounding.
 
 def _one_tile(host_kernels, a, threads, tol=None, max_sweeps=driver.MAX_SWEEPS):
+    """The kernel on one matrix (a stack of one)."""
     n = a.shape[0]
     tol = driver.default_tol(n, a.dtype) if tol is None else tol
-    return host_kernels.solve_one_tile(a, tol, max_sweeps, threads)
+    s, u, status = host_kernels.solve_one_tile(a[None], tol, max_sweeps, threads)
+    return s[0], u[0], status[0]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -138,3 +140,19 @@ def test_one_tile_matches_the_sweeps_of_the_driver(host_kernels, threads):
     sign = np.sign(np.real(np.sum(u1.conj() * u2, axis=0)))   # each column's ±1
     gap = np.min(np.diff(-s1)) / s1[0]
     np.testing.assert_allclose(u1 * sign, u2, rtol=0, atol=100 * n * eps / gap)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_one_tile_takes_each_matrix_of_a_stack_as_alone(host_kernels, dtype):
+    """A thread block per matrix: each matrix's results are those it gets alone, a zero
+    matrix in the stack included."""
+    n = 9
+    stack = np.stack([testing.complex_symmetric(n, dtype=dtype, seed=k) for k in range(3)]
+                     + [np.zeros((n, n), dtype)])
+    tol = driver.default_tol(n, dtype)
+    s, u, status = host_kernels.solve_one_tile(stack, tol, driver.MAX_SWEEPS, 64)
+    for k, a in enumerate(stack):
+        alone = _one_tile(host_kernels, a, 64)
+        for got, want in zip((s[k], u[k], status[k]), alone):
+            assert np.array_equal(got, want)
+    assert np.array_equal(u[3], np.eye(n)) and not s[3].any() and status[3][0] == 0

@@ -281,6 +281,26 @@ class TestTakagiOneLaunch_GPU(TestTakagi_GPU):
         gap = np.min(np.diff(-s1)) / s1[0]
         assert np.max(np.abs(u1 * sign - u2)) <= BOUND * 50 * eps / gap
 
+    @pytest.mark.parametrize("dtype", COMPLEX)
+    def test_a_stack_in_one_launch(self, dtype):
+        """Forty matrices of order 20 (one of them zero, one diagonal) in one launch: each
+        factored as well as alone, and as the sweeps factor it."""
+        rng = np.random.default_rng(24)
+        stack = np.stack([testing.complex_symmetric(20, dtype=dtype, seed=k)
+                          * 10.0 ** rng.integers(-30, 30) for k in range(40)])
+        stack[7] = 0
+        stack[9] = np.diag(np.arange(20) - 10.0)
+        s, u = (_host(x) for x in self.takagi(stack))
+        with tunables.override(takagi_one_launch_max_n=0):
+            s2, _ = (_host(x) for x in self.takagi(stack))
+        eps = np.finfo(dtype).eps
+        for k, a in enumerate(stack):
+            peak = np.abs(a).max()
+            assert testing.svd_residual(a, u[k], s[k], u[k].T) < BOUND
+            assert testing.orthogonality(u[k]) < BOUND
+            assert np.max(np.abs(s[k] - s2[k])) <= BOUND * 20 * eps * 20 * peak
+        assert np.array_equal(u[7], np.eye(20)) and not s[7].any()
+
 
 class TestTakagiEigh_CPU(TestTakagi_CPU):
     """The CPU's default (``method="auto"``): the real symmetric eigenproblem of

@@ -28,19 +28,20 @@ Alg. 2 of the paper, with its choices made explicit:
    - One launch (GPU, n up to the tunable ``takagi_one_launch_max_n`` and 2b): the matrix
      is one tile, and every sweep of its inner solve runs in one thread block, the tile
      rotated in place (not by GEMMs), the stopping test computed by the block before each
-     sweep (:func:`.steps_cuda.solve_one_tile`): one launch and one host synchronization
-     for the whole factorization.
+     sweep, the values ordered and the phases moved into U in the kernel, a thread block
+     per matrix of a stack (:func:`factorize_stack`, :func:`.steps_cuda.solve_one_tile`):
+     one launch and one host synchronization for the whole stack.
 3. The diagonal d is complex; its phases move into U (U_k ← U_k e^{i arg(d_k)/2}) so that
    S = |d| ≥ 0, then S is sorted descending with U's columns.
 """
 
 
-import math
 from typing import Callable, NamedTuple
 
 import numpy as np
 
 from .._core import profile, progress, tunables
+from .._core.backend import to_host
 from .._core.errors import LinAlgError
 from .._core.scaling import largest_entries, scale_values, times_power_of_two, unit_exponent
 from . import block_update, block_update_cuda, steps, steps_cuda
@@ -198,19 +199,6 @@ def _sweeps(work, xp, tol, max_sweeps):
     return method.diagonal_and_vectors(n)
 
 
-def _one_launch(work, tol, max_sweeps):
-    """The sweeps of a matrix that is one tile and step 3, in one launch on the GPU
-    (:func:`.steps_cuda.solve_one_tile`) and one host synchronization: S descending and
-    U."""
-    s, u, status = steps_cuda.solve_one_tile(work, tol, max_sweeps)
-    sweeps, off2, norm2 = (float(v) for v in status.get())
-    if sweeps:  # then norm2 > 0
-        progress.report("takagi", int(sweeps), max_sweeps, off=math.sqrt(off2 / norm2))
-    if off2 > tol * tol * norm2:
-        raise _not_converged(max_sweeps, math.sqrt(off2 / norm2), tol)
-    return s, u
-
-
 def factorize(a, xp, *, tol, max_sweeps):
     """Takagi values and vectors of one complex symmetric matrix.
 
@@ -237,13 +225,40 @@ def factorize(a, xp, *, tol, max_sweeps):
     exponent = -unit_exponent(float(largest_entries(a[None], xp)[0]))
     work = times_power_of_two(a, -exponent, xp)
     work = xp.ascontiguousarray((work + work.T) * real.type(0.5))  # kernels take C order
+    d, u = _sweeps(work, xp, tol, max_sweeps)
+    s = xp.abs(d)
+    u = u * xp.exp(0.5j * xp.angle(d)).astype(dtype)[None, :]
+    order = xp.argsort(-s)
+    return scale_values(s[order], exponent, xp), xp.ascontiguousarray(u[:, order])
+
+
+def one_launch(n, xp):
+    """Whether matrices of order n take :func:`factorize_stack`'s one launch: on the GPU,
+    n ≥ 1 and at most the tunable ``takagi_one_launch_max_n`` and 2·``takagi_block_size``
+    (one tile)."""
     t = tunables.get()
-    if xp is not np and n <= min(t.takagi_one_launch_max_n, 2 * t.takagi_block_size):
-        s, u = _one_launch(work, tol, max_sweeps)
-    else:
-        d, u = _sweeps(work, xp, tol, max_sweeps)
-        s = xp.abs(d)
-        u = u * xp.exp(0.5j * xp.angle(d)).astype(dtype)[None, :]
-        order = xp.argsort(-s)
-        s, u = s[order], xp.ascontiguousarray(u[:, order])
-    return scale_values(s, exponent, xp), u
+    return xp is not np and 0 < n <= min(t.takagi_one_launch_max_n, 2 * t.takagi_block_size)
+
+
+def factorize_stack(mats, xp, *, tol, max_sweeps):
+    """Takagi values and vectors of each complex symmetric matrix of the stack ``mats``
+    (batch, n, n), as :func:`factorize` gives them: where :func:`one_launch` holds, every
+    matrix as one tile in one launch (:func:`.steps_cuda.solve_one_tile`, the sweeps,
+    the stopping test, the order and the phases in the kernel) and one host
+    synchronization; otherwise matrix by matrix. Returns stacks (S, U)."""
+    if not one_launch(mats.shape[-1], xp):
+        parts = [factorize(mat, xp, tol=tol, max_sweeps=max_sweeps) for mat in mats]
+        return xp.stack([p[0] for p in parts]), xp.stack([p[1] for p in parts])
+    real = np.finfo(mats.dtype).dtype
+    exponent = -np.array([unit_exponent(x) for x in largest_entries(mats, xp)], np.int64)
+    work = times_power_of_two(mats, -exponent[:, None, None], xp)
+    work = xp.ascontiguousarray((work + work.transpose(0, 2, 1)) * real.type(0.5))
+    s, u, status = steps_cuda.solve_one_tile(work, tol, max_sweeps)
+    sweeps, off2, norm2 = to_host(status).T
+    ratio = np.sqrt(off2 / np.where(norm2 > 0, norm2, 1))
+    if sweeps.any():
+        progress.report("takagi", int(sweeps.max()), max_sweeps, off=float(ratio.max()))
+    failed = off2 > tol * tol * norm2
+    if failed.any():
+        raise _not_converged(max_sweeps, float(ratio[failed].max()), tol)
+    return scale_values(s, exponent[:, None], xp), u

@@ -10,7 +10,7 @@ is square, finite and symmetric (Aᵀ = A, not Hermitian), picks the method for
 import numpy as np
 
 from .._core import validation
-from .._core.backend import simple_reductions
+from .._core.backend import simple_reductions, to_host
 from .._core.front_end import receive
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
 from .._core.results import TakagiResult
@@ -27,27 +27,31 @@ _COMPLEX = {np.dtype(np.float32): np.dtype(np.complex64),
 METHODS = ("auto", "jacobi", "eigh")
 
 
-def _check_symmetric(mat, xp, dtype):
-    peak = float(xp.max(xp.abs(mat))) if mat.size else 0.0
-    if peak == 0:
-        return
-    scaled = mat / peak
-    asymmetry = float(xp.linalg.norm(scaled - scaled.T)) / float(xp.linalg.norm(scaled))
-    n = mat.shape[0]
-    allowed = SYMMETRY_TOL * n * float(np.finfo(dtype).eps)
-    if asymmetry > allowed:
+def _inspect(mats, xp):
+    """Whether each matrix of the stack ``mats`` (batch, n, n) is diagonal (a host bool
+    array), after checking that each is symmetric to ``SYMMETRY_TOL``·n·ε relative to
+    ‖A‖_F (``ValueError`` naming how far the first that is not is): one host
+    synchronization for the stack."""
+    batch, n = mats.shape[:2]
+    if batch == 0 or n == 0:
+        return np.ones(batch, bool)
+    peak = xp.abs(mats).max(axis=(1, 2))
+    scaled = mats / xp.where(peak > 0, peak, 1)[:, None, None]   # no overflow in squares
+    squares = scaled.real ** 2 + scaled.imag ** 2             # the working dtype is complex
+    asym = scaled - scaled.transpose(0, 2, 1)
+    asym = asym.real ** 2 + asym.imag ** 2
+    off = (mats != 0) & ~xp.eye(n, dtype=bool)
+    found = to_host(xp.stack([asym.sum(axis=(1, 2)), squares.sum(axis=(1, 2)),
+                              off.any(axis=(1, 2)).astype(squares.dtype)]))
+    ratio = np.sqrt(found[0] / np.where(found[1] > 0, found[1], 1))
+    allowed = SYMMETRY_TOL * n * float(np.finfo(mats.dtype).eps)
+    if (ratio > allowed).any():
+        asymmetry = ratio[np.flatnonzero(ratio > allowed)[0]]
         raise ValueError(f"takagi: the input is not symmetric: ‖A − Aᵀ‖_F/‖A‖_F = "
                          f"{asymmetry:.3g}, above the tolerance {allowed:.3g} "
                          f"({SYMMETRY_TOL}·n·ε); Takagi factorization needs A = Aᵀ "
                          "(complex symmetric, not Hermitian)")
-
-
-def _diagonal(mats, xp):
-    """Which matrices of the stack ``mats`` (batch, n, n) are diagonal (a host bool
-    array)."""
-    off = (mats != 0) & ~xp.eye(mats.shape[-1], dtype=bool)
-    found = off.any(axis=(1, 2))
-    return ~(found.get() if xp is not np else found)
+    return found[2] == 0
 
 
 def _diagonal_takagi(mats, xp):
@@ -152,19 +156,16 @@ def takagi(a, *, method="auto", device="auto", tol=None, max_sweeps=driver.MAX_S
         if n != n_cols:
             raise ValueError(f"takagi expects square matrices (..., N, N); got shape "
                              f"{(*job.batch, n, n_cols)}")
-        for mat in mats:
-            _check_symmetric(mat, xp, mats.dtype)
+        diagonal = _inspect(mats, xp)
         if method == "auto":
             method = "eigh" if xp is np and not controlled else "jacobi"
-        diagonal = _diagonal(mats, xp)
         if diagonal.all():  # the zero stack and the empty stack included
             s, u = _diagonal_takagi(mats, xp)
         elif method == "eigh":
             s, u = embedding.factorize(mats, xp)
         else:
             tol = driver.default_tol(n, mats.dtype) if tol is None else tol
-            parts = [driver.factorize(mat, xp, tol=tol, max_sweeps=max_sweeps) for mat in mats]
-            s, u = xp.stack([p[0] for p in parts]), xp.stack([p[1] for p in parts])
+            s, u = driver.factorize_stack(mats, xp, tol=tol, max_sweeps=max_sweeps)
         if diagonal.any() and not diagonal.all():
             which = xp.asarray(np.flatnonzero(diagonal))
             s[which], u[which] = _diagonal_takagi(mats[which], xp)

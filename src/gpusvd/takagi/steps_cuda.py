@@ -93,28 +93,31 @@ def solve_block_pairs(a, block_pairs, block, sweeps, out=None, threads=None):
 
 
 def solve_one_tile(a, tol, max_sweeps, threads=None):
-    """The Takagi factorization of the C-contiguous n×n CuPy array ``a`` (n at most twice
-    the tunable ``takagi_block_size``: the tile and its unitary in shared memory) in one
-    launch: sweeps until ‖off(A)‖_F ≤ ``tol``·‖A‖_F, at most ``max_sweeps``, as
-    :func:`.driver.factorize` checks them, then the values ordered and the phases moved
-    into U. Returns (S, U, status) CuPy arrays: S descending (ties in index order), U with
-    A ≈ U diag(S) Uᵀ, and (sweeps, ‖off(A)‖_F², ‖A‖_F²) of the real dtype. Nothing waits
-    for the device."""
+    """The Takagi factorization of each matrix of the C-contiguous CuPy stack ``a``
+    (batch, n, n), n at most twice the tunable ``takagi_block_size`` (the tile and its
+    unitary in shared memory), in one launch, a thread block per matrix: sweeps until
+    ‖off(A)‖_F ≤ ``tol``·‖A‖_F, at most ``max_sweeps``, as :func:`.driver.factorize`
+    checks them, then the values ordered and the phases moved into U. Returns (S, U,
+    status) CuPy stacks: S descending (ties in index order), U with A ≈ U diag(S) Uᵀ, and
+    (sweeps, ‖off(A)‖_F², ‖A‖_F²) of each matrix, of the real dtype. Nothing waits for
+    the device."""
     import cupy
 
-    n = a.shape[0]
+    batch, n = a.shape[:2]
     block = max(1, -(-n // 2))
     if threads is None:
         threads = tunables.get().takagi_solve_threads
     real = np.finfo(a.dtype).dtype
-    s = cupy.empty(n, real)
-    u = cupy.empty((n, n), a.dtype)
-    status = cupy.empty(3, real)
+    s = cupy.empty((batch, n), real)
+    u = cupy.empty((batch, n, n), a.dtype)
+    status = cupy.empty((batch, 3), real)
+    if batch == 0 or n == 0:
+        return s, u, status
     kernel = _kernel("takagi_solve_one_tile", a.dtype)
     threads = min(threads, kernel.max_threads_per_block // 32 * 32)
     shared = shared_bytes(block, a.dtype) + threads * real.itemsize
     if kernel.max_dynamic_shared_size_bytes < shared:
         kernel.max_dynamic_shared_size_bytes = shared
-    kernel((1,), (threads,), (a, np.int32(n), np.int32(block), real.type(tol),
-                              np.int32(max_sweeps), s, u, status), shared_mem=shared)
+    kernel((batch,), (threads,), (a, np.int32(n), np.int32(block), real.type(tol),
+                                  np.int32(max_sweeps), s, u, status), shared_mem=shared)
     return s, u, status

@@ -300,19 +300,25 @@ __device__ T block_sum(T x, T *scratch)
     return total;
 }
 
-// The n x n matrix a (n <= width = 2 block; the indices from n on are zero padding, which
-// no rotation mixes in) as one tile: sweeps of width - 1 steps until the off-diagonal
+// Each n x n matrix of the stack a, one per thread block (n <= width = 2 block; the indices
+// from n on are zero padding, which no rotation mixes in), as one tile: sweeps of width - 1 steps until the off-diagonal
 // norm is at most tol times the Frobenius norm (squares compared: a is scaled so that its
 // largest entry is about 1), checked before each sweep as the driver's loop does, at most
 // max_sweeps. Then the driver's last step: with d the diagonal, the Takagi values
 // s = |d| in descending order (ties in index order: each value's rank counted) and
 // U = g diag(e^{i arg(d)/2}) in that order, so that A = U diag(s) U^T. Out: s (n), U
 // (n x n) and status = (sweeps done, off-diagonal norm squared, norm squared): not
-// converged where the second is above tol^2 times the third. blockDim.x >= 64 >= n.
+// converged where the second is above tol^2 times the third. s, u and status are stacks
+// like a. blockDim.x >= 64 >= n.
 template <typename T>
 __global__ void takagi_solve_one_tile(const Complex<T> *__restrict__ a, int n, int block,
                                       T tol, int max_sweeps, T *s, Complex<T> *u, T *status)
 {
+    const size_t matrix = blockIdx.x;
+    a += matrix * n * n;
+    s += matrix * n;
+    u += matrix * n * n;
+    status += 3 * matrix;
     extern __shared__ __align__(16) unsigned char shared_raw[];
     const int width = 2 * block;
     const int ld = width + 1;
