@@ -38,9 +38,9 @@ static std::barrier<> *block_barrier;
 alignas(16) unsigned char shared_raw[{_SHARED}];
 inline void __syncthreads() {{ block_barrier->arrive_and_wait(); }}
 #include "{KERNEL}"
-template <typename T>
-static void solve(const Complex<T> *a, int n, const int *pairs, int count, int block,
-                  int sweeps, int threads, Complex<T> *out)
+// Every block of a grid of `count`, one after another, each as `threads` host threads.
+template <typename Kernel>
+static void run_blocks(int count, int threads, Kernel kernel)
 {{
     blockDim.x = threads;
     for (int b = 0; b < count; ++b) {{
@@ -51,28 +51,26 @@ static void solve(const Complex<T> *a, int n, const int *pairs, int count, int b
         for (int t = 0; t < threads; ++t)
             team.emplace_back([=] {{
                 threadIdx.x = t;
-                takagi_solve_block_pairs<T>(a, n, pairs, block, sweeps, out);
+                kernel();
             }});
         for (auto &thread : team) thread.join();
     }}
 }}
 template <typename T>
+static void solve(const Complex<T> *a, int n, const int *pairs, int count, int block,
+                  int sweeps, int threads, Complex<T> *out)
+{{
+    run_blocks(count, threads, [=] {{
+        takagi_solve_block_pairs<T>(a, n, pairs, block, sweeps, out);
+    }});
+}}
+template <typename T>
 static void one_tile(const Complex<T> *a, int batch, int n, int block, T tol,
                      int max_sweeps, int threads, T *s, Complex<T> *u, T *status)
 {{
-    blockDim.x = threads;
-    for (int b = 0; b < batch; ++b) {{
-        blockIdx.x = b;
-        std::barrier<> barrier(threads);
-        block_barrier = &barrier;
-        std::vector<std::thread> team;
-        for (int t = 0; t < threads; ++t)
-            team.emplace_back([=] {{
-                threadIdx.x = t;
-                takagi_solve_one_tile<T>(a, n, block, tol, max_sweeps, s, u, status);
-            }});
-        for (auto &thread : team) thread.join();
-    }}
+    run_blocks(batch, threads, [=] {{
+        takagi_solve_one_tile<T>(a, n, block, tol, max_sweeps, s, u, status);
+    }});
 }}
 #define SOLVE(NAME, ONE_TILE, T)                                                        \\
     extern "C" void NAME(const Complex<T> *a, int n, const int *pairs, int count,       \\
