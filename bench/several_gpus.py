@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Multi-GPU blocked Jacobi SVD (paper 003, §5): 1, 2, 4 … GPUs, with communication time.
+"""The exact SVD on 1, 2, 4 … GPUs (MPI ranks): the blocked Jacobi SVD (paper 003, §5) and
+the polar method, with communication time.
 
 Run on a device kind of several GPUs from the repository root, one rank per GPU::
 
@@ -23,6 +24,10 @@ single_driver    ``gpusvd.jacobi_svd`` on root (the single-process driver, its d
 gpus_<g>         ``gpusvd.distributed.jacobi_svd`` on the first g ranks (a sub-communicator;
                  the others wait), for each g of ``--gpus``; g = 1 is the same code on
                  one GPU (one pair: the whole matrix shortened, then the single-GPU Jacobi)
+polar_single     with ``--methods polar``: ``gpusvd.svd(a)`` on root (the polar method, the
+                 GPU default)
+polar_gpus_<g>   ``gpusvd.distributed.svd`` (the polar method, a block of rows per rank)
+                 on the first g ranks
 ===============  ==========================================================================
 
 ``comm_seconds`` is the wall time root spent in the exchanges of block-columns (and the
@@ -72,6 +77,7 @@ def _parser():
     p.add_argument("--modes", nargs="+", default=["full", "values"], choices=["full", "values"])
     p.add_argument("--gpus", type=int, nargs="+", default=None,
                    help="GPU counts to run (default: 1 and the number of ranks)")
+    p.add_argument("--methods", nargs="+", default=["jacobi"], choices=["jacobi", "polar"])
     p.add_argument("--variants", nargs="+", default=["block-oriented"], choices=VARIANTS)
     p.add_argument("--settings", nargs="+", default=["default"], choices=list(SETTINGS),
                    help="options of the outer level to compare (default: default)")
@@ -103,15 +109,21 @@ def _timed(world, fn, repeat):
 
 
 def _runs(args):
-    """(name, variant, setting, g) of every run of a case, in order."""
-    runs = [] if args.no_single_driver else [("single_driver", None, None, 1)]
-    for variant in args.variants:
-        for setting in args.settings:
-            for g in args.gpus:
-                name = f"gpus_{g}"
-                name += f"_{variant}" if len(args.variants) > 1 else ""
-                name += f"_{setting}" if len(args.settings) > 1 else ""
-                runs.append((name, variant, setting, g))
+    """(name, variant, setting, g) of every run of a case, in order; the polar method's
+    runs have the variant "polar"."""
+    runs = []
+    if "jacobi" in args.methods:
+        runs += [] if args.no_single_driver else [("single_driver", None, None, 1)]
+        for variant in args.variants:
+            for setting in args.settings:
+                for g in args.gpus:
+                    name = f"gpus_{g}"
+                    name += f"_{variant}" if len(args.variants) > 1 else ""
+                    name += f"_{setting}" if len(args.settings) > 1 else ""
+                    runs.append((name, variant, setting, g))
+    if "polar" in args.methods:
+        runs += [("polar_single", "polar", None, 1)]
+        runs += [(f"polar_gpus_{g}", "polar", None, g) for g in args.gpus]
     return runs
 
 
@@ -141,6 +153,17 @@ def _case(world, comms, n, mode, args, previous):
             def call(a=a):
                 return gpusvd.jacobi_svd(a, **kw) if root else None
             comm = None
+        elif name == "polar_single":
+            def call(a=a):
+                return gpusvd.svd(a, **kw) if root else None
+            comm = None
+        elif variant == "polar":
+            comm = comms[g]
+
+            def call(a=a, comm=comm):
+                if comm is None:
+                    return None
+                return distributed.svd(a, comm=comm, **kw)
         else:
             comm = comms[g]
 
@@ -155,7 +178,8 @@ def _case(world, comms, n, mode, args, previous):
                "setting": setting}
         if comm is not None and root:
             run["comm_seconds"] = (comm.comm_seconds - before) / len(times)
-            run["outer"] = comm.last_run._asdict()
+            if variant != "polar":
+                run["outer"] = comm.last_run._asdict()
         if root:
             previous[(name, mode)] = (n, seconds)
             s = out.S if full else out

@@ -1,4 +1,4 @@
-"""The multi-GPU Jacobi level on CPU ranks: ``mpiexec -n 2`` and ``-n 4`` on ``worker.py``.
+"""The multi-GPU level on CPU ranks: ``mpiexec -n 2`` and ``-n 4`` on ``worker.py``.
 
 Each launch runs every case once and writes what each rank saw; the tests below check
 it: results on root only, equal to the single-process ``gpusvd.jacobi_svd``/``hsvd``
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .worker import CASES, HSVD_CASES, LOWRANK_CASES, SHORT
+from .worker import CASES, HSVD_CASES, LOWRANK_CASES, POLAR_CASES, SHORT
 
 pytestmark = pytest.mark.mpi
 
@@ -123,6 +123,33 @@ def test_hsvd_properties(run):
         assert rec["hsvd_residual"] < 5 and rec["j_unitary"] < 5 and rec["orth"] < 5, rec
 
 
+POLAR_NAMES = [c[0] for c in POLAR_CASES]
+POLAR_SIZES = {c[0]: max(c[1], c[2]) for c in POLAR_CASES}
+# The polar method's bound on its values against the one-process method's, in units of
+# n·ε·σ₁ (both backward stable, along different paths: estimates and steps from the
+# ranks' summed Gram matrix, one-matrix QDWH alone), and on residual and orthogonality.
+POLAR_SV_UNITS = 10
+POLAR_BOUND = 30
+
+
+def test_polar_result_on_root_only(run):
+    ranks, seen, names = cases(run, POLAR_NAMES)
+    assert all(seen[r][name]["none"] is True for r in range(1, ranks) for name in names)
+    assert all(seen[0][name]["type"] == "numpy" for name in names)
+
+
+def test_polar_agrees_with_one_process(run):
+    _, seen, names = cases(run, POLAR_NAMES)
+    for name in names:
+        rec = seen[0][name]
+        assert rec["sv_vs_single"] <= POLAR_SV_UNITS * POLAR_SIZES[name], (name, rec)
+        if "residual" not in rec:
+            continue
+        assert rec["shapes"] == rec["ref_shapes"], name
+        assert rec["residual"] <= max(POLAR_BOUND, WORSE * rec["residual_single"] + 1), rec
+        assert rec["orth"] <= max(POLAR_BOUND, WORSE * rec["orth_single"] + 1), rec
+
+
 def infos(seen, ranks, name):
     return [seen[r][name]["info"] for r in range(ranks)]
 
@@ -172,7 +199,7 @@ def test_two_pairs_per_rank(run):
     ("nan", "ValueError"), ("option", "ValueError"), ("stack", "ValueError"),
     ("outer-option", "ValueError"),
     ("signs", "ValueError"), ("injected", "RuntimeError"), ("sweeps", "LinAlgError"),
-    ("after", "ok")])
+    ("after", "ok"), ("polar-nan", "ValueError"), ("polar-stack", "ValueError")])
 def test_an_error_on_one_rank_raises_on_every_rank(run, case, error):
     ranks, seen = run
     assert [seen[r]["errors"][case] for r in range(ranks)] == [error] * ranks

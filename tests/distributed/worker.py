@@ -1,7 +1,8 @@
 """Runs under ``mpiexec -n P python -m mpi4py worker.py OUT [cpu|gpu] [all|short]``.
 
-Every rank computes the distributed SVD/HSVD cases of :data:`CASES` and the error
-cases; root compares each result with the single-process driver's. Each rank writes
+Every rank computes the distributed SVD/HSVD cases of :data:`CASES`, the polar SVD's of
+:data:`POLAR_CASES` and the error cases; root compares each result with the
+single-process driver's. Each rank writes
 what it saw to ``OUT.<rank>.json`` for ``test_distributed.py`` to check.
 """
 
@@ -39,8 +40,18 @@ CASES = [("37", 37, 37, {}), ("64", 64, 64, {}), ("101", 101, 101, {}),
          ("pairs", 260, 260, {"pairs_per_rank": 2}),
          ("orthogonal", 60, 60, {"orthogonal": True})]
 HSVD_CASES = [("hsvd", 50, 40), ("hsvd-square", 37, 37)]
+# (name, m, n, options) of distributed.svd, the polar method: square, tall and wide, values
+# only, economy, complex, float32, numerically rank deficient (U completed) and fewer
+# rows than ranks (some ranks hold none).
+POLAR_CASES = [("polar", 60, 60, {}), ("polar-tall", 130, 41, {}), ("polar-wide", 35, 70, {}),
+               ("polar-values", 50, 50, {"compute_uv": False}),
+               ("polar-economy", 90, 41, {"full_matrices": False}),
+               ("polar-complex", 40, 33, {"dtype": np.complex128}),
+               ("polar-float32", 40, 40, {"dtype": np.float32}),
+               ("polar-rank", 48, 48, {"rank": 12}), ("polar-tiny", 3, 2, {})]
 # The cases of a short run (many ranks oversubscribe CI's two cores and wait in MPI).
-SHORT = ("37", "101", "tall", "values", "complex", "tiny", "pairs", "orthogonal", "hsvd")
+SHORT = ("37", "101", "tall", "values", "complex", "tiny", "pairs", "orthogonal", "hsvd",
+         "polar", "polar-complex", "polar-tiny")
 # Options of the distributed driver only (the single-process reference does without).
 OUTER_ONLY = ("variant", "pair_sweeps", "skip_orthogonal", "pairs_per_rank")
 
@@ -56,6 +67,16 @@ def matrix(m, n, opts):
     if opts.pop("orthogonal", False):   # orthogonal columns of distinct norms
         return haar_orthogonal(m, seed=m)[:, :n] * np.geomspace(1, 1e-3, n)
     return random_matrix(m, n, dtype=dtype, seed=m + n)
+
+
+def vectors_record(a, out, s, ref):
+    """Shapes, residual and orthogonality of ``out`` and of the single process's ``ref``."""
+    u, vh = host(out.U), host(out.Vh)
+    return {"shapes": [list(u.shape), list(vh.shape)],
+            "ref_shapes": [list(ref.U.shape), list(ref.Vh.shape)],
+            "residual": svd_residual(a, u, s, vh), "residual_single": svd_residual(a, *ref),
+            "orth": max(orthogonality(u), orthogonality(vh.conj().T)),
+            "orth_single": max(orthogonality(ref.U), orthogonality(ref.Vh.conj().T))}
 
 
 def svd_case(rank, m, n, opts, comm):
@@ -75,13 +96,27 @@ def svd_case(rank, m, n, opts, comm):
            "sv_single_vs_lapack": relative_sv_error(
                s_ref, np.linalg.svd(a, compute_uv=False)) / float(np.finfo(s.dtype).eps)}
     if opts.get("compute_uv") is not False:
-        u, vh = host(out.U), host(out.Vh)
-        rec.update(shapes=[list(u.shape), list(vh.shape)],
-                   ref_shapes=[list(ref.U.shape), list(ref.Vh.shape)],
-                   residual=svd_residual(a, u, s, vh),
-                   residual_single=svd_residual(a, *ref),
-                   orth=max(orthogonality(u), orthogonality(vh.conj().T)),
-                   orth_single=max(orthogonality(ref.U), orthogonality(ref.Vh.conj().T)))
+        rec.update(vectors_record(a, out, s, ref))
+    return rec
+
+
+def polar_case(rank, m, n, opts, comm):
+    """distributed.svd against the one-process polar method on the same matrix."""
+    deficient = opts.pop("rank", None)
+    a = matrix(m, n, opts) if deficient is None else low_rank(m, n, deficient, seed=m)
+    gpu = comm.transport != "mpi"
+    put = (lambda x: __import__("cupy").asarray(x)) if gpu else (lambda x: x)
+    out = distributed.svd(put(a) if rank == 0 else None, comm=comm, **opts)
+    if rank != 0:
+        return {"none": out is None}
+    ref = gpusvd.svd(a, method="polar", device="cpu", **opts)
+    values = opts.get("compute_uv") is False
+    s, s_ref = (host(out), ref) if values else (host(out.S), ref.S)
+    eps = float(np.finfo(s.dtype).eps)
+    rec = {"sv_vs_single": float(np.abs(s - s_ref).max() / (s_ref[0] * eps)),
+           "type": type(out if values else out.S).__module__.split(".")[0]}
+    if not values:
+        rec.update(vectors_record(a, out, s, ref))
     return rec
 
 
@@ -129,7 +164,11 @@ def error_cases(rank, device):
                 a if rank == 0 else None, np.zeros(20) if rank == 0 else None,
                 device=device), "signs"),
             "outer-option": outcome(lambda: distributed.jacobi_svd(
-                a if rank == 0 else None, device=device, pair_sweeps=0), "outer-option")}
+                a if rank == 0 else None, device=device, pair_sweeps=0), "outer-option"),
+            "polar-nan": outcome(lambda: distributed.svd(
+                bad if rank == 0 else None, device=device), "polar-nan"),
+            "polar-stack": outcome(lambda: distributed.svd(
+                np.stack([a, a]) if rank == 0 else None, device=device), "polar-stack")}
     step = local.outer_block_step
     calls = [0]
 
@@ -244,6 +283,8 @@ def main():
                for name, m, n, opts in CASES if wanted(name)}
     results.update({name: traced(rank, name, lambda: hsvd_case(rank, m, n, comm))
                     for name, m, n in HSVD_CASES if wanted(name)})
+    results.update({name: traced(rank, name, lambda: polar_case(rank, m, n, dict(opts), comm))
+                    for name, m, n, opts in POLAR_CASES if wanted(name)})
     results["errors"] = traced(rank, "errors", lambda: error_cases(rank, device))
     results["lowrank"] = {c[0]: traced(rank, f"lowrank {c[0]}",
                                        lambda: lowrank_case(rank, *c[1:], comm))

@@ -1,7 +1,9 @@
 """Decompositions over MPI ranks, one GPU (or CPU) each: the multi-GPU level of the blocked
-Jacobi SVD and HSVD (paper 003, §5), and QUIC-SVD with a row partition per rank."""
+Jacobi SVD and HSVD (paper 003, §5), the polar SVD with a block of rows per rank, and
+QUIC-SVD with a row partition per rank."""
 
 from .jacobi import hsvd, jacobi_svd
 from .lowrank import svd_lowrank
+from .polar import svd
 
-__all__ = ["hsvd", "jacobi_svd", "svd_lowrank"]
+__all__ = ["hsvd", "jacobi_svd", "svd", "svd_lowrank"]

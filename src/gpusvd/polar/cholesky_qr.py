@@ -104,9 +104,11 @@ def shift(rows, cols, norm2):
     return SHIFT_CONSTANT * (rows * cols + cols * (cols + 1)) * _UNIT_ROUNDOFF * norm2
 
 
-def shifted_cholesky_qr(xp, wh, norm2):
+def shifted_cholesky_qr(xp, wh, norm2, *, gram_of=gram, rows=None):
     """Qᴴ of W = Q·R for each matrix, from Wᴴ (batch, n, p), p >= n, W of full rank with
     κ₂(W) ≲ 1/u; ``norm2`` (batch,) an upper bound on ‖W‖₂² (0 where W is 0).
+    ``gram_of(xp, wh)``: the Gram products Wᴴ·W (default :func:`gram`; the ranks of a
+    distributed W sum theirs), ``rows``: W's rows for the shift (default p).
 
     Examples
     --------
@@ -116,12 +118,12 @@ def shifted_cholesky_qr(xp, wh, norm2):
     True
     """
     _, n, p = wh.shape
-    shifts = shift(p, n, norm2)
+    shifts = shift(p if rows is None else rows, n, norm2)
     shifts = xp.where(shifts > 0, shifts, np.finfo(wh.dtype).tiny)
-    low = cholesky(xp, add_to_diagonal(xp, gram(xp, wh), shifts))
+    low = cholesky(xp, add_to_diagonal(xp, gram_of(xp, wh), shifts))
     qh = solve_lower(xp, low, wh)
     for _ in range(PLAIN_PASSES):
-        qh = solve_lower(xp, cholesky(xp, gram(xp, qh)), qh)
+        qh = solve_lower(xp, cholesky(xp, gram_of(xp, qh)), qh)
     return qh
 
 

@@ -91,10 +91,11 @@ def _dominant_by_squaring(xp, p, start, squarings):
             / xp.where(size > 0, size, 1))
 
 
-def from_gram(xp, y, eps):
+def from_gram(xp, y, eps, *, gram_of=gram):
     """α ≈ 1.1·‖A‖₂ and the bound l₀ in [ε, 1] of each matrix, as host arrays, from its
     conjugate transpose ``y`` (batch, n, m) in float64 or complex128; ``eps`` is the
-    input dtype's ε. One host synchronization.
+    input dtype's ε; ``gram_of(xp, y)`` the Gram products AᴴA (default
+    :func:`.cholesky_qr.gram`). One host synchronization.
 
     While batch·n³ ≤ the tunable ``batched_explicit_inverse_max_work`` the power
     iterations run by repeated squaring (G¹⁶ for ‖A‖₂², (L⁻ᴴL⁻¹)⁴ for 1/σ_min²): some 50
@@ -102,7 +103,7 @@ def from_gram(xp, y, eps):
     host time that a small matrix's GPU work does not hide (NOTES.md, "One matrix of
     128–1024 and tall matrices: QDWH")."""
     batch, n, _ = y.shape
-    g = gram(xp, y)
+    g = gram_of(xp, y)
     start = np.random.default_rng(0).standard_normal(n)
     start = xp.asarray(np.broadcast_to(start / np.linalg.norm(start), (batch, n))[..., None])
     start = start.astype(g.dtype)

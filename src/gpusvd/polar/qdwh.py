@@ -228,6 +228,21 @@ class StackEngine:
         self.xp = xp
         self.householder = householder
 
+    def gram(self, xp, y):
+        """Y·Yᴴ of each matrix (XᴴX): the one product that a distributed engine sums over
+        the ranks that hold the columns of Y (:mod:`gpusvd.distributed.polar`)."""
+        return gram(xp, y)
+
+    def stacked_gram(self, m):
+        """The Gram products of Wᴴ = [√c·Y, I] whose first ``m`` columns are Y's: where
+        Y's columns are spread over ranks, their part is summed and I's (on every rank)
+        counted once."""
+        return self.gram
+
+    def rows(self, m):
+        """The rows of X, of which Y holds ``m`` (all of them here)."""
+        return m
+
     def weights(self, values, dtype):
         """The weights ``values`` (host, one per matrix) as the steps take them: a float
         for a stack of one (a Python scalar keeps the iterate's precision), else an array
@@ -249,7 +264,7 @@ class StackEngine:
         """Z⁻¹·Y with Z = I + c·Y·Yᴴ."""
         xp = self.xp
         batch, n, _ = y.shape
-        z = gram(xp, y) * c
+        z = self.gram(xp, y) * c
         # The diagonal as a strided view of the (new, C-contiguous) z: index arrays would
         # each be a copy to the device.
         z.reshape(batch, -1)[:, ::n + 1] += 1
@@ -269,7 +284,8 @@ class StackEngine:
         wh = xp.concatenate(
             [y * c ** 0.5, xp.broadcast_to(xp.eye(n, dtype=y.dtype), (batch, n, n))], axis=2)
         norm2 = 1.0 + xp.asarray(c).reshape(-1) * X_NORM2_BOUND
-        return shifted_cholesky_qr(xp, wh, norm2)
+        return shifted_cholesky_qr(xp, wh, norm2, gram_of=self.stacked_gram(m),
+                                   rows=self.rows(m) + n)
 
     def _householder_q(self, y, c):
         """Qᴴ of one matrix's [√c·X; I] by Householder QR, or by checked shifted
@@ -298,19 +314,21 @@ class StackEngine:
         return y * beta + product * alpha
 
 
-def _deviation(xp, y):
+def _deviation(engine, y):
     """‖YYᴴ − I‖_F of each matrix, on the host (one synchronization)."""
-    d = gram(xp, y)
+    xp = engine.xp
+    d = engine.gram(xp, y)
     n = d.shape[-1]
     d.reshape(len(d), -1)[:, ::n + 1] -= 1
     dev = frobenius(xp, d).reshape(len(y))
     return dev.get() if hasattr(dev, "get") else dev
 
 
-def polar_factor(xp, y, eps):
+def polar_factor(xp, y, eps, *, engine=None):
     """U_pᴴ of each matrix from Y = Aᴴ (batch, n, m), m >= n, float64 or complex128,
     max|A| of order 1, starting from the Gram matrices' estimates (estimates.from_gram);
-    ``eps`` the input dtype's ε. ``y`` is overwritten.
+    ``eps`` the input dtype's ε. ``y`` is overwritten. ``engine``: a :class:`StackEngine`
+    (default) or one whose Gram products span several ranks' columns.
 
     Returns (U_pᴴ, converged): ``converged`` (batch,) bool is false where the matrix is
     numerically rank deficient and U_p only a partial isometry (module docstring).
@@ -326,18 +344,18 @@ def polar_factor(xp, y, eps):
     (True, True)
     """
     n = y.shape[1]
-    engine = StackEngine(xp)
-    alpha, l0 = from_gram(xp, y, eps)
+    engine = StackEngine(xp) if engine is None else engine
+    alpha, l0 = from_gram(xp, y, eps, gram_of=engine.gram)
     y *= xp.asarray((1.0 / alpha).reshape(-1, 1, 1)).astype(y.dtype)
     y = run(engine, y, schedule(l0, eps), eps)
-    failed = _deviation(xp, y) > ORTHONORMAL_TOL * n * eps
+    failed = _deviation(engine, y) > ORTHONORMAL_TOL * n * eps
     again = failed & (l0 > eps)
     if again.any():
         index = np.flatnonzero(again)
         part = y[xp.asarray(index)]
         part = run(engine, part, schedule(np.full(index.size, eps), eps), eps)
         y[xp.asarray(index)] = part
-        failed[index] = _deviation(xp, part) > ORTHONORMAL_TOL * n * eps
+        failed[index] = _deviation(engine, part) > ORTHONORMAL_TOL * n * eps
     return y, ~failed
 
 

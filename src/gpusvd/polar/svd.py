@@ -77,7 +77,7 @@ def _ct(x):
     return x.conj().swapaxes(-1, -2)
 
 
-def _orthonormal_columns(u, xp, *, complete):
+def orthonormal_columns(u, xp, *, complete):
     """Q of the Householder QR of each matrix of ``u`` (batch, m, k), each of the first k
     columns with the sign of R's diagonal: orthonormal even where ``u``'s columns are
     not, equal to them to O(ε) where they are (R ≈ ±I there). ``complete``: m columns,
@@ -90,7 +90,7 @@ def _orthonormal_columns(u, xp, *, complete):
     return q
 
 
-def _orthonormal_tolerance(n, dtype):
+def orthonormal_tolerance(n, dtype):
     """ORTHONORMAL_TOL·√n·ε: the largest max |‖u_i‖ − 1| of an orthonormal U."""
     return ORTHONORMAL_TOL * np.sqrt(n) * float(np.finfo(dtype).eps)
 
@@ -173,7 +173,7 @@ def _fixed(a, xp, *, compute_uv):
     found = fixed_schedule.svd(a, xp, compute_uv=compute_uv)
     if found is None:
         return None
-    orthonormal = found.deviation <= _orthonormal_tolerance(a.shape[1], a.dtype)
+    orthonormal = found.deviation <= orthonormal_tolerance(a.shape[1], a.dtype)
     return found.u, found.s, found.vh, orthonormal
 
 
@@ -209,9 +209,9 @@ def _one_finish(found, q, xp, *, exponent, full_matrices, compute_uv):
     with profile.phase("polar_u", xp):
         if orthonormal is None:
             deviation = float(xp.abs(xp.linalg.norm(u, axis=0) - 1).max())
-            orthonormal = deviation <= _orthonormal_tolerance(n, u.dtype)
+            orthonormal = deviation <= orthonormal_tolerance(n, u.dtype)
         if not orthonormal:
-            u = _orthonormal_columns(u[None], xp, complete=False)[0]
+            u = orthonormal_columns(u[None], xp, complete=False)[0]
         if q is not None:
             if full_matrices:
                 q[:, :n] = q[:, :n] @ u
@@ -219,7 +219,7 @@ def _one_finish(found, q, xp, *, exponent, full_matrices, compute_uv):
             else:
                 u = q @ u
         elif full_matrices and m > n:
-            u = _orthonormal_columns(u[None], xp, complete=True)[0]
+            u = orthonormal_columns(u[None], xp, complete=True)[0]
     return xp.ascontiguousarray(u)[None], s[None], xp.ascontiguousarray(vh)[None]
 
 
@@ -275,12 +275,12 @@ def _stack_tall(a, xp, *, full_matrices, compute_uv):
         flip = xp.where(lam < 0, -1, 1).astype(dtype)[:, None, :]
         u = xp.matmul(_ct(uh).astype(dtype), v * flip)
         deviation = xp.abs(xp.linalg.norm(u, axis=1) - 1).max(axis=1)
-        fix = to_host(deviation > _orthonormal_tolerance(n, dtype)) | ~converged
+        fix = to_host(deviation > orthonormal_tolerance(n, dtype)) | ~converged
         if full_matrices and m > n:
-            u = _orthonormal_columns(u, xp, complete=True)
+            u = orthonormal_columns(u, xp, complete=True)
         elif fix.any():
             index = xp.asarray(np.flatnonzero(fix))
-            u[index] = _orthonormal_columns(u[index], xp, complete=False)
+            u[index] = orthonormal_columns(u[index], xp, complete=False)
     return u, s, _ct(v)
 
 
@@ -359,7 +359,7 @@ def _unscanned(a, xp, *, full_matrices, compute_uv, accept):
         return None, False
     if not accept(found.largest):
         return None, True
-    orthonormal = found.deviation <= _orthonormal_tolerance(work.shape[1], work.dtype)
+    orthonormal = found.deviation <= orthonormal_tolerance(work.shape[1], work.dtype)
     result = _one_finish((found.u, found.s, found.vh, orthonormal), None, xp, exponent=0,
                          full_matrices=full_matrices, compute_uv=compute_uv)
     return (result if m >= n else _transposed(result, compute_uv)), False

@@ -1,0 +1,223 @@
+"""The polar SVD over MPI ranks (``method="polar"``, the GPU default), one block of rows of
+A per rank.
+
+SPMD, as :mod:`.jacobi`: every rank calls :func:`svd`; A is needed on ``root`` only and the
+result comes back there (None on the other ranks). Root takes A through the front end and
+prepares it as the one-device stack engine does (:func:`gpusvd.polar.svd.decompose`): a
+wide A through Aᴴ, then A scaled by a power of two to max|A| in [1/2, 1) and taken to
+float64 (complex128) (:func:`gpusvd.polar.estimates.unit_scaled`). Its rows go out in
+consecutive blocks, one per rank (a rank may hold none).
+
+QDWH (:mod:`gpusvd.polar.qdwh`) runs on Y = Aᴴ, whose columns are the ranks' rows, with
+the stack engine's steps: the one product in them that spans the rows is the Gram
+product Y·Yᴴ = Σ_r Y_r·Y_rᴴ (n×n), in the estimates of α and l₀, in each Cholesky step,
+in the three passes of each QR step's shifted CholeskyQR3 of [√c·X; I] (whose I every
+rank holds, counted once) and in the final orthonormality test. :class:`_RowsEngine`
+sums it over the ranks: gathered on root, added in rank order and sent back, so that
+every rank holds the same bits and takes the same Cholesky factors and the same steps.
+Everything else in a step is a product or a triangular solve of the rank's own columns.
+
+Then H = U_pᴴ·A = Σ_r U_p,rᴴ·A_r, summed the same way; root takes its eigendecomposition
+(:func:`gpusvd.polar.eigh.eigh`, on its one device) and sends V; each rank forms its rows
+of U = U_p·V; root gathers them, checks U's column norms and completes U as the stack
+engine does (:func:`gpusvd.polar.svd.orthonormal_columns`).
+
+Communication per QDWH step: one n×n sum (Cholesky step) or three (QR step), against
+O(m·n²/ranks) of products on each rank.
+"""
+
+import numpy as np
+
+from .._core.backend import simple_reductions, to_host
+from .._core.memory import DENSE_HINT, hint_on_exhaustion
+from .._core.results import SVDResult
+from ..polar import estimates, qdwh
+from ..polar.cholesky_qr import gram
+from ..polar.eigh import eigh
+from ..polar.svd import orthonormal_columns, orthonormal_tolerance, svd as one_device
+from .comm import given_or_own
+from .jacobi import _received
+
+WHAT = "distributed svd"
+
+
+def _summed(comm, part, root):
+    """The sum over the ranks of ``part`` (the same shape on every rank): gathered on
+    ``root``, added there in rank order and sent back, the same bits on every rank."""
+    parts = comm.gather(part, root, [part.shape] * comm.size, part.dtype)
+    total = None
+    if comm.rank == root:
+        total = parts[0].copy()
+        for other in parts[1:]:
+            total += other
+    return comm.broadcast(total, root, part.shape, part.dtype)
+
+
+class _RowsEngine(qdwh.StackEngine):
+    """The stack engine's QDWH steps on one matrix whose Y = Aᴴ has its columns (A's
+    rows) spread over the ranks: the Gram products summed over the ranks, the rest
+    local (module docstring)."""
+
+    def __init__(self, comm, rows, root):
+        super().__init__(comm.xp)
+        self.comm, self.root, self._rows = comm, root, rows
+
+    def gram(self, xp, y):
+        return _summed(self.comm, gram(xp, y), self.root)
+
+    def stacked_gram(self, m):
+        return lambda xp, wh: self.gram(xp, wh[..., :m]) + gram(xp, wh[..., m:])
+
+    def rows(self, m):
+        return self._rows
+
+
+def _bounds(m, ranks):
+    """Each rank's rows: consecutive blocks of m·r/ranks … m·(r + 1)/ranks."""
+    return [(m * r // ranks, m * (r + 1) // ranks) for r in range(ranks)]
+
+
+class _Job:
+    """Root's side: the received input, its tall float64 (complex128) form and scale."""
+
+    def __init__(self, a, comm, full_matrices, compute_uv, check_finite):
+        self.received = _received(a, comm, check_finite, WHAT)
+        self.xp, self.full, self.compute_uv = comm.xp, full_matrices, compute_uv
+        stack = self.received.stack
+        _, m, n = stack.shape
+        self.wide = m < n
+        self.a = stack.conj().swapaxes(-1, -2) if self.wide else stack
+        self.dtype = self.a.dtype
+        self.a64, exponent = estimates.unit_scaled(self.a, self.xp)
+        self.exponent = int(to_host(exponent)[0])
+        self.trivial = min(m, n) == 0 or not bool(self.xp.any(self.a))
+
+    def plan(self):
+        """What every rank needs to know before the rows arrive."""
+        _, m, n = self.a.shape
+        return m, n, self.dtype.str, self.a64.dtype.str, self.trivial
+
+    def finish(self, u, s, vh):
+        """The result in the input's array type: S scaled back, U and Vh as the caller's
+        matrix (not Aᴴ's)."""
+        received = self.received
+        s = self.xp.ldexp(s.astype(np.float64), self.exponent).astype(s.dtype)
+        if not self.compute_uv:
+            return received.values(s[None])
+        if self.wide:
+            u, vh = vh.conj().T, u.conj().T
+        return SVDResult(received.vectors(self.xp.ascontiguousarray(u)[None]),
+                         received.values(s[None]),
+                         received.vectors(self.xp.ascontiguousarray(vh)[None]))
+
+    def trivial_result(self):
+        """An empty or zero A: the one-device path's result (identities and zeros)."""
+        u, s, vh = one_device(self.a, self.xp, full_matrices=self.full,
+                              compute_uv=self.compute_uv)
+        s = s[0]
+        if not self.compute_uv:
+            return self.received.values(s[None])
+        return self.finish(u[0], s, vh[0])
+
+
+def _decompose(comm, root, job, m, n, dtype, wide_dtype, compute_uv, full_matrices):
+    """QDWH over the ranks, then H, V and U (module docstring); root's (U, S, Vh), None
+    elsewhere (U and Vh None without ``compute_uv``)."""
+    xp = comm.xp
+    bounds = _bounds(m, comm.size)
+    parts = None
+    if comm.rank == root:
+        parts = [job.a64[0, r0:r1] for r0, r1 in bounds]
+    shapes = [(r1 - r0, n) for r0, r1 in bounds]
+    mine = comm.scatter(parts, root, shapes, wide_dtype)
+    eps = float(np.finfo(dtype).eps)
+    y = mine.conj().T.copy()[None]   # a new array: QDWH overwrites it
+    uh, converged = qdwh.polar_factor(xp, y, eps, engine=_RowsEngine(comm, m, root))
+    h = _summed(comm, uh[0] @ mine, root)
+    signed = lam = v = None
+    with comm.phase():
+        if comm.rank == root:
+            h = ((h + h.conj().T) * 0.5).astype(dtype)
+            lam, v = eigh(h[None], xp, vectors=compute_uv)
+            order = xp.argsort(-xp.abs(lam[0]))
+            lam = lam[0][order]
+            if compute_uv:
+                v = v[0][:, order]
+                signed = xp.ascontiguousarray(v * xp.where(lam < 0, -1, 1).astype(dtype))
+    if not compute_uv:
+        return (None, xp.abs(lam), None) if comm.rank == root else None
+    signed = comm.broadcast(signed, root, (n, n), dtype)
+    u_mine = xp.ascontiguousarray(uh[0].conj().T).astype(dtype) @ signed
+    rows = comm.gather(u_mine, root, [(r1 - r0, n) for r0, r1 in bounds], dtype)
+    if comm.rank != root:
+        return None
+    u = xp.concatenate(rows)
+    deviation = float(xp.abs(xp.linalg.norm(u, axis=0) - 1).max())
+    if full_matrices and m > n:
+        u = orthonormal_columns(u[None], xp, complete=True)[0]
+    elif deviation > orthonormal_tolerance(n, dtype) or not converged[0]:
+        u = orthonormal_columns(u[None], xp, complete=False)[0]
+    return u, xp.abs(lam), v.conj().T
+
+
+@hint_on_exhaustion(DENSE_HINT)
+@simple_reductions
+def svd(a, full_matrices=True, compute_uv=True, *, comm=None, root=0, device="auto",
+        check_finite=True):
+    """SVD by the polar method over the ranks of ``comm``: QDWH on one block of A's rows
+    per rank, then the eigendecomposition of H on ``root``.
+
+    Call it on every rank. Each rank computes on one GPU (its rank within its node picks
+    which) or, without GPUs, on the CPU; the ranks' n×n Gram products are summed through
+    NCCL or MPI (module docstring: what moves, and when).
+
+    Parameters
+    ----------
+    a : (M, N) array_like or None
+        The matrix, on ``root`` only (NumPy, CuPy, anything with ``__dlpack__`` or
+        ``__array__``); ignored on the other ranks.
+    full_matrices, compute_uv, check_finite : bool, optional
+        As in :func:`gpusvd.svd`.
+    comm, root, device
+        As in :func:`gpusvd.distributed.jacobi_svd`.
+
+    Returns
+    -------
+    On ``root``: SVDResult(U, S, Vh), or S alone when ``compute_uv`` is false, in the
+    input's array type, with the accuracy of ``gpusvd.svd(a, method="polar")``. None on
+    the other ranks.
+
+    Raises
+    ------
+    ValueError
+        Bad input (on every rank, whichever rank found it).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpusvd.distributed import svd
+    >>> a = np.array([[3.0, 0.0], [4.0, 5.0]])
+    >>> U, S, Vh = svd(a, device="cpu")        # also under mpiexec -n 2
+    >>> bool(np.allclose(U @ np.diag(S) @ Vh, a)), np.round(S ** 2, 10).tolist()
+    (True, [45.0, 5.0])
+    """
+    with given_or_own(comm, device) as comm, comm.device_context():
+        job = None
+        with comm.phase():
+            if comm.rank == root:
+                job = _Job(a, comm, full_matrices, compute_uv, check_finite)
+        m, n, dtype, wide_dtype, trivial = comm.bcast(
+            job.plan() if comm.rank == root else None, root)
+        if trivial:
+            result = None
+            with comm.phase():
+                if comm.rank == root:
+                    result = job.trivial_result()
+            return result
+        found = _decompose(comm, root, job, m, n, np.dtype(dtype), np.dtype(wide_dtype),
+                           compute_uv, full_matrices)
+        result = None
+        with comm.phase():
+            if comm.rank == root:
+                result = job.finish(*found)
+        return result
