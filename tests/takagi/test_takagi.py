@@ -16,7 +16,7 @@ import scipy.linalg
 from . import naive_takagi as naive
 from gpusvd import LinAlgError, testing
 from gpusvd._core import tunables
-from gpusvd.takagi import takagi
+from gpusvd.takagi import driver, factorization, takagi
 
 BOUND = 100  # residual, orthogonality, Takagi value error: units of n·ε
 COMPLEX = (np.complex64, np.complex128)
@@ -245,6 +245,20 @@ class TestTakagi_GPU(TestTakagi_CPU):
         sign = np.sign(np.real(np.sum(u1.conj() * u2, axis=0)))
         np.testing.assert_allclose(u2, u1 * sign, rtol=0, atol=tol * s1[0] / np.min(np.diff(-s1)))
 
+    def test_degenerate_input_converges_by_default(self):
+        """thewalrus's test_degenerate: 35 zero and 25 equal Takagi values, where the sweeps
+        may converge only linearly; the default method falls back to the eigensolver
+        rather than raise."""
+        import cupy
+
+        for seed in range(12):
+            rng = np.random.default_rng(seed)
+            u = testing.haar_orthogonal(60, dtype=np.complex128, seed=seed)
+            a = (u * np.r_[np.zeros(25), np.full(25, rng.random()), np.zeros(10)]) @ u.T
+            s, v = (_host(x) for x in takagi(cupy.asarray(a)))
+            assert testing.svd_residual(a, v, s, v.T) < BOUND
+            assert testing.orthogonality(v) < BOUND
+
     def test_numpy_input_returns_numpy(self):
         a = testing.complex_symmetric(300, seed=17)
         s, u = takagi(a, device="gpu")
@@ -378,3 +392,19 @@ class TestTakagiEigh_GPU(TestTakagiEigh_CPU):
         import cupy
         return cupy.asarray(a)
 
+
+
+@pytest.mark.parametrize("fallback", [True, False])
+def test_sweeps_that_do_not_converge_fall_back_to_the_eigensolver(fallback):
+    """The default method's sweeps (on the GPU) give way to "eigh" where they do not
+    converge; asked for by name or controlled, they raise."""
+    a = testing.complex_symmetric(12, seed=25)[None]
+    tol = driver.default_tol(12, a.dtype)
+    if not fallback:
+        with pytest.raises(LinAlgError, match="did not converge in 1 sweeps"):
+            factorization._sweeps(a, np, tol, 1, fallback=False)
+        return
+    s, u = factorization._sweeps(a, np, tol, 1, fallback=True)
+    assert testing.svd_residual(a[0], u[0], s[0], u[0].T) < 30
+    np.testing.assert_allclose(s[0], np.linalg.svd(a[0], compute_uv=False), rtol=0,
+                               atol=30 * 12 * np.finfo(float).eps * s[0, 0])
