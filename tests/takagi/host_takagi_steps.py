@@ -58,36 +58,41 @@ static void run_blocks(int count, int threads, Kernel kernel)
 }}
 template <typename T>
 static void solve(const Complex<T> *a, int n, const int *pairs, int count, int block,
-                  int sweeps, int threads, Complex<T> *out)
+                  int sweeps, int threads, Complex<T> *out, T floor)
 {{
     run_blocks(count, threads, [=] {{
-        takagi_solve_block_pairs<T>(a, n, pairs, block, sweeps, out);
+        takagi_solve_block_pairs<T>(a, n, pairs, block, sweeps, out, floor);
     }});
 }}
 template <typename T>
-static void one_tile(const Complex<T> *a, int batch, int n, int block, T tol,
+static void one_tile(const Complex<T> *a, int batch, int n, int block, T tol, T eps,
                      int max_sweeps, int threads, T *s, Complex<T> *u, T *status)
 {{
     run_blocks(batch, threads, [=] {{
-        takagi_solve_one_tile<T>(a, n, block, tol, max_sweeps, s, u, status);
+        takagi_solve_one_tile<T>(a, n, block, tol, eps, max_sweeps, s, u, status);
     }});
 }}
 #define SOLVE(NAME, ONE_TILE, T)                                                        \\
     extern "C" void NAME(const Complex<T> *a, int n, const int *pairs, int count,       \\
-                         int block, int sweeps, int threads, Complex<T> *out)           \\
-    {{ solve<T>(a, n, pairs, count, block, sweeps, threads, out); }}                    \\
+                         int block, int sweeps, int threads, Complex<T> *out, T floor)  \\
+    {{ solve<T>(a, n, pairs, count, block, sweeps, threads, out, floor); }}             \\
     extern "C" void ONE_TILE(const Complex<T> *a, int batch, int n, int block, T tol,   \\
-                             int max_sweeps, int threads, T *s, Complex<T> *u,          \\
+                             T eps, int max_sweeps, int threads, T *s, Complex<T> *u,   \\
                              T *status)                                                 \\
-    {{ one_tile<T>(a, batch, n, block, tol, max_sweeps, threads, s, u, status); }}
+    {{ one_tile<T>(a, batch, n, block, tol, eps, max_sweeps, threads, s, u, status); }}
 SOLVE(solve_complex64, one_tile_complex64, float)
 SOLVE(solve_complex128, one_tile_complex128, double)
 """
 
 
+def _real(dtype):
+    """The ctypes scalar of the real type of the complex ``dtype``."""
+    return ctypes.c_float if dtype == np.complex64 else ctypes.c_double
+
+
 def build(folder):
     """The host build's kernels on NumPy arrays, or None when g++ is not on PATH:
-    ``solve_block_pairs(a, block_pairs, block, sweeps, threads)`` (the contract of
+    ``solve_block_pairs(a, block_pairs, block, sweeps, threads, floor=0)`` (the contract of
     gpusvd.takagi.steps_cuda.solve_block_pairs) and ``solve_one_tile(a, tol, max_sweeps,
     threads)`` on a stack (of gpusvd.takagi.steps_cuda.solve_one_tile: S, U and status)."""
     if shutil.which("g++") is None:
@@ -100,7 +105,7 @@ def build(folder):
                    capture_output=True, timeout=180)
     lib = ctypes.CDLL(str(library))
 
-    def solve_block_pairs(a, block_pairs, block, sweeps, threads):
+    def solve_block_pairs(a, block_pairs, block, sweeps, threads, floor=0.0):
         from gpusvd.takagi.steps_cuda import shared_bytes
 
         if shared_bytes(block, a.dtype) > _SHARED:
@@ -113,7 +118,7 @@ def build(folder):
             a.ctypes.data_as(ctypes.c_void_p), ctypes.c_int(a.shape[0]),
             pairs.ctypes.data_as(ctypes.c_void_p), ctypes.c_int(len(pairs)),
             ctypes.c_int(block), ctypes.c_int(sweeps), ctypes.c_int(threads),
-            out.ctypes.data_as(ctypes.c_void_p))
+            out.ctypes.data_as(ctypes.c_void_p), _real(a.dtype)(floor))
         return out
 
     def solve_one_tile(a, tol, max_sweeps, threads):
@@ -127,10 +132,11 @@ def build(folder):
         a = np.ascontiguousarray(a)
         s, u = np.empty((batch, n), real), np.empty((batch, n, n), a.dtype)
         status = np.empty((batch, 3), real)
-        scalar = ctypes.c_float if real == np.float32 else ctypes.c_double
+        scalar = _real(a.dtype)
         getattr(lib, f"one_tile_{a.dtype.name}")(
             a.ctypes.data_as(ctypes.c_void_p), ctypes.c_int(batch), ctypes.c_int(n),
-            ctypes.c_int(block), scalar(tol), ctypes.c_int(max_sweeps),
+            ctypes.c_int(block), scalar(tol), scalar(np.finfo(real).eps),
+            ctypes.c_int(max_sweeps),
             ctypes.c_int(threads), s.ctypes.data_as(ctypes.c_void_p),
             u.ctypes.data_as(ctypes.c_void_p), status.ctypes.data_as(ctypes.c_void_p))
         return s, u, status

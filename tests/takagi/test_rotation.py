@@ -93,3 +93,12 @@ def test_cuda_passes_table(dtype):
             continue
         np.testing.assert_allclose(g[k], takagi_rotation(x, y, z), rtol=0, atol=16 * eps,
                                    err_msg=name)
+
+
+def test_an_entry_at_the_floor_is_left_alone():
+    """|b| ≤ floor: the identity (nothing moves); above it, the usual step."""
+    a, c = 1.0 + 0j, 1j
+    for b in (1e-17 + 0j, -1e-17j):
+        assert takagi_rotation(a, b, c, 1e-16) == (0j, 0j, 0j, 0j)
+        assert takagi_rotation(a, b, c, 0.0) != (0j, 0j, 0j, 0j)
+    step_cases.check("above floor", a, 2e-16 + 0j, c, takagi_rotation(a, 2e-16 + 0j, c, 1e-16))

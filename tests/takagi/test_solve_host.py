@@ -59,6 +59,23 @@ def test_host_build_matches_numba(host_solve, block, sweeps, threads, dtype):
         assert np.array_equal(got[last][rows:rows + 3], np.eye(width)[rows:rows + 3])
 
 
+@pytest.mark.parametrize("threads", [64, 128])
+def test_host_build_matches_numba_with_a_floor(host_solve, threads):
+    """The sweeps' floor (entries at most ε·‖A‖_F left alone) in both builds: a graded
+    matrix, whose small block sits near the floor, gets the same bits."""
+    block, sweeps = 8, 3
+    a = naive.graded_symmetric(4 * block, 1e-7, dtype=np.complex128, seed=5)
+    floor = float(np.finfo(float).eps * np.linalg.norm(a))
+    pairs = chess_tournament(4)[1]
+    want = steps.solve_block_pairs(a, pairs, block, sweeps, chess_tournament(2 * block),
+                                   floor)
+    got = host_solve(a, pairs, block, sweeps, threads, floor)
+    np.testing.assert_array_equal(got, want)
+    unfloored = steps.solve_block_pairs(a, pairs, block, sweeps,
+                                        chess_tournament(2 * block))
+    assert not np.array_equal(want, unfloored)   # the floor left some entries alone
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_host_build_diagonalizes_graded_tiles(host_solve, dtype):
     block, sweeps = 8, 4

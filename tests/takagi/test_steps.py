@@ -6,7 +6,7 @@ import pytest
 
 from . import naive_takagi as naive
 from gpusvd import testing
-from gpusvd.takagi import steps
+from gpusvd.takagi import driver, steps
 from gpusvd.takagi.ordering import chess_tournament
 from gpusvd.takagi.rotation import takagi_rotation
 
@@ -191,3 +191,24 @@ def test_cuda_solve_block_pairs_on_random_input(block, dtype):
         assert testing.orthogonality(got[p]) < BOUND
         np.testing.assert_allclose(_off(got[p].conj().T @ tile @ got[p].conj()),
                                    _off(want[p].conj().T @ tile @ want[p].conj()), rtol=0.1)
+
+
+def test_the_floor_speeds_the_sweeps_of_a_degenerate_matrix():
+    """35 zero and 25 equal Takagi values (thewalrus's test_degenerate): with entries at
+    most ε·‖A‖_F left alone the sweeps reach the driver's tolerance in fewer sweeps (the
+    zero cluster no longer stirs its neighbours), to the same accuracy."""
+    rng = np.random.default_rng(4)
+    q = testing.haar_orthogonal(60, dtype=np.complex128, seed=4)
+    a0 = (q * np.r_[np.zeros(25), np.full(25, rng.random()), np.zeros(10)]) @ q.T
+    norm, eps = np.linalg.norm(a0), np.finfo(float).eps
+    taken = []
+    for floor in (0.0, eps * norm):
+        a, u = a0.copy(), np.eye(60, dtype=a0.dtype)
+        for sweep in range(80):
+            if _off(a) <= driver.default_tol(60, a.dtype) * norm:
+                break
+            steps.jacobi_sweep(a, u, chess_tournament(60), floor)
+        taken.append(sweep)
+        assert testing.svd_residual(a0, u, np.diag(a), u.T) < 10
+        assert testing.orthogonality(u) < 10
+    assert taken[1] <= 30 and taken[1] < taken[0], taken

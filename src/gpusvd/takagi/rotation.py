@@ -67,8 +67,9 @@ def _half_phase_offset(z):
 
 
 @numba.njit(cache=True)
-def takagi_rotation(a, b, c):
-    """The Takagi step (ϖ₁, ϖ₂, μ, sn) of the pair [[a, b], [b, c]].
+def takagi_rotation(a, b, c, floor=0.0):
+    """The Takagi step (ϖ₁, ϖ₂, μ, sn) of the pair [[a, b], [b, c]]; the identity where
+    |b| ≤ ``floor`` (b = 0 by default).
 
     With pₖ = 1 + ϖₖ, V = [[p₁(1 − μ), p₁ sn], [−p₂ s̄n, p₂(1 − μ)]] is unitary and
     Vᴴ [[a, b], [b, c]] V̄ is diagonal (:func:`rotation_matrix` forms it).
@@ -77,6 +78,10 @@ def takagi_rotation(a, b, c):
     ----------
     a, b, c : complex
         The entries M[i, i], M[i, j] = M[j, i], M[j, j] of the pair.
+    floor : float, optional
+        Off-diagonal entries up to this are left alone: the sweeps pass ε·‖A‖_F, the
+        rounding level of the whole matrix, below which a rotation only stirs rounding
+        errors (the driver's docstring says why that matters).
 
     Returns
     -------
@@ -93,9 +98,10 @@ def takagi_rotation(a, b, c):
     >>> bool(abs((v.conj().T @ m @ v.conj())[0, 1]) < 1e-15)
     True
     """
-    if b == 0:
+    abs_b = abs(b)
+    if abs_b <= floor:
         return 0j, 0j, 0j, 0j
-    abs_a, abs_b, abs_c = abs(a), abs(b), abs(c)
+    abs_a, abs_c = abs(a), abs(c)
     scale = max(abs_a, abs_b, abs_c)
     w1 = _half_phase_offset(a)
     w2 = _half_phase_offset(c)

@@ -27,11 +27,12 @@ from .rotation import rotate, takagi_rotation
 
 
 @numba.njit(cache=True)
-def jacobi_step(a, u, pairs):
+def jacobi_step(a, u, pairs, floor=0.0):
     """One parallel step on the n×n arrays ``a`` and ``u``, in place.
 
     ``pairs`` is one step of :func:`~gpusvd.takagi.ordering.chess_tournament` (pairs,
-    2); a pair holding an index ≥ n (the dummy of odd n) is skipped.
+    2); a pair holding an index ≥ n (the dummy of odd n) is skipped, and so is a pair
+    whose off-diagonal entry is at most ``floor`` (:func:`.rotation.takagi_rotation`).
     """
     n = a.shape[0]
     count = pairs.shape[0]
@@ -39,7 +40,7 @@ def jacobi_step(a, u, pairs):
     for p in range(count):
         i, j = pairs[p, 0], pairs[p, 1]
         if i < n and j < n:
-            w1, w2, mu, sn = takagi_rotation(a[i, i], a[i, j], a[j, j])
+            w1, w2, mu, sn = takagi_rotation(a[i, i], a[i, j], a[j, j], floor)
             g[p, 0], g[p, 1], g[p, 2], g[p, 3] = w1, w2, mu, sn
     for p in range(count):                       # row updates: rows ← Vᴴ rows
         i, j = pairs[p, 0], pairs[p, 1]
@@ -58,14 +59,14 @@ def jacobi_step(a, u, pairs):
 
 
 @numba.njit(cache=True)
-def jacobi_sweep(a, u, ordering):
+def jacobi_sweep(a, u, ordering, floor=0.0):
     """All steps of ``ordering`` (steps, pairs, 2): one sweep over every pair, in place."""
     for s in range(ordering.shape[0]):
-        jacobi_step(a, u, ordering[s])
+        jacobi_step(a, u, ordering[s], floor)
 
 
 @numba.njit(cache=True)
-def solve_block_pairs(a, block_pairs, block, sweeps, local_ordering):
+def solve_block_pairs(a, block_pairs, block, sweeps, local_ordering, floor=0.0):
     """The 2b×2b unitaries of the inner solves of one blocked step.
 
     Parameters
@@ -80,6 +81,8 @@ def solve_block_pairs(a, block_pairs, block, sweeps, local_ordering):
         Inner sweeps of the pointwise method per block pair.
     local_ordering : ndarray
         ``chess_tournament(2 * block)``.
+    floor : float, optional
+        Pairs whose off-diagonal entry is at most this are skipped.
 
     Returns
     -------
@@ -100,6 +103,6 @@ def solve_block_pairs(a, block_pairs, block, sweeps, local_ordering):
                 tile[r, col] = a[index[r], index[col]]
         g = np.eye(width, dtype=a.dtype)
         for _ in range(sweeps):
-            jacobi_sweep(tile, g, local_ordering)
+            jacobi_sweep(tile, g, local_ordering, floor)
         out[p] = g
     return out

@@ -23,12 +23,13 @@ def _blocks(count):
     return (count + _THREADS - 1) // _THREADS
 
 
-def jacobi_step(a, u, pairs, g=None):
+def jacobi_step(a, u, pairs, g=None, floor=0.0):
     """One parallel step on the C-contiguous n×n CuPy arrays ``a``, ``u``, in place.
 
     ``pairs`` is a C-contiguous int32 CuPy array (pairs, 2), one step of the chess
-    tournament; pairs holding an index ≥ n are skipped. ``g`` (pairs, 4) of a's dtype
-    receives the rotations (allocated if not given).
+    tournament; pairs holding an index ≥ n, or an off-diagonal entry at most ``floor``,
+    are skipped. ``g`` (pairs, 4) of a's dtype receives the rotations (allocated if not
+    given).
     """
     import cupy
 
@@ -37,21 +38,23 @@ def jacobi_step(a, u, pairs, g=None):
         return
     if g is None:
         g = cupy.empty((count, 4), a.dtype)
+    real = np.finfo(a.dtype).dtype
     _kernel("takagi_rotations", a.dtype)((_blocks(count),), (_THREADS,),
-                                         (a, np.int32(n), pairs, np.int32(count), g))
+                                         (a, np.int32(n), pairs, np.int32(count), g,
+                                          real.type(floor)))
     _kernel("takagi_rotate_rows", a.dtype)((_blocks(n), count), (_THREADS,),
                                            (a, np.int32(n), pairs, g))
     _kernel("takagi_rotate_columns", a.dtype)((_blocks(n), count), (_THREADS,),
                                               (a, u, np.int32(n), pairs, g))
 
 
-def jacobi_sweep(a, u, ordering):
+def jacobi_sweep(a, u, ordering, floor=0.0):
     """All steps of ``ordering`` (an int32 CuPy array (steps, pairs, 2)), in place."""
     import cupy
 
     g = cupy.empty((ordering.shape[1], 4), a.dtype)
     for s in range(ordering.shape[0]):
-        jacobi_step(a, u, ordering[s], g)
+        jacobi_step(a, u, ordering[s], g, floor)
 
 
 def shared_bytes(block, dtype):
@@ -61,13 +64,13 @@ def shared_bytes(block, dtype):
     return (2 * width * (width + 1) + 8 * block) * np.dtype(dtype).itemsize + 4 * 2 * width
 
 
-def solve_block_pairs(a, block_pairs, block, sweeps, out=None, threads=None):
+def solve_block_pairs(a, block_pairs, block, sweeps, out=None, threads=None, floor=0.0):
     """GPU twin of :func:`gpusvd.takagi.steps.solve_block_pairs` (CuPy arrays; the
     ordering of the 2b indices is computed by the kernel). ``out``: a C-contiguous
     (count, 2b, 2b) array of a's dtype to write into (allocated if not given).
     ``threads`` per thread block, a multiple of 32 from 64 to 1024 (default: the tunable
     ``takagi_solve_threads``), lowered to the kernel's limit for its registers where that
-    is smaller (complex128 does not launch with 1024)."""
+    is smaller (complex128 does not launch with 1024). ``floor``: as the steps'."""
     import cupy
 
     if threads is None:
@@ -86,9 +89,10 @@ def solve_block_pairs(a, block_pairs, block, sweeps, out=None, threads=None):
     shared = shared_bytes(block, a.dtype)
     if kernel.max_dynamic_shared_size_bytes < shared:
         kernel.max_dynamic_shared_size_bytes = shared  # opt in above the default 48 KB
+    real = np.finfo(a.dtype).dtype
     kernel((count,), (threads,),
-           (a, np.int32(a.shape[0]), block_pairs, np.int32(block), np.int32(sweeps), out),
-           shared_mem=shared)
+           (a, np.int32(a.shape[0]), block_pairs, np.int32(block), np.int32(sweeps), out,
+            real.type(floor)), shared_mem=shared)
     return out
 
 
@@ -97,7 +101,8 @@ def solve_one_tile(a, tol, max_sweeps, threads=None):
     (batch, n, n), n at most twice the tunable ``takagi_block_size`` (the tile and its
     unitary in shared memory), in one launch, a thread block per matrix: sweeps until
     ‖off(A)‖_F ≤ ``tol``·‖A‖_F, at most ``max_sweeps``, as :func:`.driver.factorize`
-    checks them, then the values ordered and the phases moved into U. Returns (S, U,
+    checks them (and with its floor, ε·‖A‖_F), then the values ordered and the phases
+    moved into U. Returns (S, U,
     status) CuPy stacks: S descending (ties in index order), U with A ≈ U diag(S) Uᵀ, and
     (sweeps, ‖off(A)‖_F², ‖A‖_F²) of each matrix, of the real dtype. Nothing waits for
     the device."""
@@ -119,5 +124,6 @@ def solve_one_tile(a, tol, max_sweeps, threads=None):
     if kernel.max_dynamic_shared_size_bytes < shared:
         kernel.max_dynamic_shared_size_bytes = shared
     kernel((batch,), (threads,), (a, np.int32(n), np.int32(block), real.type(tol),
-                                  np.int32(max_sweeps), s, u, status), shared_mem=shared)
+                                  real.type(np.finfo(real).eps), np.int32(max_sweeps), s, u,
+                                  status), shared_mem=shared)
     return s, u, status

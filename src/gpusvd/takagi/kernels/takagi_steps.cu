@@ -57,18 +57,21 @@ template <typename T> __device__ __forceinline__ Complex<T> half_phase_offset(Co
 
 // The Takagi step g = (w1, w2, mu, sn) of [[a, b], [b, c]] (rotation.py, takagi_rotation):
 // with pk = 1 + wk, V = [[p1 (1 - mu), p1 sn], [-p2 conj(sn), p2 (1 - mu)]] and
-// V^H [[a, b], [b, c]] conj(V) diagonal; mu is real, stored with zero imaginary part.
+// V^H [[a, b], [b, c]] conj(V) diagonal; mu is real, stored with zero imaginary part. The
+// identity where |b| <= floor.
 template <typename T>
-__device__ void takagi_rotation(Complex<T> a, Complex<T> b, Complex<T> c, Complex<T> *g)
+__device__ void takagi_rotation(Complex<T> a, Complex<T> b, Complex<T> c, Complex<T> *g,
+                                T floor)
 {
-    if (b.re == T(0) && b.im == T(0)) {
+    const T abs_b = cabs(b);
+    if (abs_b <= floor) {
         g[0] = cplx(T(0), T(0));
         g[1] = cplx(T(0), T(0));
         g[2] = cplx(T(0), T(0));
         g[3] = cplx(T(0), T(0));
         return;
     }
-    const T abs_a = cabs(a), abs_b = cabs(b), abs_c = cabs(c);
+    const T abs_a = cabs(a), abs_c = cabs(c);
     T scale = abs_a;
     scale = abs_b > scale ? abs_b : scale;
     scale = abs_c > scale ? abs_c : scale;
@@ -114,14 +117,15 @@ __device__ __forceinline__ void rotate(Complex<T> &x, Complex<T> &y, Complex<T> 
 
 template <typename T>
 __global__ void takagi_rotations(const Complex<T> *__restrict__ a, int n,
-                                 const int *__restrict__ pairs, int count, Complex<T> *g)
+                                 const int *__restrict__ pairs, int count, Complex<T> *g,
+                                 T floor)
 {
     const int p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= count) return;
     const int i = pairs[2 * p], j = pairs[2 * p + 1];
     if (i < n && j < n) {
         const size_t ii = (size_t)i * n + i, ij = (size_t)i * n + j, jj = (size_t)j * n + j;
-        takagi_rotation(a[ii], a[ij], a[jj], g + 4 * p);
+        takagi_rotation(a[ii], a[ij], a[jj], g + 4 * p, floor);
     }
 }
 
@@ -177,14 +181,15 @@ __device__ __forceinline__ void chess_pair(int t, int s, int players, int &i, in
 // Needs blockDim.x >= 64 (warp 0 and at least one warp for G).
 template <typename T>
 __device__ __forceinline__ void step_rotations(const Complex<T> *tile, int ld, int width, int block,
-                                               int s, int *pi, int *pj, Complex<T> *rot)
+                                               int s, int *pi, int *pj, Complex<T> *rot, T floor)
 {
     for (int t = threadIdx.x; t < block; t += 32) {
         int i, j;
         chess_pair(t, s, width, i, j);
         pi[t] = i;
         pj[t] = j;
-        takagi_rotation(tile[i * ld + i], tile[i * ld + j], tile[j * ld + j], rot + 4 * t);
+        takagi_rotation(tile[i * ld + i], tile[i * ld + j], tile[j * ld + j], rot + 4 * t,
+                        floor);
     }
 }
 
@@ -194,10 +199,10 @@ __device__ __forceinline__ void step_rotations(const Complex<T> *tile, int ld, i
 // block; the tile and g are complete on return.
 template <typename T>
 __device__ void tile_steps(Complex<T> *tile, Complex<T> *g, Complex<T> *rot, int *index,
-                           int ld, int width, int block, int steps)
+                           int ld, int width, int block, int steps, T floor)
 {
     if (steps > 0 && threadIdx.x < 32)
-        step_rotations(tile, ld, width, block, 0, index, index + block, rot);
+        step_rotations(tile, ld, width, block, 0, index, index + block, rot, floor);
     __syncthreads();
     for (int k = 0; k < steps; ++k) {
         const int cur = k & 1;
@@ -239,7 +244,7 @@ __device__ void tile_steps(Complex<T> *tile, Complex<T> *g, Complex<T> *rot, int
             if (k + 1 < steps)
                 step_rotations(tile, ld, width, block, (k + 1) % (width - 1),
                                index + 2 * block * (1 - cur), index + 2 * block * (1 - cur) + block,
-                               rot + 4 * block * (1 - cur));
+                               rot + 4 * block * (1 - cur), floor);
         } else {
             for (int e = threadIdx.x - 32; e < block * width; e += blockDim.x - 32) {
                 const int bq = e / width, row = e - bq * width;
@@ -254,7 +259,7 @@ __device__ void tile_steps(Complex<T> *tile, Complex<T> *g, Complex<T> *rot, int
 template <typename T>
 __global__ void takagi_solve_block_pairs(const Complex<T> *__restrict__ a, int n,
                                          const int *__restrict__ block_pairs, int block,
-                                         int sweeps, Complex<T> *out)
+                                         int sweeps, Complex<T> *out, T floor)
 {
     extern __shared__ __align__(16) unsigned char shared_raw[];
     const int width = 2 * block;
@@ -274,7 +279,7 @@ __global__ void takagi_solve_block_pairs(const Complex<T> *__restrict__ a, int n
         g[r * ld + c] = cplx(T(r == c ? 1 : 0), T(0));
     }
     __syncthreads();
-    tile_steps(tile, g, rot, index, ld, width, block, sweeps * (width - 1));
+    tile_steps(tile, g, rot, index, ld, width, block, sweeps * (width - 1), floor);
     Complex<T> *dst = out + (size_t)p * width * width;
     for (int e = threadIdx.x; e < width * width; e += blockDim.x)
         dst[e] = g[(e / width) * ld + e % width];
@@ -300,19 +305,21 @@ __device__ T block_sum(T x, T *scratch)
     return total;
 }
 
-// Each n x n matrix of the stack a, one per thread block (n <= width = 2 block; the indices
-// from n on are zero padding, which no rotation mixes in), as one tile: sweeps of width - 1 steps until the off-diagonal
-// norm is at most tol times the Frobenius norm (squares compared: a is scaled so that its
-// largest entry is about 1), checked before each sweep as the driver's loop does, at most
-// max_sweeps. Then the driver's last step: with d the diagonal, the Takagi values
-// s = |d| in descending order (ties in index order: each value's rank counted) and
-// U = g diag(e^{i arg(d)/2}) in that order, so that A = U diag(s) U^T. Out: s (n), U
-// (n x n) and status = (sweeps done, off-diagonal norm squared, norm squared): not
-// converged where the second is above tol^2 times the third. s, u and status are stacks
-// like a. blockDim.x >= 64 >= n.
+// Each n x n matrix of the stack a, one per thread block (n <= width = 2 block; the
+// indices from n on are zero padding, which no rotation mixes in), as one tile: sweeps of
+// width - 1 steps until the off-diagonal norm is at most tol times the Frobenius norm
+// (squares compared: a is scaled so that its largest entry is about 1), checked before
+// each sweep as the driver's loop does, at most max_sweeps; rotations of entries at most
+// eps times the norm are skipped as the driver's sweeps skip them. Then the driver's last
+// step: with d the diagonal, the Takagi values s = |d| in descending order (ties in index
+// order: each value's rank counted) and U = g diag(e^{i arg(d)/2}) in that order, so that
+// A = U diag(s) U^T. Out: s (n), U (n x n) and status = (sweeps done, off-diagonal norm
+// squared, norm squared): not converged where the second is above tol^2 times the third.
+// s, u and status are stacks like a. blockDim.x >= 64 >= n.
 template <typename T>
 __global__ void takagi_solve_one_tile(const Complex<T> *__restrict__ a, int n, int block,
-                                      T tol, int max_sweeps, T *s, Complex<T> *u, T *status)
+                                      T tol, T eps, int max_sweeps, T *s, Complex<T> *u,
+                                      T *status)
 {
     const size_t matrix = blockIdx.x;
     a += matrix * n * n;
@@ -338,6 +345,7 @@ __global__ void takagi_solve_one_tile(const Complex<T> *__restrict__ a, int n, i
     }
     const T norm2 = block_sum(squares, scratch);  // its barriers also publish the tile
     const T bound = tol * tol * norm2;
+    const T floor = eps * msqrt(norm2);           // the sweeps' floor (driver.py)
     int sweep = 0;
     T off2;
     for (;; ++sweep) {
@@ -349,7 +357,7 @@ __global__ void takagi_solve_one_tile(const Complex<T> *__restrict__ a, int n, i
         }
         off2 = block_sum(squares, scratch);
         if (off2 <= bound || sweep == max_sweeps) break;
-        tile_steps(tile, g, rot, index, ld, width, block, width - 1);
+        tile_steps(tile, g, rot, index, ld, width, block, width - 1, floor);
     }
     T *values = scratch;                        // free again after block_sum
     int *rank = index;                          // 4 block >= n entries
