@@ -88,14 +88,17 @@ class _Job:
         self.wide = m < n
         self.a = stack.conj().swapaxes(-1, -2) if self.wide else stack
         self.dtype = self.a.dtype
-        self.a64, exponent = estimates.unit_scaled(self.a, self.xp)
-        self.exponent = int(to_host(exponent)[0])
         self.trivial = min(m, n) == 0 or not bool(self.xp.any(self.a))
+        self.a64, self.exponent = None, 0
+        if not self.trivial:
+            self.a64, exponent = estimates.unit_scaled(self.a, self.xp)
+            self.exponent = int(to_host(exponent)[0])
 
     def plan(self):
         """What every rank needs to know before the rows arrive."""
         _, m, n = self.a.shape
-        return m, n, self.dtype.str, self.a64.dtype.str, self.trivial
+        wide = np.complex128 if self.dtype.kind == "c" else np.float64
+        return m, n, self.dtype.str, np.dtype(wide).str, self.trivial
 
     def finish(self, u, s, vh):
         """The result in the input's array type: S scaled back, U and Vh as the caller's
