@@ -1,4 +1,4 @@
-"""Communication of the multi-GPU Jacobi level: MPI ranks, one GPU (or CPU) each.
+"""Communication of the multi-GPU level: MPI ranks, one GPU (or CPU) each; root's input.
 
 SPMD over mpi4py ranks (paper 003, §5, "multiple processes ... communicate via MPI").
 A rank computes on the GPU picked by its rank within its node (the
@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 from .._core.backend import cupy_or_none, to_host
+from .._core.front_end import prepare
 
 # NVLink SHARP (multicast) buffers fail on the H200 machines the GPU tests
 # run on; NCCL reads the variable when its first communicator is created.
@@ -94,6 +95,18 @@ def given_or_own(comm, device):
         return
     with Comm(comm, device) as own:
         yield own
+
+
+def received(a, comm, check_finite, what):
+    """Root's input through the front end (:func:`gpusvd._core.front_end.prepare`) on
+    ``comm``'s device: one matrix, no stack."""
+    job = prepare(a, what=what, device="cpu" if comm.device_id is None else comm.device_id,
+                  check_finite=check_finite)
+    if job.batch != ():
+        raise ValueError(f"{what} decomposes one matrix (M, N), got shape "
+                         f"{(*job.batch, *job.stack.shape[1:])}; decompose a stack "
+                         "matrix by matrix")
+    return job
 
 
 class Comm:

@@ -16,12 +16,11 @@ options (:class:`.outer.OuterOptions`) are ``pair_sweeps``, ``skip_orthogonal`` 
 """
 
 from .._core import validation
-from .._core.front_end import prepare
 from .._core.results import HSVDResult, SVDResult
 from ..jacobi.driver import DEFAULTS, MAX_SWEEPS, check_options, decompose
 from ..jacobi import driver, hyperbolic
 from . import outer
-from .comm import given_or_own
+from .comm import given_or_own, received
 from .outer import OuterOptions
 
 VARIANT = "block-oriented"
@@ -36,24 +35,12 @@ def _check_outer(pair_sweeps, skip_orthogonal, pairs_per_rank, what):
                                                optional=True))
 
 
-def _received(a, comm, check_finite, what):
-    """Root's input through the front end (:func:`gpusvd._core.front_end.prepare`) on
-    ``comm``'s device: one matrix, no stack."""
-    job = prepare(a, what=what, device="cpu" if comm.device_id is None else comm.device_id,
-                  check_finite=check_finite)
-    if job.batch != ():
-        raise ValueError(f"{what} decomposes one matrix (M, N), got shape "
-                         f"{(*job.batch, *job.stack.shape[1:])}; decompose a stack "
-                         "matrix by matrix")
-    return job
-
-
 class _SVDJob:
     """Root's side of the SVD: ``driver.prepare`` gives the factor the ranks
     orthogonalize, ``driver.assemble`` the result."""
 
     def __init__(self, a, comm, full_matrices, compute_uv, options, check_finite):
-        self.received = _received(a, comm, check_finite, "distributed jacobi_svd")
+        self.received = received(a, comm, check_finite, "distributed jacobi_svd")
         a = self.received.stack
         self.xp, self.full, self.compute_uv, self.options = comm.xp, full_matrices, \
             compute_uv, options
@@ -87,7 +74,7 @@ class _HSVDJob:
 
     def __init__(self, g, signs, comm, options, check_finite):
         self.xp, self.options = comm.xp, options
-        self.received = _received(g, comm, check_finite, "distributed hsvd")
+        self.received = received(g, comm, check_finite, "distributed hsvd")
         g = self.received.stack
         signs = hyperbolic.check_factor(g.shape, signs, what="distributed hsvd")
         self.shape, self.dtype = g.shape, g.dtype

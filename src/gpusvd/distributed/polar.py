@@ -35,8 +35,7 @@ from ..polar import estimates, qdwh
 from ..polar.cholesky_qr import gram
 from ..polar.eigh import eigh
 from ..polar.svd import orthonormal_columns, orthonormal_tolerance, svd as one_device
-from .comm import given_or_own
-from .jacobi import _received
+from .comm import given_or_own, received
 
 WHAT = "distributed svd"
 
@@ -81,7 +80,7 @@ class _Job:
     """Root's side: the received input, its tall float64 (complex128) form and scale."""
 
     def __init__(self, a, comm, full_matrices, compute_uv, check_finite):
-        self.received = _received(a, comm, check_finite, WHAT)
+        self.received = received(a, comm, check_finite, WHAT)
         self.xp, self.full, self.compute_uv = comm.xp, full_matrices, compute_uv
         stack = self.received.stack
         _, m, n = stack.shape
