@@ -80,8 +80,10 @@ def test_every_public_function_runs_without_block_reductions(name):
     import gpusvd
     from gpusvd import distributed
 
-    for fn in (getattr(gpusvd, name),) + ((distributed.svd_lowrank,)
-                                          if name == "svd_lowrank" else ()):
+    distributed_forms = {"svd_lowrank": distributed.svd_lowrank, "svd": distributed.svd,
+                         "jacobi_svd": distributed.jacobi_svd, "hsvd": distributed.hsvd}
+    for fn in (getattr(gpusvd, name),) + ((distributed_forms[name],)
+                                          if name in distributed_forms else ()):
         codes = [w.__code__ for w in _wrappers(fn)]
         assert backend.simple_reductions(len).__code__ in codes, name
 
