@@ -45,3 +45,26 @@ def test_the_polar_method_alone_and_in_a_stack_agree_to_working_accuracy(dtype):
         assert np.max(np.abs(s - s_stack[k])) <= 10 * max(a.shape) * eps * s[0]
         u, s, vh = gpusvd.svd(a, full_matrices=False, method="polar", device="cpu")
         assert testing.svd_residual(a, u, s, vh) < 30
+
+
+@pytest.mark.parametrize("method", ["auto", "jacobi", "eigh"])
+def test_takagi_gives_a_matrix_the_same_bits_alone_and_in_a_stack(method):
+    """On the CPU each method takes a stack matrix by matrix (the eigensolver's batched
+    LAPACK call, the sweeps' loop)."""
+    stack = np.stack([testing.complex_symmetric(9, seed=k) for k in range(4)])
+    s, u = gpusvd.takagi(stack, method=method, device="cpu")
+    for k, a in enumerate(stack):
+        alone = gpusvd.takagi(a, method=method, device="cpu")
+        assert np.array_equal(s[k], alone.S) and np.array_equal(u[k], alone.U), method
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_polar_and_jacobi_svd_give_a_matrix_the_same_bits_alone_and_in_a_stack(side):
+    stack = _stack(np.float64)
+    u, p = gpusvd.polar(stack, side=side, device="cpu")
+    out = gpusvd.jacobi_svd(stack, device="cpu")
+    for k, a in enumerate(stack):
+        alone_u, alone_p = gpusvd.polar(a, side=side, device="cpu")
+        assert np.array_equal(u[k], alone_u) and np.array_equal(p[k], alone_p)
+        alone = gpusvd.jacobi_svd(a, device="cpu")
+        assert all(np.array_equal(x[k], y) for x, y in zip(out, alone))
