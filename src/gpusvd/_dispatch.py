@@ -15,7 +15,7 @@ from ._core.arrays import place
 from ._core.backend import simple_reductions
 from ._core.errors import LinAlgError
 from ._core.front_end import directly, receive
-from ._core.memory import DENSE_HINT, hint_on_exhaustion
+from ._core.memory import DENSE_HINT, check_host_memory, hint_on_exhaustion
 from ._core.results import SVDResult
 from ._core.threads import single_threaded_blas
 from . import autodiff
@@ -188,11 +188,28 @@ def _lapack_directly(placed, *, full_matrices, compute_uv, method):
     return SVDResult(*out) if out is not None and compute_uv else out
 
 
+def _host_bytes(arr, *, full_matrices, compute_uv):
+    """Bytes that an SVD of ``arr`` (..., M, N) on the CPU holds at once, about: the results
+    of every matrix, a working copy of the input and LAPACK's gesdd workspace (4k² for
+    vectors), in the working dtype."""
+    *batch, m, n = arr.shape
+    count = int(np.prod(batch, dtype=np.int64))
+    k = min(m, n)
+    per_matrix = k + m * n
+    if compute_uv:
+        per_matrix += m * (m if full_matrices else k) + (n if full_matrices else k) * n
+    item = np.dtype(np.result_type(arr.dtype, np.float32)).itemsize
+    return item * (count * per_matrix + 4 * k * k)
+
+
 def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finite, device,
                reduction, options, what):
     validation.check_choice("method", method, METHODS)
     options = _method_options(method, reduction, options, compute_uv=compute_uv, what=what)
     placed = place(a, device, what)
+    if not placed[1].on_gpu and placed[0].ndim >= 2:
+        check_host_memory(_host_bytes(placed[0], full_matrices=full_matrices,
+                                      compute_uv=compute_uv), "the results and workspace")
     done = _lapack_directly(placed, full_matrices=full_matrices, compute_uv=compute_uv,
                             method=method)
     if done is not None:

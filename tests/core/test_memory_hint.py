@@ -97,3 +97,19 @@ def test_gpu_pool_limit(method):
         pool.set_limit(size=limit)
     gc.collect()
     assert pool.used_bytes() <= before
+
+
+def test_a_cpu_svd_larger_than_the_host_raises_before_it_starts(monkeypatch):
+    """Where the results and workspace exceed the host's available memory, a MemoryError
+    with the hint before anything is allocated (Linux would kill the process instead);
+    the economy SVD of the same matrix, which fits, runs."""
+    monkeypatch.setattr(memory, "available_host_bytes", lambda: 2**30)
+    a = np.ones((2, 20000))
+    with pytest.raises(MemoryError, match=r"svd ran out of memory \(needs about 3\.0 GiB "
+                       r"of host memory .*1\.0 GiB available\)\. The dense methods"):
+        gpusvd.svd(a, device="cpu")
+    u, s, vh = gpusvd.svd(a, full_matrices=False, device="cpu")
+    assert vh.shape == (2, 20000) and abs(s[0] - np.sqrt(40000)) < 1e-9
+    assert gpusvd.svdvals(np.ones((3, 30000)), device="cpu").shape == (3,)
+    monkeypatch.setattr(memory, "available_host_bytes", lambda: None)   # not Linux
+    assert gpusvd.svd(np.ones((2, 3)), device="cpu").S.shape == (2,)

@@ -32,6 +32,31 @@ LOWRANK_HINT = ("Pass the matrix as a NumPy memmap, a .npy path or an h5py datas
                 "partitions.")
 
 
+def available_host_bytes():
+    """The host memory available to a new allocation (Linux's MemAvailable), in bytes, or
+    None where /proc/meminfo cannot be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def check_host_memory(nbytes, what):
+    """``MemoryError`` where a CPU computation needs more than the host has available:
+    Linux lets the allocations succeed and then kills the process when their pages are
+    touched (its out-of-memory killer), so a user's session dies instead of getting an
+    error (SciPy's test_svd_gesdd_nofegfault, a 4799 × 53130 float64 with full matrices:
+    22.6 GB for Vh). ``what`` names the results and workspace ``nbytes`` counts."""
+    available = available_host_bytes()
+    if available is not None and nbytes > available:
+        raise MemoryError(f"needs about {nbytes / 2**30:.1f} GiB of host memory for {what}, "
+                          f"{available / 2**30:.1f} GiB available")
+
+
 def is_exhaustion(exc):
     """Whether ``exc`` reports memory exhaustion.
 
