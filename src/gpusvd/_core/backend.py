@@ -30,10 +30,10 @@ def simple_reductions(fn):
     reduction through jitify for each power of two of the reduced length up to 2048,
     about 0.3-4 s a compilation: on the H200 the first SVD of each new shape compiled
     for seconds, after ``gpusvd precompile`` too (one 300² float64 matrix: 6 s). CuPy's
-    own reduction kernel depends on the dtypes and the number of
-    dimensions only, so ``gpusvd precompile`` covers it. Nothing is imported: a call that
-    does not use CuPy is left as it is, and so is one that ``torch.compile`` traces (its
-    operators' eager calls come back here).
+    own reduction kernel depends on the dtypes and the number of dimensions only, so
+    ``gpusvd precompile`` covers it. Nothing is imported: a call that does not use CuPy is
+    left as it is, and so is one that ``torch.compile`` traces (its operators' eager calls
+    come back here).
     """
     @functools.wraps(fn)
     def wrapped(*args, **kwargs):

@@ -18,7 +18,7 @@ every rank holds the same bits and takes the same Cholesky factors and the same 
 Everything else in a step is a product or a triangular solve of the rank's own columns.
 
 Then H = U_pᴴ·A = Σ_r U_p,rᴴ·A_r, summed the same way; root takes its eigendecomposition
-(:func:`gpusvd.polar.eigh.eigh`, on its one device) and sends V; each rank forms its rows
+(:func:`gpusvd.polar.svd.descending_eigh`, on its one device) and sends V; each rank forms its rows
 of U = U_p·V; root gathers them, checks U's column norms and completes U as the stack
 engine does (:func:`gpusvd.polar.svd.orthonormal_columns`).
 
@@ -31,10 +31,11 @@ import numpy as np
 from .._core.backend import simple_reductions, to_host
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
 from .._core.results import SVDResult
+from .._core.scaling import scale_values
 from ..polar import estimates, qdwh
 from ..polar.cholesky_qr import gram
-from ..polar.eigh import eigh
-from ..polar.svd import orthonormal_columns, orthonormal_tolerance, svd as one_device
+from ..polar.svd import (descending_eigh, orthonormal_columns, orthonormal_tolerance,
+                         svd as one_device)
 from .comm import given_or_own, received
 
 WHAT = "distributed svd"
@@ -103,7 +104,7 @@ class _Job:
         """The result in the input's array type: S scaled back, U and Vh as the caller's
         matrix (not Aᴴ's)."""
         received = self.received
-        s = self.xp.ldexp(s.astype(np.float64), self.exponent).astype(s.dtype)
+        s = scale_values(s, self.exponent, self.xp)
         if not self.compute_uv:
             return received.values(s[None])
         if self.wide:
@@ -140,11 +141,8 @@ def _decompose(comm, root, job, m, n, dtype, wide_dtype, compute_uv, full_matric
     with comm.phase():
         if comm.rank == root:
             h = ((h + h.conj().T) * 0.5).astype(dtype)
-            lam, v = eigh(h[None], xp, vectors=compute_uv)
-            order = xp.argsort(-xp.abs(lam[0]))
-            lam = lam[0][order]
-            if compute_uv:
-                v = v[0][:, order]
+            lam, v = descending_eigh(h, xp, vectors=compute_uv)
+            if compute_uv:   # σ = |λ| with u = −U_p·v for λ < 0 (rounding), as svd.py
                 signed = xp.ascontiguousarray(v * xp.where(lam < 0, -1, 1).astype(dtype))
     if not compute_uv:
         return (None, xp.abs(lam), None) if comm.rank == root else None

@@ -153,18 +153,26 @@ def _one_square(a, xp, *, compute_uv, triangular, fixed):
         h = _ct(up) @ a
         h = (h + _ct(h)) * real.type(0.5)
     with profile.phase("eigh", xp):
-        if not compute_uv:
-            lam = xp.linalg.eigvalsh(h)
-            return None, xp.sort(xp.abs(lam))[::-1].astype(real), None, None
-        lam, v = xp.linalg.eigh(h)
+        lam, v = descending_eigh(h, xp, vectors=compute_uv)
+    s = xp.abs(lam).astype(real)
+    if not compute_uv:
+        return None, s, None, None
     # H is positive semidefinite; an eigenvalue below 0 is rounding (|λ| ≤ O(ε)‖A‖):
     # σ = |λ| with u = −U_p·v keeps A = U·Σ·Vᴴ exact.
-    order = xp.argsort(-xp.abs(lam), kind="stable")
-    lam, v = lam[order], v[:, order]
-    s = xp.abs(lam).astype(real)
     with profile.phase("polar_u", xp):
         u = up @ (v * xp.where(lam < 0, -1, 1).astype(a.dtype))
     return u, s, _ct(v), None
+
+
+def descending_eigh(h, xp, *, vectors):
+    """H = V·Λ·Vᴴ of one Hermitian ``h``, the eigenvalues in descending |λ| (ties in index
+    order): (λ, V), V None without ``vectors`` (step 2 of one matrix)."""
+    if not vectors:
+        lam = xp.linalg.eigvalsh(h)
+        return lam[xp.argsort(-xp.abs(lam), kind="stable")], None
+    lam, v = xp.linalg.eigh(h)
+    order = xp.argsort(-xp.abs(lam), kind="stable")
+    return lam[order], v[:, order]
 
 
 def _fixed(a, xp, *, compute_uv):

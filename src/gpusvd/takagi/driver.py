@@ -210,6 +210,16 @@ def _sweeps(work, xp, tol, max_sweeps):
     return method.diagonal_and_vectors(n)
 
 
+def _prepared(mats, xp):
+    """Step 1 for each matrix of the stack ``mats``: (work, exponent), work = (A + Aᵀ)/2 of
+    A·2^−exponent with its largest entry about 1 (C order, as the kernels take it) and
+    exponent a host int array."""
+    real = np.finfo(mats.dtype).dtype
+    exponent = -np.array([unit_exponent(x) for x in largest_entries(mats, xp)], np.int64)
+    work = times_power_of_two(mats, -exponent[:, None, None], xp)
+    return xp.ascontiguousarray((work + work.transpose(0, 2, 1)) * real.type(0.5)), exponent
+
+
 def factorize(a, xp, *, tol, max_sweeps):
     """Takagi values and vectors of one complex symmetric matrix.
 
@@ -233,10 +243,9 @@ def factorize(a, xp, *, tol, max_sweeps):
     real = np.finfo(dtype).dtype
     if n == 0:
         return xp.zeros(0, real), xp.zeros((0, 0), dtype)
-    exponent = -unit_exponent(float(largest_entries(a[None], xp)[0]))
-    work = times_power_of_two(a, -exponent, xp)
-    work = xp.ascontiguousarray((work + work.T) * real.type(0.5))  # kernels take C order
-    d, u = _sweeps(work, xp, tol, max_sweeps)
+    work, exponent = _prepared(a[None], xp)
+    d, u = _sweeps(work[0], xp, tol, max_sweeps)
+    exponent = int(exponent[0])
     s = xp.abs(d)
     u = u * xp.exp(0.5j * xp.angle(d)).astype(dtype)[None, :]
     order = xp.argsort(-s)
@@ -260,10 +269,7 @@ def factorize_stack(mats, xp, *, tol, max_sweeps):
     if not one_launch(mats.shape[-1], xp):
         parts = [factorize(mat, xp, tol=tol, max_sweeps=max_sweeps) for mat in mats]
         return xp.stack([p[0] for p in parts]), xp.stack([p[1] for p in parts])
-    real = np.finfo(mats.dtype).dtype
-    exponent = -np.array([unit_exponent(x) for x in largest_entries(mats, xp)], np.int64)
-    work = times_power_of_two(mats, -exponent[:, None, None], xp)
-    work = xp.ascontiguousarray((work + work.transpose(0, 2, 1)) * real.type(0.5))
+    work, exponent = _prepared(mats, xp)
     s, u, status = steps_cuda.solve_one_tile(work, tol, max_sweeps)
     sweeps, off2, norm2 = to_host(status).T
     ratio = np.sqrt(off2 / np.where(norm2 > 0, norm2, 1))
