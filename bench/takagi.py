@@ -10,9 +10,7 @@ Methods (each returns Takagi values S, descending, and vectors U with A = U diag
 ==============  ============================================================================
 gpusvd          ``gpusvd.takagi.takagi(a)`` on the GPU (CuPy input), ``method="auto"``
 gpusvd_jacobi   ``method="jacobi"``: Jacobi with chess-tournament ordering (paper 002),
-                blocked for large n
-gpusvd_one_launch  ``method="jacobi"`` with the tunable ``takagi_one_launch_max_n`` at 64:
-                n ≤ 64 in one launch (``takagi_solve_one_tile``), larger n as ``gpusvd_jacobi``
+                n ≤ 64 in one launch, blocked for large n
 gpusvd_eigh     ``method="eigh"``: the real symmetric eigenproblem of order 2n, then a QR
 svdsqrt_gpu     thewalrus's ``takagi`` algorithm through CuPy: ``u, d, vh = svd(A)``,
                 ``U = u @ sqrtm((vh @ conj(u)).T)``. CuPy has no ``sqrtm``; the argument W is
@@ -59,9 +57,9 @@ if _HERE not in sys.path:
 
 import common  # noqa: E402  (bench/common.py)
 
-METHODS = ("gpusvd", "gpusvd_jacobi", "gpusvd_one_launch", "gpusvd_eigh", "svdsqrt_gpu",
-           "svdsqrt_cpu", "svd_gpu")
-DEFAULT_METHODS = ("gpusvd", "svdsqrt_gpu", "svdsqrt_cpu")  # gpusvd is "auto": the Jacobi
+METHODS = ("gpusvd", "gpusvd_jacobi", "gpusvd_eigh", "svdsqrt_gpu", "svdsqrt_cpu", "svd_gpu")
+# gpusvd is "auto": the Jacobi sweeps on the GPU
+DEFAULT_METHODS = ("gpusvd", "svdsqrt_gpu", "svdsqrt_cpu", "svd_gpu")
 SIZES = [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]  # paper 002 Table I, and 4096
 DTYPES = ("complex128", "complex64")
 SCHEMA = "gpusvd-bench-takagi/1"
@@ -121,16 +119,6 @@ def svdsqrt_cpu(a):
 
 def build_runner(method: str, a_host):
     """fn() -> (S, U) for ``a_host``; the input is moved to its device here, untimed."""
-    if method == "gpusvd_one_launch":
-        import cupy as cp
-        from gpusvd._core import tunables
-        takagi = _takagi()
-        a = cp.asarray(a_host)
-
-        def one_launch():
-            with tunables.override(takagi_one_launch_max_n=64):
-                return takagi(a, device="gpu", method="jacobi")
-        return one_launch
     if method.startswith("gpusvd"):
         import cupy as cp
         takagi = _takagi()

@@ -122,7 +122,7 @@ def build(folder):
         return out
 
     def solve_one_tile(a, tol, max_sweeps, threads):
-        from gpusvd.takagi.steps_cuda import shared_bytes
+        from gpusvd.takagi.steps_cuda import STATUS, shared_bytes
 
         batch, n = a.shape[:2]
         block = max(1, -(-n // 2))
@@ -131,7 +131,7 @@ def build(folder):
             raise ValueError("tile too large for the host build's shared memory")
         a = np.ascontiguousarray(a)
         s, u = np.empty((batch, n), real), np.empty((batch, n, n), a.dtype)
-        status = np.empty((batch, 3), real)
+        status = np.empty((batch, STATUS), real)
         scalar = _real(a.dtype)
         getattr(lib, f"one_tile_{a.dtype.name}")(
             a.ctypes.data_as(ctypes.c_void_p), ctypes.c_int(batch), ctypes.c_int(n),

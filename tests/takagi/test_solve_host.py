@@ -94,8 +94,9 @@ def test_host_build_diagonalizes_graded_tiles(host_solve, dtype):
 
 
 # The one-launch factorization of a matrix that is one tile (takagi_solve_one_tile),
-# against the driver's sweeps on the host (takagi.driver on NumPy): the same tournament
-# steps with the tile updated in place instead of by GEMMs, so the same values to rounding.
+# against the driver's steps on the host (takagi.driver on NumPy): the same scaling and
+# symmetrization, the same tournament steps with the tile updated in place instead of by
+# GEMMs, so the same values to rounding.
 
 def _one_tile(host_kernels, a, threads, tol=None, max_sweeps=driver.MAX_SWEEPS):
     """The kernel on one matrix (a stack of one)."""
@@ -109,10 +110,12 @@ def _one_tile(host_kernels, a, threads, tol=None, max_sweeps=driver.MAX_SWEEPS):
 @pytest.mark.parametrize("n, threads", [(1, 64), (2, 64), (5, 64), (16, 96), (31, 128),
                                         (64, 256)])
 def test_one_tile_factors_the_matrix(host_kernels, n, threads, dtype):
-    a = testing.complex_symmetric(n, dtype=dtype, seed=n)
-    a = a / np.abs(a).max()  # the driver's scaling: the largest entry about 1
+    a = testing.complex_symmetric(n, dtype=dtype, seed=n) * 1e3
     s, u, status = _one_tile(host_kernels, a, threads)
-    sweeps, off2, norm2 = status
+    sweeps, off2, norm2, asym2, _, off_diagonal, scale = status
+    peak = np.maximum(np.abs(a.real), np.abs(a.imag)).max()
+    assert 2.0 ** (scale - 1) <= peak < 2.0 ** scale      # A·2^-k: its largest in [1/2, 1)
+    assert asym2 == 0 and off_diagonal == (n > 1)
     eps = np.finfo(dtype).eps
     assert off2 <= driver.default_tol(n, dtype) ** 2 * norm2
     assert sweeps <= 12 if n > 1 else sweeps == 0
@@ -129,7 +132,7 @@ def test_one_tile_of_a_diagonal_matrix_is_its_phase_matrix(host_kernels, dtype):
     e^{i arg(d)/2} in their columns, exactly 1 for a non-negative real d."""
     d = np.array([0.5, -1j, 2.0, 0.0, -1j], dtype)
     s, u, status = _one_tile(host_kernels, np.diag(d), 64)
-    assert status[0] == 0 and status[1] == 0
+    assert status[0] == 0 and status[1] == 0 and status[5] == 0
     order = [2, 1, 4, 0, 3]
     assert np.array_equal(s, np.abs(d)[order])
     assert np.array_equal(u != 0, np.eye(5, dtype=bool)[:, order])
@@ -147,13 +150,12 @@ def test_one_tile_reports_no_convergence(host_kernels, dtype):
 @pytest.mark.parametrize("threads", [64, 160])
 def test_one_tile_matches_the_sweeps_of_the_driver(host_kernels, threads):
     n = 24
-    a = testing.complex_symmetric(n, dtype=np.complex128, seed=11)
-    a = a / np.abs(a).max()
+    a = testing.complex_symmetric(n, dtype=np.complex128, seed=11) * 3e-7
     s1, u1, _ = _one_tile(host_kernels, a, threads)
     s2, u2 = driver.factorize(a, np, tol=driver.default_tol(n, a.dtype),
                               max_sweeps=driver.MAX_SWEEPS)
     eps = np.finfo(float).eps
-    np.testing.assert_allclose(s1, s2, rtol=0, atol=100 * n * eps)
+    np.testing.assert_allclose(s1, s2, rtol=0, atol=100 * n * eps * s2[0])
     sign = np.sign(np.real(np.sum(u1.conj() * u2, axis=0)))   # each column's ±1
     gap = np.min(np.diff(-s1)) / s1[0]
     np.testing.assert_allclose(u1 * sign, u2, rtol=0, atol=100 * n * eps / gap)
@@ -173,3 +175,30 @@ def test_one_tile_takes_each_matrix_of_a_stack_as_alone(host_kernels, dtype):
         for got, want in zip((s[k], u[k], status[k]), alone):
             assert np.array_equal(got, want)
     assert np.array_equal(u[3], np.eye(n)) and not s[3].any() and status[3][0] == 0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_one_tile_commutes_with_powers_of_two(host_kernels, dtype):
+    """The kernel scales A by the power of two of its largest entry, so A·2^j gives the
+    same U and S·2^j, bit for bit, far from over- and underflow."""
+    a = testing.complex_symmetric(10, dtype=dtype, seed=4)
+    s, u, _ = _one_tile(host_kernels, a, 64)
+    for j in (-60, -7, 9, 60):
+        scaled = (np.ldexp(a.real, j) + 1j * np.ldexp(a.imag, j)).astype(dtype)
+        sj, uj, _ = _one_tile(host_kernels, scaled, 64)
+        assert np.array_equal(uj, u) and np.array_equal(sj, np.ldexp(s, j))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_one_tile_factors_the_symmetric_part_and_measures_the_rest(host_kernels, dtype):
+    """A slightly asymmetric A: the factorization of (A + Aᵀ)/2, bit for bit, and
+    ‖A − Aᵀ‖_F / ‖A‖_F in the status, as the front end's check computes it."""
+    a = testing.complex_symmetric(12, dtype=dtype, seed=8)
+    rng = np.random.default_rng(8)
+    a = a + (1e-4 * rng.standard_normal((12, 12))).astype(dtype)
+    symmetric = (a + a.T) * np.finfo(dtype).dtype.type(0.5)
+    s, u, status = _one_tile(host_kernels, a, 64)
+    s2, u2, _ = _one_tile(host_kernels, symmetric, 64)
+    assert np.array_equal(s, s2) and np.array_equal(u, u2)
+    want = np.linalg.norm(a - a.T) / np.linalg.norm(a)
+    np.testing.assert_allclose(np.sqrt(status[3] / status[4]), want, rtol=1e-4)

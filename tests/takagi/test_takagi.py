@@ -273,22 +273,27 @@ class TestTakagi_GPU(TestTakagi_CPU):
 
 
 @pytest.mark.gpu
-class TestTakagiOneLaunch_GPU(TestTakagi_GPU):
-    """Every GPU test with matrices of up to 64 indices factored as one tile in one launch
-    (``takagi_solve_one_tile``, tunable ``takagi_one_launch_max_n``); the larger ones
-    take the sweeps as before."""
+class TestTakagiSweeps_GPU(TestTakagi_GPU):
+    """Every GPU test with blocks of 8 indices (tunable ``takagi_block_size``), so that
+    matrices of more than 16 take the sweeps, a launch and GEMMs each, not the one launch
+    that they take by default (``takagi_solve_one_tile``, n ≤ 64)."""
 
     @pytest.fixture(autouse=True)
-    def _one_launch(self):
-        with tunables.override(takagi_one_launch_max_n=64):
+    def _small_blocks(self):
+        with tunables.override(takagi_block_size=8):
             yield
+
+
+@pytest.mark.gpu
+class TestOneLaunch_GPU:
+    """Matrices of up to 64 indices in one launch against the sweeps."""
 
     @pytest.mark.parametrize("dtype", COMPLEX)
     def test_agrees_with_the_sweeps(self, dtype):
         a = testing.complex_symmetric(50, dtype=dtype, seed=23)
-        s1, u1 = (_host(x) for x in self.takagi(a))
-        with tunables.override(takagi_one_launch_max_n=0):
-            s2, u2 = (_host(x) for x in self.takagi(a))
+        s1, u1 = (_host(x) for x in takagi(a, device="gpu"))
+        with tunables.override(takagi_block_size=8):
+            s2, u2 = (_host(x) for x in takagi(a, device="gpu"))
         eps = np.finfo(dtype).eps
         assert np.max(np.abs(s1 - s2)) <= BOUND * 50 * eps * s1[0]
         sign = np.sign(np.real(np.sum(u1.conj() * u2, axis=0)))
@@ -297,16 +302,17 @@ class TestTakagiOneLaunch_GPU(TestTakagi_GPU):
 
     @pytest.mark.parametrize("dtype", COMPLEX)
     def test_a_stack_in_one_launch(self, dtype):
-        """Forty matrices of order 20 (one of them zero, one diagonal) in one launch: each
-        factored as well as alone, and as the sweeps factor it."""
+        """Forty matrices of order 20 (one of them zero, one diagonal, their scales 10^±30)
+        in one launch: each factored as well as alone, and as the sweeps factor it; the
+        diagonal one in its closed form."""
         rng = np.random.default_rng(24)
         stack = np.stack([testing.complex_symmetric(20, dtype=dtype, seed=k)
                           * 10.0 ** rng.integers(-30, 30) for k in range(40)])
         stack[7] = 0
         stack[9] = np.diag(np.arange(20) - 10.0)
-        s, u = (_host(x) for x in self.takagi(stack))
-        with tunables.override(takagi_one_launch_max_n=0):
-            s2, _ = (_host(x) for x in self.takagi(stack))
+        s, u = (_host(x) for x in takagi(stack, device="gpu"))
+        with tunables.override(takagi_block_size=8):
+            s2, _ = (_host(x) for x in takagi(stack, device="gpu"))
         eps = np.finfo(dtype).eps
         for k, a in enumerate(stack):
             peak = np.abs(a).max()
@@ -314,6 +320,41 @@ class TestTakagiOneLaunch_GPU(TestTakagi_GPU):
             assert testing.orthogonality(u[k]) < BOUND
             assert np.max(np.abs(s[k] - s2[k])) <= BOUND * 20 * eps * 20 * peak
         assert np.array_equal(u[7], np.eye(20)) and not s[7].any()
+        assert np.array_equal(u[9] != 0, np.eye(20, dtype=bool)[:, np.argsort(
+            -np.abs(np.arange(20) - 10.0), kind="stable")])
+        for k in range(40):
+            alone_s, alone_u = (_host(x) for x in takagi(stack[k], device="gpu"))
+            assert np.array_equal(alone_s, s[k]) and np.array_equal(alone_u, u[k])
+
+    @pytest.mark.parametrize("dtype", COMPLEX)
+    def test_an_asymmetric_matrix_in_a_stack_is_named(self, dtype):
+        stack = np.stack([testing.complex_symmetric(12, dtype=dtype, seed=k)
+                          for k in range(3)])
+        stack[1, 0, 1] += 1e-3
+        with pytest.raises(ValueError, match="not symmetric"):
+            takagi(stack, device="gpu")
+
+    def test_not_converged_raises_and_auto_falls_back(self, monkeypatch):
+        """max_sweeps given: the sweeps' error. "auto": a matrix of the stack whose sweeps
+        did not converge (reported so here) takes the eigensolver; the others keep
+        theirs."""
+        stack = np.stack([testing.complex_symmetric(30, dtype=np.complex128, seed=k)
+                          for k in range(3)])
+        with pytest.raises(LinAlgError, match="did not converge in 1 sweeps"):
+            takagi(stack, device="gpu", max_sweeps=1)
+        launched = driver.factorize_one_launch
+
+        def second_not_converged(*args, **kwargs):
+            s, u, found = launched(*args, **kwargs)
+            s[1], u[1] = 0, 0
+            return s, u, found._replace(converged=np.array([True, False, True]))
+
+        monkeypatch.setattr(driver, "factorize_one_launch", second_not_converged)
+        s, u = (_host(x) for x in takagi(stack, device="gpu"))
+        for k, a in enumerate(stack):
+            assert testing.svd_residual(a, u[k], s[k], u[k].T) < BOUND
+        with pytest.raises(LinAlgError, match="did not converge"):
+            takagi(stack, device="gpu", method="jacobi")
 
 
 class TestTakagiEigh_CPU(TestTakagi_CPU):

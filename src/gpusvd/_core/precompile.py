@@ -96,6 +96,19 @@ def calls(dtype, device="cpu"):
         # conquer's host loops (deflation) are reached only through it
         out.append((f"svd gr two-stage {dtype}",
                     lambda: gpusvd.svd(tall, method="gr", reduction="two-stage", **cpu)))
+    if device == "gpu":
+        # A 3:2 matrix between the polar method's bounds and a tall one past the QR-first
+        # ratio, a user's typical first calls: their branches (the Jacobi method's QR
+        # preconditioning and column padding, the polar method's QR first, CholeskyQR
+        # in float64) have CuPy kernels of their own, which the H200 still compiled
+        # after precompile (bench/first_call.py, 0.1-0.3 s each).
+        rect = put(rng.standard_normal((900, 600)).astype(dtype))
+        thin = put(rng.standard_normal((4000, 100)).astype(dtype))
+        for method in ("gr", "jacobi", "polar"):
+            out.append((f"svd {method} 900x600 {dtype}",
+                        lambda method=method: gpusvd.svd(rect, method=method, **cpu)))
+        out.append((f"svd tall {dtype}",
+                    lambda: gpusvd.svd(thin, full_matrices=False, **cpu)))
     if device == "gpu" and dtype.kind == "f":
         # One real matrix's polar paths past the fixed sequence's graph of the
         # eigendecomposition, and past the fixed sequence (the eager one-matrix QDWH):

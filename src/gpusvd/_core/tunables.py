@@ -110,12 +110,11 @@ class Tunables:
     takagi_blocked_min_n: int = 128
     # Indices per block b of the blocked form: the 2b×2b tile and its unitary sit in shared
     # memory (complex128, b = 32: 2·64·65·16 B = 133 KB of the H100's 227 KB per block).
+    # A matrix of at most 2b indices is one tile: the GPU factors it in one launch
+    # (takagi_solve_one_tile), every step inside the kernel, instead of a launch, three
+    # GEMMs and a host synchronization per sweep (H200, n = 16-64: 2.0-3.8 ms against
+    # 5.8-8.3 ms before its host steps moved into the kernel too).
     takagi_block_size: int = 32
-    # Orders up to which the GPU factors a matrix (at most 2·takagi_block_size) as one
-    # tile in one launch, every sweep and its convergence test inside the kernel
-    # (takagi_solve_one_tile), instead of a launch, three GEMMs and a host synchronization
-    # per sweep. 0: off until the kernel has run and been timed on a GPU.
-    takagi_one_launch_max_n: int = 0
     # Inner sweeps over each 2b×2b tile per block step. Measured on the CPU (the same
     # arithmetic as the GPU), random complex symmetric n = 256 and 512, b = 16 and 32: 1, 2
     # or 3 inner sweeps all took the same outer sweeps (9–10 at 256, 11 at 512), so more

@@ -32,12 +32,13 @@ Alg. 2 of the paper, with its choices made explicit:
      step's pairs are adjacent (see :class:`_Blocked`).
      Padding stays exactly zero: a rotation with a zero off-diagonal entry is the
      identity.
-   - One launch (GPU, n up to the tunable ``takagi_one_launch_max_n`` and 2b): the matrix
-     is one tile, and every sweep of its inner solve runs in one thread block, the tile
-     rotated in place (not by GEMMs), the stopping test computed by the block before each
-     sweep, the values ordered and the phases moved into U in the kernel, a thread block
-     per matrix of a stack (:func:`factorize_stack`, :func:`.steps_cuda.solve_one_tile`):
-     one launch and one host synchronization for the whole stack.
+   - One launch (GPU, n ≤ 2b): the matrix is one tile, and all of steps 1–3 run in one
+     thread block: the scaling and symmetrization, every sweep of the inner solve with
+     the tile rotated in place (not by GEMMs), the stopping test computed by the block
+     before each sweep, the values ordered and the phases moved into U; a thread block
+     per matrix of a stack (:func:`factorize_one_launch`,
+     :func:`.steps_cuda.solve_one_tile`): one launch and one host synchronization for
+     the whole stack.
 3. The diagonal d is complex; its phases move into U (U_k ← U_k e^{i arg(d_k)/2}) so that
    S = |d| ≥ 0, then S is sorted descending with U's columns.
 """
@@ -182,7 +183,8 @@ class _Blocked:
         return self.a.diagonal()[keep], u[:n][:, keep]
 
 
-def _not_converged(max_sweeps, off, tol):
+def not_converged(max_sweeps, off, tol):
+    """The :class:`~gpusvd.LinAlgError` of sweeps that ended at ``off``·‖A‖_F."""
     return LinAlgError(f"takagi: the Jacobi sweeps did not converge in {max_sweeps} sweeps: "
                        f"off-diagonal norm {off:.3g}·‖A‖_F, tolerance {tol:.3g}·‖A‖_F "
                        f"(raise max_sweeps or tol)")
@@ -205,7 +207,7 @@ def _sweeps(work, xp, tol, max_sweeps):
         if off <= tol * norm:
             break
         if sweep == max_sweeps:
-            raise _not_converged(max_sweeps, off / norm, tol)
+            raise not_converged(max_sweeps, off / norm, tol)
         method.sweep()
     return method.diagonal_and_vectors(n)
 
@@ -253,29 +255,40 @@ def factorize(a, xp, *, tol, max_sweeps):
 
 
 def one_launch(n, xp):
-    """Whether matrices of order n take :func:`factorize_stack`'s one launch: on the GPU,
-    n ≥ 1 and at most the tunable ``takagi_one_launch_max_n`` and 2·``takagi_block_size``
-    (one tile)."""
-    t = tunables.get()
-    return xp is not np and 0 < n <= min(t.takagi_one_launch_max_n, 2 * t.takagi_block_size)
+    """Whether matrices of order n take :func:`factorize_one_launch`: on the GPU, 1 ≤ n ≤
+    2·``takagi_block_size`` (one tile in shared memory)."""
+    return xp is not np and 0 < n <= 2 * tunables.get().takagi_block_size
+
+
+class Launched(NamedTuple):
+    """What :func:`factorize_one_launch` found of each matrix, host arrays (batch,)."""
+
+    converged: np.ndarray     # bool: the sweeps met the tolerance
+    off: np.ndarray           # ‖off(A)‖_F / ‖A‖_F at the end
+    asymmetry: np.ndarray     # ‖A − Aᵀ‖_F / ‖A‖_F of the input
+    diagonal: np.ndarray      # bool: no entry off the diagonal is nonzero
+
+
+def factorize_one_launch(mats, xp, *, tol, max_sweeps):
+    """Takagi values and vectors of each matrix of the CuPy stack ``mats`` (batch, n, n),
+    :func:`one_launch`, finite: every step of :func:`factorize` in one launch
+    (:func:`.steps_cuda.solve_one_tile`: the scaling, (A + Aᵀ)/2, the sweeps with their
+    stopping test, the order and the phases; a diagonal matrix its closed form) and one
+    host synchronization for the stack. The asymmetry is measured, not checked: the
+    caller decides. Returns stacks (S, U) and a :class:`Launched`."""
+    s, u, status = steps_cuda.solve_one_tile(xp.ascontiguousarray(mats), tol, max_sweeps)
+    sweeps, off2, norm2, asym2, input2, off_diagonal, _ = to_host(status).T
+    off = np.sqrt(off2 / np.where(norm2 > 0, norm2, 1))
+    if sweeps.any():
+        progress.report("takagi", int(sweeps.max()), max_sweeps, off=float(off.max()))
+    found = Launched(off2 <= tol * tol * norm2, off,
+                     np.sqrt(asym2 / np.where(input2 > 0, input2, 1)), off_diagonal == 0)
+    return s, u, found
 
 
 def factorize_stack(mats, xp, *, tol, max_sweeps):
     """Takagi values and vectors of each complex symmetric matrix of the stack ``mats``
-    (batch, n, n), as :func:`factorize` gives them: where :func:`one_launch` holds, every
-    matrix as one tile in one launch (:func:`.steps_cuda.solve_one_tile`, the sweeps,
-    the stopping test, the order and the phases in the kernel) and one host
-    synchronization; otherwise matrix by matrix. Returns stacks (S, U)."""
-    if not one_launch(mats.shape[-1], xp):
-        parts = [factorize(mat, xp, tol=tol, max_sweeps=max_sweeps) for mat in mats]
-        return xp.stack([p[0] for p in parts]), xp.stack([p[1] for p in parts])
-    work, exponent = _prepared(mats, xp)
-    s, u, status = steps_cuda.solve_one_tile(work, tol, max_sweeps)
-    sweeps, off2, norm2 = to_host(status).T
-    ratio = np.sqrt(off2 / np.where(norm2 > 0, norm2, 1))
-    if sweeps.any():
-        progress.report("takagi", int(sweeps.max()), max_sweeps, off=float(ratio.max()))
-    failed = off2 > tol * tol * norm2
-    if failed.any():
-        raise _not_converged(max_sweeps, float(ratio[failed].max()), tol)
-    return scale_values(s, exponent[:, None], xp), u
+    (batch, n, n), as :func:`factorize` gives them, matrix by matrix. Returns stacks
+    (S, U)."""
+    parts = [factorize(mat, xp, tol=tol, max_sweeps=max_sweeps) for mat in mats]
+    return xp.stack([p[0] for p in parts]), xp.stack([p[1] for p in parts])

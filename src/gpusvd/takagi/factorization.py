@@ -44,15 +44,21 @@ def _inspect(mats, xp):
     off = (mats != 0) & ~xp.eye(n, dtype=bool)
     found = to_host(xp.stack([asym.sum(axis=(1, 2)), squares.sum(axis=(1, 2)),
                               off.any(axis=(1, 2)).astype(squares.dtype)]))
-    ratio = np.sqrt(found[0] / np.where(found[1] > 0, found[1], 1))
-    allowed = SYMMETRY_TOL * n * float(np.finfo(mats.dtype).eps)
-    if (ratio > allowed).any():
-        asymmetry = ratio[np.flatnonzero(ratio > allowed)[0]]
+    _check_symmetric(np.sqrt(found[0] / np.where(found[1] > 0, found[1], 1)), n,
+                     mats.dtype)
+    return found[2] == 0
+
+
+def _check_symmetric(asymmetry, n, dtype):
+    """``ValueError`` naming the first ‖A − Aᵀ‖_F/‖A‖_F of the host array ``asymmetry``
+    (one per matrix) above ``SYMMETRY_TOL``·n·ε."""
+    allowed = SYMMETRY_TOL * n * float(np.finfo(dtype).eps)
+    if (asymmetry > allowed).any():
+        first = asymmetry[np.flatnonzero(asymmetry > allowed)[0]]
         raise ValueError(f"takagi: the input is not symmetric: ‖A − Aᵀ‖_F/‖A‖_F = "
-                         f"{asymmetry:.3g}, above the tolerance {allowed:.3g} "
+                         f"{first:.3g}, above the tolerance {allowed:.3g} "
                          f"({SYMMETRY_TOL}·n·ε); Takagi factorization needs A = Aᵀ "
                          "(complex symmetric, not Hermitian)")
-    return found[2] == 0
 
 
 def _diagonal_takagi(mats, xp):
@@ -86,6 +92,23 @@ def _sweeps(mats, xp, tol, max_sweeps, *, fallback):
         if not fallback:
             raise
     return embedding.factorize(mats, xp)
+
+
+def _one_launch(mats, xp, tol, max_sweeps, *, fallback):
+    """The sweeps of a GPU stack of matrices of one tile (:func:`.driver.one_launch`):
+    the symmetry check, the scaling, the sweeps and a diagonal matrix's closed form in
+    one launch and one host synchronization (:func:`.driver.factorize_one_launch`).
+    Matrices whose sweeps do not converge take the eigensolver where ``fallback``
+    holds (as :func:`_sweeps`), else raise."""
+    s, u, found = driver.factorize_one_launch(mats, xp, tol=tol, max_sweeps=max_sweeps)
+    _check_symmetric(found.asymmetry, mats.shape[-1], mats.dtype)
+    if not found.converged.all():
+        if not fallback:
+            raise driver.not_converged(max_sweeps, float(found.off[~found.converged].max()),
+                                       tol)
+        which = xp.asarray(np.flatnonzero(~found.converged))
+        s[which], u[which] = embedding.factorize(mats[which], xp)
+    return s, u
 
 
 @hint_on_exhaustion(DENSE_HINT)
@@ -174,10 +197,14 @@ def takagi(a, *, method="auto", device="auto", tol=None, max_sweeps=driver.MAX_S
         if n != n_cols:
             raise ValueError(f"takagi expects square matrices (..., N, N); got shape "
                              f"{(*job.batch, n, n_cols)}")
-        diagonal = _inspect(mats, xp)
         fallback = method == "auto" and not controlled
         if method == "auto":
             method = "eigh" if xp is np and not controlled else "jacobi"
+        if method == "jacobi" and driver.one_launch(n, xp):
+            tol = driver.default_tol(n, mats.dtype) if tol is None else tol
+            s, u = _one_launch(mats, xp, tol, max_sweeps, fallback=fallback)
+            return TakagiResult(job.values(s), job.vectors(u))
+        diagonal = _inspect(mats, xp)
         if diagonal.all():  # the zero stack and the empty stack included
             s, u = _diagonal_takagi(mats, xp)
         elif method == "eigh":

@@ -96,16 +96,22 @@ def solve_block_pairs(a, block_pairs, block, sweeps, out=None, threads=None, flo
     return out
 
 
+# The entries of solve_one_tile's status per matrix (TAKAGI_STATUS of the kernel).
+STATUS = 7
+
+
 def solve_one_tile(a, tol, max_sweeps, threads=None):
     """The Takagi factorization of each matrix of the C-contiguous CuPy stack ``a``
-    (batch, n, n), n at most twice the tunable ``takagi_block_size`` (the tile and its
-    unitary in shared memory), in one launch, a thread block per matrix: sweeps until
-    ‖off(A)‖_F ≤ ``tol``·‖A‖_F, at most ``max_sweeps``, as :func:`.driver.factorize`
-    checks them (and with its floor, ε·‖A‖_F), then the values ordered and the phases
-    moved into U. Returns (S, U,
-    status) CuPy stacks: S descending (ties in index order), U with A ≈ U diag(S) Uᵀ, and
-    (sweeps, ‖off(A)‖_F², ‖A‖_F²) of each matrix, of the real dtype. Nothing waits for
-    the device."""
+    (batch, n, n), finite, n at most twice the tunable ``takagi_block_size`` (the tile and
+    its unitary in shared memory), in one launch, a thread block per matrix, each step as
+    :func:`.driver.factorize` takes it: A scaled by the power of two 2^-k that brings its
+    largest entry to [1/2, 1), (A + Aᵀ)/2, sweeps until ‖off(A)‖_F ≤ ``tol``·‖A‖_F, at
+    most ``max_sweeps`` (with the driver's floor, ε·‖A‖_F), then the values ordered and
+    scaled back and the phases moved into U. Returns (S, U, status) CuPy stacks: S
+    descending (ties in index order), U with A ≈ U diag(S) Uᵀ, and for each matrix the
+    :data:`STATUS` entries, of the real dtype: (sweeps, ‖off(A)‖_F², ‖A‖_F² of the scaled
+    symmetric matrix at the end, ‖A − Aᵀ‖_F², ‖A‖_F² of the scaled input, 1 where an
+    entry off the diagonal is nonzero, k). Nothing waits for the device."""
     import cupy
 
     batch, n = a.shape[:2]
@@ -115,7 +121,7 @@ def solve_one_tile(a, tol, max_sweeps, threads=None):
     real = np.finfo(a.dtype).dtype
     s = cupy.empty((batch, n), real)
     u = cupy.empty((batch, n, n), a.dtype)
-    status = cupy.empty((batch, 3), real)
+    status = cupy.empty((batch, STATUS), real)
     if batch == 0 or n == 0:
         return s, u, status
     kernel = _kernel("takagi_solve_one_tile", a.dtype)

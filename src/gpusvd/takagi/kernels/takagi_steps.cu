@@ -285,37 +285,70 @@ __global__ void takagi_solve_block_pairs(const Complex<T> *__restrict__ a, int n
         dst[e] = g[(e / width) * ld + e % width];
 }
 
-// The sum of x over the thread block, the same in every thread: lane t < 32 adds the
-// partials t + 32, t + 64, ... to its own, then every thread adds the 32 lanes in order.
-// scratch holds blockDim.x values; blockDim.x >= 32.
-template <typename T>
-__device__ T block_sum(T x, T *scratch)
+struct Sum {
+    template <typename T> __device__ T operator()(T x, T y) const { return x + y; }
+};
+struct Max {  // NaN-free input (the front end checks it)
+    template <typename T> __device__ T operator()(T x, T y) const { return x < y ? y : x; }
+};
+
+// x reduced by op over the thread block, the same in every thread: lane t < 32 combines
+// the partials t + 32, t + 64, ... with its own, then every thread combines the 32 lanes
+// in order. scratch holds blockDim.x values; blockDim.x >= 32.
+template <typename T, typename Op>
+__device__ T block_reduce(T x, T *scratch, Op op)
 {
     scratch[threadIdx.x] = x;
     __syncthreads();
     if (threadIdx.x < 32) {
         T s = scratch[threadIdx.x];
-        for (int t = threadIdx.x + 32; t < (int)blockDim.x; t += 32) s += scratch[t];
+        for (int t = threadIdx.x + 32; t < (int)blockDim.x; t += 32) s = op(s, scratch[t]);
         scratch[threadIdx.x] = s;
     }
     __syncthreads();
-    T total = T(0);
-    for (int t = 0; t < 32; ++t) total += scratch[t];
+    T total = scratch[0];
+    for (int t = 1; t < 32; ++t) total = op(total, scratch[t]);
     __syncthreads();  // scratch is free again
     return total;
 }
 
+template <typename T> __device__ __forceinline__ T block_sum(T x, T *scratch)
+{
+    return block_reduce(x, scratch, Sum());
+}
+
+__device__ __forceinline__ float mldexp(float x, int k) { return ldexpf(x, k); }
+__device__ __forceinline__ double mldexp(double x, int k) { return ldexp(x, k); }
+__device__ __forceinline__ int unit_exponent(float x) { int e; frexpf(x, &e); return x ? e : 0; }
+__device__ __forceinline__ int unit_exponent(double x) { int e; frexp(x, &e); return x ? e : 0; }
+template <typename T> __device__ __forceinline__ Complex<T> times_power_of_two(Complex<T> z, int k)
+{
+    return cplx(mldexp(z.re, k), mldexp(z.im, k));
+}
+
+// The status of each matrix from takagi_solve_one_tile: sweeps done, ‖off(A)‖_F² and
+// ‖A‖_F² of the scaled symmetric matrix at the end (not converged where the first is
+// above tol² times the second), then ‖A − Aᵀ‖_F² and ‖A‖_F² of the scaled input (its
+// asymmetry), 1 where an entry off the diagonal is not zero, and the exponent k of the
+// scaling A·2^-k.
+#define TAKAGI_STATUS 7
+
 // Each n x n matrix of the stack a, one per thread block (n <= width = 2 block; the
-// indices from n on are zero padding, which no rotation mixes in), as one tile: sweeps of
-// width - 1 steps until the off-diagonal norm is at most tol times the Frobenius norm
-// (squares compared: a is scaled so that its largest entry is about 1), checked before
-// each sweep as the driver's loop does, at most max_sweeps; rotations of entries at most
-// eps times the norm are skipped as the driver's sweeps skip them. Then the driver's last
-// step: with d the diagonal, the Takagi values s = |d| in descending order (ties in index
-// order: each value's rank counted) and U = g diag(e^{i arg(d)/2}) in that order, so that
-// A = U diag(s) U^T. Out: s (n), U (n x n) and status = (sweeps done, off-diagonal norm
-// squared, norm squared): not converged where the second is above tol^2 times the third.
-// s, u and status are stacks like a. blockDim.x >= 64 >= n.
+// indices from n on are zero padding, which no rotation mixes in), the driver's
+// factorization (takagi/driver.py) in one launch:
+//   1. the largest entry (the larger of |Re| and |Im|) and its exponent k, 2^(k-1) <=
+//      max < 2^k; X = A 2^-k (exact); the asymmetry ‖X − Xᵀ‖_F² and ‖X‖_F² for the
+//      caller's check; the tile (X + Xᵀ)/2;
+//   2. sweeps of width - 1 steps until the off-diagonal norm is at most tol times the
+//      Frobenius norm (squares compared), checked before each sweep as the driver's loop
+//      does, at most max_sweeps; rotations of entries at most eps times the norm are
+//      skipped as the driver's sweeps skip them;
+//   3. with d the diagonal, the Takagi values s = |d| 2^k in descending order (ties in
+//      index order: each value's rank counted) and U = g diag(e^{i arg(d)/2}) in that
+//      order, so that A = U diag(s) U^T: a diagonal matrix takes no sweep and gets its
+//      closed form, the phases in U (U = I for the zero matrix).
+// Out: s (n), U (n x n) and the TAKAGI_STATUS entries of status, stacks like a.
+// blockDim.x >= 64 >= n.
 template <typename T>
 __global__ void takagi_solve_one_tile(const Complex<T> *__restrict__ a, int n, int block,
                                       T tol, T eps, int max_sweeps, T *s, Complex<T> *u,
@@ -325,7 +358,7 @@ __global__ void takagi_solve_one_tile(const Complex<T> *__restrict__ a, int n, i
     a += matrix * n * n;
     s += matrix * n;
     u += matrix * n * n;
-    status += 3 * matrix;
+    status += TAKAGI_STATUS * matrix;
     extern __shared__ __align__(16) unsigned char shared_raw[];
     const int width = 2 * block;
     const int ld = width + 1;
@@ -335,11 +368,33 @@ __global__ void takagi_solve_one_tile(const Complex<T> *__restrict__ a, int n, i
     int *index = reinterpret_cast<int *>(rot + 8 * block);
     T *scratch = reinterpret_cast<T *>(index + 4 * block);   // blockDim.x values
 
-    T squares = T(0);
+    T peak = T(0), off_diagonal = T(0);
     for (int e = threadIdx.x; e < width * width; e += blockDim.x) {
         const int r = e / width, c = e - r * width;
         const Complex<T> x = r < n && c < n ? a[(size_t)r * n + c] : cplx(T(0), T(0));
-        tile[r * ld + c] = x;
+        g[r * ld + c] = x;                        // A, until the tile is formed
+        peak = Max()(peak, Max()(mabs(x.re), mabs(x.im)));
+        if (r != c && (x.re != T(0) || x.im != T(0))) off_diagonal = T(1);
+    }
+    peak = block_reduce(peak, scratch, Max());  // its barriers also publish A
+    off_diagonal = block_reduce(off_diagonal, scratch, Max());
+    const int scale = unit_exponent(peak);
+    T asym = T(0), squares = T(0);
+    for (int e = threadIdx.x; e < width * width; e += blockDim.x) {
+        const int r = e / width, c = e - r * width;
+        const Complex<T> x = times_power_of_two(g[r * ld + c], -scale);
+        const Complex<T> y = times_power_of_two(g[c * ld + r], -scale);
+        const T dr = x.re - y.re, di = x.im - y.im;
+        asym += dr * dr + di * di;
+        squares += x.re * x.re + x.im * x.im;
+        tile[r * ld + c] = cplx((x.re + y.re) * T(0.5), (x.im + y.im) * T(0.5));
+    }
+    const T asym2 = block_sum(asym, scratch);     // g is read: it may become G
+    const T input2 = block_sum(squares, scratch);
+    squares = T(0);
+    for (int e = threadIdx.x; e < width * width; e += blockDim.x) {
+        const int r = e / width, c = e - r * width;
+        const Complex<T> x = tile[r * ld + c];
         g[r * ld + c] = cplx(T(r == c ? 1 : 0), T(0));
         squares += x.re * x.re + x.im * x.im;
     }
@@ -374,7 +429,7 @@ __global__ void takagi_solve_one_tile(const Complex<T> *__restrict__ a, int n, i
         int k = 0;
         for (int j = 0; j < n; ++j) k += values[j] > vi || (values[j] == vi && j < i);
         rank[i] = k;
-        s[k] = vi;
+        s[k] = mldexp(vi, scale);
     }
     __syncthreads();
     for (int e = threadIdx.x; e < n * n; e += blockDim.x) {
@@ -385,5 +440,9 @@ __global__ void takagi_solve_one_tile(const Complex<T> *__restrict__ a, int n, i
         status[0] = T(sweep);
         status[1] = off2;
         status[2] = norm2;
+        status[3] = asym2;
+        status[4] = input2;
+        status[5] = off_diagonal;
+        status[6] = T(scale);
     }
 }
