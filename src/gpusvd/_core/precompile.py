@@ -120,10 +120,17 @@ def calls(dtype, device="cpu"):
     if dtype.kind == "f":  # QUIC-SVD is real; Takagi's input is complex symmetric
         out.append((f"svd_lowrank {dtype}", lambda: gpusvd.svd_lowrank(low, **cpu)))
     else:
-        sym = put(_symmetric(rng, 40, dtype))
         # The Jacobi sweeps: "auto" takes the eigensolver on the CPU, which has no loops
-        # to compile, and the sweeps only where asked for (or given tol, max_sweeps).
-        out.append((f"takagi {dtype}", lambda: gpusvd.takagi(sym, method="jacobi", **cpu)))
+        # to compile, and the sweeps only where asked for (or given tol, max_sweeps). On
+        # the GPU each of its three forms has CuPy kernels of its own: one launch (n ≤
+        # 2b), the pointwise sweeps (up to takagi_blocked_min_n) and the blocked ones.
+        sizes = [40]
+        if device == "gpu":
+            sizes += [2 * tuned.takagi_block_size + 6, tuned.takagi_blocked_min_n + 2]
+        for n in sizes:
+            sym = put(_symmetric(rng, n, dtype))
+            out.append((f"takagi {n} {dtype}",
+                        lambda sym=sym: gpusvd.takagi(sym, method="jacobi", **cpu)))
     return out
 
 
