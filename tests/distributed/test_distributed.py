@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .worker import CASES, HSVD_CASES, LOWRANK_CASES, POLAR_CASES, SHORT
+from .worker import CASES, HSVD_CASES, LOWRANK_CASES, POLAR_CASES, POLAR_ROWS_CASES, SHORT
 
 pytestmark = pytest.mark.mpi
 
@@ -150,6 +150,39 @@ def test_polar_agrees_with_one_process(run):
         assert rec["orth"] <= max(POLAR_BOUND, WORSE * rec["orth_single"] + 1), rec
 
 
+ROWS_NAMES = [c[0] for c in POLAR_ROWS_CASES]
+ROWS_SIZES = {c[0]: max(c[1], c[2]) for c in POLAR_ROWS_CASES}
+ROWS_COLUMNS = {c[0]: c[2] for c in POLAR_ROWS_CASES}
+
+
+def test_rows_give_every_rank_its_rows_of_u_and_the_same_s_and_vh(run):
+    ranks, seen, names = cases(run, ROWS_NAMES)
+    for name in names:
+        for r in range(ranks):
+            rec = seen[r][name]
+            assert rec["s_as_root"] and rec.get("vh_as_root", True), (name, r)
+            assert rec["type"] == "numpy"
+            if "u_shape" in rec:
+                r0, r1 = rec["rows"]
+                assert rec["u_shape"] == [r1 - r0, ROWS_COLUMNS[name]], name
+
+
+def test_rows_agree_with_one_process_and_with_a_on_root(run):
+    """Rows as root would send them: the same bits as A on root. Any split: the polar
+    method's accuracy, against the one-process method as for A on root."""
+    _, seen, names = cases(run, ROWS_NAMES)
+    split = {c[0]: c[3].get("split", "uneven") for c in POLAR_ROWS_CASES}
+    for name in names:
+        rec = seen[0][name]
+        if split[name] == "even":
+            assert rec["same_bits_as_root"], name
+        assert rec["sv_vs_single"] <= POLAR_SV_UNITS * ROWS_SIZES[name], (name, rec)
+        if "residual" not in rec:
+            continue
+        assert rec["residual"] <= max(POLAR_BOUND, WORSE * rec["residual_single"] + 1), rec
+        assert rec["orth"] <= max(POLAR_BOUND, WORSE * rec["orth_single"] + 1), rec
+
+
 def infos(seen, ranks, name):
     return [seen[r][name]["info"] for r in range(ranks)]
 
@@ -199,7 +232,8 @@ def test_two_pairs_per_rank(run):
     ("nan", "ValueError"), ("option", "ValueError"), ("stack", "ValueError"),
     ("outer-option", "ValueError"),
     ("signs", "ValueError"), ("injected", "RuntimeError"), ("sweeps", "LinAlgError"),
-    ("after", "ok"), ("polar-nan", "ValueError"), ("polar-stack", "ValueError")])
+    ("after", "ok"), ("polar-nan", "ValueError"), ("polar-stack", "ValueError"),
+    ("rows-columns", "ValueError"), ("rows-wide", "ValueError"), ("rows-nan", "ValueError")])
 def test_an_error_on_one_rank_raises_on_every_rank(run, case, error):
     ranks, seen = run
     assert [seen[r]["errors"][case] for r in range(ranks)] == [error] * ranks

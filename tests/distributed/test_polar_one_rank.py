@@ -36,3 +36,54 @@ def test_dtypes_and_scaling(dtype):
 def test_a_stack_is_refused():
     with pytest.raises(ValueError, match="distributed svd decomposes one matrix"):
         distributed.svd(np.ones((2, 3, 3)), device="cpu")
+
+
+@pytest.mark.parametrize("shape, full_matrices", [((30, 20), False), ((20, 20), True),
+                                                  ((48, 48), True)])
+def test_rows_on_one_rank_are_a_on_root(shape, full_matrices):
+    """One rank holding every row: the same bits as A on root (a rank-deficient A too,
+    whose U is made orthonormal on root)."""
+    a = (testing.random_matrix(*shape, seed=2) if shape[0] != 48
+         else testing.low_rank(48, 48, 12, seed=48))
+    got = distributed.svd(a, full_matrices=full_matrices, device="cpu", rows=True)
+    want = distributed.svd(a, full_matrices=full_matrices, device="cpu")
+    for x, y in zip(got, want):
+        assert np.array_equal(x, y)
+    assert np.array_equal(distributed.svd(a, compute_uv=False, device="cpu", rows=True),
+                          distributed.svd(a, compute_uv=False, device="cpu"))
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 3), (4, 0), (0, 0)])
+def test_rows_of_a_zero_or_empty_matrix(shape):
+    u, s, vh = distributed.svd(np.zeros(shape), full_matrices=False, device="cpu",
+                               rows=True)
+    ref = gpusvd.svd(np.zeros(shape), full_matrices=False, device="cpu")
+    for got, want in zip((u, s, vh), ref):
+        assert np.array_equal(got, want) and got.dtype == want.dtype
+
+
+def test_rows_refuse_wide_input_and_a_complete_u_of_a_tall_one():
+    with pytest.raises(ValueError, match=r"tall or square A \(M >= N\)"):
+        distributed.svd(np.ones((3, 5)), device="cpu", rows=True)
+    with pytest.raises(ValueError, match="full_matrices=False"):
+        distributed.svd(np.ones((5, 3)), device="cpu", rows=True)
+    assert distributed.svd(np.ones((5, 3)), compute_uv=False, device="cpu",
+                           rows=True).shape == (3,)
+
+
+def test_rows_with_nan():
+    a = testing.random_matrix(6, 4, seed=1)
+    a[2, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        distributed.svd(a, full_matrices=False, device="cpu", rows=True)
+    u, s, vh = distributed.svd(a, full_matrices=False, device="cpu", rows=True,
+                               check_finite=False)
+    assert np.isnan(u).all() and np.isnan(s).all() and np.isnan(vh).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64, np.complex128])
+def test_rows_keep_the_dtype_and_scale(dtype):
+    a = testing.random_matrix(30, 20, dtype=dtype, seed=3) * np.finfo(dtype).dtype.type(1e-30)
+    u, s, vh = distributed.svd(a, full_matrices=False, device="cpu", rows=True)
+    assert u.dtype == vh.dtype == dtype and s.dtype == np.finfo(dtype).dtype
+    assert testing.svd_residual(a, u, s, vh) < 30 and testing.orthogonality(u) < 30

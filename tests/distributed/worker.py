@@ -49,9 +49,20 @@ POLAR_CASES = [("polar", 60, 60, {}), ("polar-tall", 130, 41, {}), ("polar-wide"
                ("polar-complex", 40, 33, {"dtype": np.complex128}),
                ("polar-float32", 40, 40, {"dtype": np.float32}),
                ("polar-rank", 48, 48, {"rank": 12}), ("polar-tiny", 3, 2, {})]
+# (name, m, n, options) of distributed.svd(rows=True), each rank passing its own rows:
+# split "even" as root would send them (the same bits as A on root), "uneven" (rank r
+# holds a share growing with r; the last of "rows-tiny" holds them all).
+POLAR_ROWS_CASES = [("rows", 60, 60, {"split": "even"}), ("rows-uneven", 60, 60, {}),
+                    ("rows-tall", 130, 41, {"full_matrices": False}),
+                    ("rows-complex", 40, 33, {"dtype": np.complex128,
+                                              "full_matrices": False}),
+                    ("rows-float32", 40, 40, {"dtype": np.float32, "split": "even"}),
+                    ("rows-values", 50, 50, {"compute_uv": False}),
+                    ("rows-rank", 48, 48, {"rank": 12}),
+                    ("rows-tiny", 3, 2, {"full_matrices": False})]
 # The cases of a short run (many ranks oversubscribe CI's two cores and wait in MPI).
 SHORT = ("37", "101", "tall", "values", "complex", "tiny", "pairs", "orthogonal", "hsvd",
-         "polar", "polar-complex", "polar-tiny")
+         "polar", "polar-complex", "polar-tiny", "rows", "rows-uneven", "rows-rank")
 # Options of the distributed driver only (the single-process reference does without).
 OUTER_ONLY = ("variant", "pair_sweeps", "skip_orthogonal", "pairs_per_rank")
 
@@ -120,6 +131,53 @@ def polar_case(rank, m, n, opts, comm):
     return rec
 
 
+def row_bounds(m, ranks, split):
+    """Each rank's rows: as root sends them (``"even"``), or shares growing with the rank
+    (``"uneven"``: rank r holds about (r + 1)/Σ of them, rank 0 possibly none)."""
+    if split == "even":
+        return [(m * r // ranks, m * (r + 1) // ranks) for r in range(ranks)]
+    edges = [m * (r * (r + 1) // 2) // (ranks * (ranks + 1) // 2) for r in range(ranks + 1)]
+    return list(zip(edges[:-1], edges[1:]))
+
+
+def polar_rows_case(rank, m, n, opts, comm):
+    """distributed.svd(rows=True) against A on root (the same call otherwise) and the
+    one-process polar method; root assembles U from the ranks' rows."""
+    deficient = opts.pop("rank", None)
+    split = opts.pop("split", "uneven")
+    a = matrix(m, n, opts) if deficient is None else low_rank(m, n, deficient, seed=m)
+    gpu = comm.transport != "mpi"
+    put = (lambda x: __import__("cupy").asarray(x)) if gpu else (lambda x: x)
+    r0, r1 = row_bounds(m, comm.size, split)[rank]
+    out = distributed.svd(put(a[r0:r1]), comm=comm, rows=True, **opts)
+    rooted = distributed.svd(put(a) if rank == 0 else None, comm=comm, **opts)
+    values = opts.get("compute_uv") is False
+    s = host(out if values else out.S)
+    world = MPI.COMM_WORLD
+    s0 = world.bcast(s if rank == 0 else None, root=0)
+    rec = {"rows": [r0, r1], "s_as_root": bool(np.array_equal(s, s0)),
+           "type": type(out if values else out.S).__module__.split(".")[0]}
+    if not values:
+        vh = host(out.Vh)
+        vh0 = world.bcast(vh if rank == 0 else None, root=0)
+        rec["vh_as_root"] = bool(np.array_equal(vh, vh0))
+        rec["u_shape"] = list(out.U.shape)
+    blocks = world.gather(None if values else host(out.U), root=0)
+    if rank != 0:
+        return rec
+    ref = gpusvd.svd(a, method="polar", device="cpu", **opts)
+    s_ref = ref if values else ref.S
+    eps = float(np.finfo(s.dtype).eps)
+    rec["sv_vs_single"] = float(np.abs(s - s_ref).max() / (s_ref[0] * eps))
+    rec["same_bits_as_root"] = bool(np.array_equal(s, host(rooted if values else rooted.S)))
+    if not values:
+        u = np.concatenate(blocks)
+        rec.update(vectors_record(a, type(out)(u, s, vh), s, ref))
+        rec["same_bits_as_root"] &= bool(np.array_equal(u, host(rooted.U))
+                                         and np.array_equal(vh, host(rooted.Vh)))
+    return rec
+
+
 def hsvd_case(rank, m, n, comm):
     g = random_matrix(m, n, seed=m * n)
     signs = np.where(np.arange(n) % 3 == 0, -1.0, 1.0)
@@ -168,7 +226,15 @@ def error_cases(rank, device):
             "polar-nan": outcome(lambda: distributed.svd(
                 bad if rank == 0 else None, device=device), "polar-nan"),
             "polar-stack": outcome(lambda: distributed.svd(
-                np.stack([a, a]) if rank == 0 else None, device=device), "polar-stack")}
+                np.stack([a, a]) if rank == 0 else None, device=device), "polar-stack"),
+            # rows=True: one rank's block of other columns, a wide A, NaN on the last rank
+            "rows-columns": outcome(lambda: distributed.svd(
+                a[:4, :(19 if rank == 1 else 20)], device=device, rows=True), "rows-columns"),
+            "rows-wide": outcome(lambda: distributed.svd(
+                a[:3], device=device, rows=True), "rows-wide"),
+            "rows-nan": outcome(lambda: distributed.svd(
+                np.where(rank == MPI.COMM_WORLD.size - 1, np.nan, a[5 * rank:5 * rank + 5, :5]),
+                device=device, rows=True), "rows-nan")}
     step = local.outer_block_step
     calls = [0]
 
@@ -285,6 +351,9 @@ def main():
                     for name, m, n in HSVD_CASES if wanted(name)})
     results.update({name: traced(rank, name, lambda: polar_case(rank, m, n, dict(opts), comm))
                     for name, m, n, opts in POLAR_CASES if wanted(name)})
+    results.update({name: traced(rank, name,
+                                 lambda: polar_rows_case(rank, m, n, dict(opts), comm))
+                    for name, m, n, opts in POLAR_ROWS_CASES if wanted(name)})
     results["errors"] = traced(rank, "errors", lambda: error_cases(rank, device))
     results["lowrank"] = {c[0]: traced(rank, f"lowrank {c[0]}",
                                        lambda: lowrank_case(rank, *c[1:], comm))

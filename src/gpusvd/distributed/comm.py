@@ -97,11 +97,12 @@ def given_or_own(comm, device):
         yield own
 
 
-def received(a, comm, check_finite, what):
-    """Root's input through the front end (:func:`gpusvd._core.front_end.prepare`) on
-    ``comm``'s device: one matrix, no stack."""
+def received(a, comm, check_finite, what, scan=True):
+    """Root's input (or a rank's own block) through the front end
+    (:func:`gpusvd._core.front_end.prepare`, ``scan`` as there) on ``comm``'s device: one
+    matrix, no stack."""
     job = prepare(a, what=what, device="cpu" if comm.device_id is None else comm.device_id,
-                  check_finite=check_finite)
+                  check_finite=check_finite, scan=scan)
     if job.batch != ():
         raise ValueError(f"{what} decomposes one matrix (M, N), got shape "
                          f"{(*job.batch, *job.stack.shape[1:])}; decompose a stack "

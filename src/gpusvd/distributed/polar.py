@@ -31,7 +31,8 @@ import numpy as np
 from .._core.backend import simple_reductions, to_host
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
 from .._core.results import SVDResult
-from .._core.scaling import scale_values
+from .._core.scaling import scale_values, times_power_of_two
+from .._core.validation import not_finite
 from ..polar import estimates, qdwh
 from ..polar.cholesky_qr import gram
 from ..polar.svd import (descending_eigh, orthonormal_columns, orthonormal_tolerance,
@@ -123,16 +124,12 @@ class _Job:
         return self.finish(u[0], s, vh[0])
 
 
-def _decompose(comm, root, job, m, n, dtype, wide_dtype, compute_uv, full_matrices):
-    """QDWH over the ranks, then H, V and U (module docstring); root's (U, S, Vh), None
-    elsewhere (U and Vh None without ``compute_uv``)."""
+def _factor(comm, root, mine, m, n, dtype, compute_uv, everywhere):
+    """QDWH over the ranks' rows ``mine`` (this rank's block of the scaled float64 A), H,
+    its eigendecomposition on root and each rank's rows of U = U_p·V (module docstring).
+    Returns (U rows, |λ|, V, converged); |λ| and V on root only, or on every rank with
+    ``everywhere``; U rows and V None without ``compute_uv``."""
     xp = comm.xp
-    bounds = _bounds(m, comm.size)
-    parts = None
-    if comm.rank == root:
-        parts = [job.a64[0, r0:r1] for r0, r1 in bounds]
-    shapes = [(r1 - r0, n) for r0, r1 in bounds]
-    mine = comm.scatter(parts, root, shapes, wide_dtype)
     eps = float(np.finfo(dtype).eps)
     y = mine.conj().T.copy()[None]   # a new array: QDWH overwrites it
     uh, converged = qdwh.polar_factor(xp, y, eps, engine=_RowsEngine(comm, m, root))
@@ -144,10 +141,31 @@ def _decompose(comm, root, job, m, n, dtype, wide_dtype, compute_uv, full_matric
             lam, v = descending_eigh(h, xp, vectors=compute_uv)
             if compute_uv:   # σ = |λ| with u = −U_p·v for λ < 0 (rounding), as svd.py
                 signed = xp.ascontiguousarray(v * xp.where(lam < 0, -1, 1).astype(dtype))
+    real = np.finfo(dtype).dtype
+    if everywhere:
+        lam = comm.broadcast(lam, root, (n,), real)
     if not compute_uv:
-        return (None, xp.abs(lam), None) if comm.rank == root else None
+        return None, None if lam is None else xp.abs(lam), None, converged[0]
     signed = comm.broadcast(signed, root, (n, n), dtype)
+    if everywhere and comm.rank != root:
+        v = signed * xp.where(lam < 0, -1, 1).astype(dtype)
     u_mine = xp.ascontiguousarray(uh[0].conj().T).astype(dtype) @ signed
+    return u_mine, None if lam is None else xp.abs(lam), v, converged[0]
+
+
+def _decompose(comm, root, job, m, n, dtype, wide_dtype, compute_uv, full_matrices):
+    """A on root: its rows sent out, :func:`_factor`, U's rows gathered and completed on
+    root; root's (U, S, Vh), None elsewhere (U and Vh None without ``compute_uv``)."""
+    xp = comm.xp
+    bounds = _bounds(m, comm.size)
+    parts = None
+    if comm.rank == root:
+        parts = [job.a64[0, r0:r1] for r0, r1 in bounds]
+    shapes = [(r1 - r0, n) for r0, r1 in bounds]
+    mine = comm.scatter(parts, root, shapes, wide_dtype)
+    u_mine, s, v, converged = _factor(comm, root, mine, m, n, dtype, compute_uv, False)
+    if not compute_uv:
+        return (None, s, None) if comm.rank == root else None
     rows = comm.gather(u_mine, root, [(r1 - r0, n) for r0, r1 in bounds], dtype)
     if comm.rank != root:
         return None
@@ -155,15 +173,110 @@ def _decompose(comm, root, job, m, n, dtype, wide_dtype, compute_uv, full_matric
     deviation = float(xp.abs(xp.linalg.norm(u, axis=0) - 1).max())
     if full_matrices and m > n:
         u = orthonormal_columns(u[None], xp, complete=True)[0]
-    elif deviation > orthonormal_tolerance(n, dtype) or not converged[0]:
+    elif deviation > orthonormal_tolerance(n, dtype) or not converged:
         u = orthonormal_columns(u[None], xp, complete=False)[0]
-    return u, xp.abs(lam), v.conj().T
+    return u, s, v.conj().T
+
+
+class _RowsJob:
+    """A rank's side when every rank brings its own rows of A (``rows=True``): its block
+    through the front end, the blocks' shapes and dtypes checked against each other, and
+    its block in float64 (complex128) scaled by the power of two that brings the largest
+    entry of the whole A to [1/2, 1), as root scales A whole
+    (:func:`gpusvd.polar.estimates.unit_scaled`)."""
+
+    def __init__(self, a, comm, full_matrices, compute_uv, check_finite):
+        xp = comm.xp
+        with comm.phase():
+            self.received = received(a, comm, check_finite, WHAT, scan=False)
+            block = self.received.stack[0]
+            wide = block.astype(np.complex128 if block.dtype.kind == "c" else np.float64)
+            finite = bool(xp.isfinite(wide).all()) if block.size else True
+            if check_finite and not finite:
+                raise not_finite(WHAT)
+            peak = float(xp.abs(wide).max()) if block.size and finite else 0.0
+        seen = comm.world.allgather((block.shape, block.dtype.str, finite, peak))
+        self.counts = [shape[0] for shape, _, _, _ in seen]
+        self.m, self.n = sum(self.counts), block.shape[1]
+        self.dtype = block.dtype
+        for r, (shape, dtype, _, _) in enumerate(seen):
+            if shape[1] != self.n or dtype != self.dtype.str:
+                raise ValueError(
+                    f"{WHAT}(rows=True): rank {r}'s block is {shape[0]}×{shape[1]} "
+                    f"{np.dtype(dtype).name}, rank {comm.rank}'s {block.shape[0]}×{self.n} "
+                    f"{self.dtype.name}: every rank's rows need the same columns and dtype")
+        if self.m < self.n:
+            raise ValueError(f"{WHAT}(rows=True) takes a tall or square A (M >= N), its "
+                             f"rows spread over the ranks; got {self.m}×{self.n}: pass "
+                             "the rows of Aᴴ instead, or A on root")
+        if compute_uv and full_matrices and self.m > self.n:
+            raise ValueError(f"{WHAT}(rows=True) gives each rank its rows of the economy U "
+                             f"(M×N); pass full_matrices=False for this {self.m}×{self.n} "
+                             "A, or A on root for the complete U")
+        self.xp, self.compute_uv = xp, compute_uv
+        self.finite = all(f for _, _, f, _ in seen)
+        top = max(p for _, _, _, p in seen)
+        self.trivial = not self.finite or self.n == 0 or top == 0
+        self.exponent = int(np.frexp(top)[1]) if top else 0
+        self.a64 = None if self.trivial else times_power_of_two(wide, -self.exponent, xp)
+        rank = comm.rank
+        self.r0 = sum(self.counts[:rank])
+        self.r1 = self.r0 + self.counts[rank]
+
+    def finish(self, u, s, vh):
+        """This rank's result in the input's array type."""
+        received = self.received
+        s = scale_values(s, self.exponent, self.xp)
+        if not self.compute_uv:
+            return received.values(s[None])
+        return SVDResult(received.vectors(self.xp.ascontiguousarray(u)[None]),
+                         received.values(s[None]),
+                         received.vectors(self.xp.ascontiguousarray(vh)[None]))
+
+    def trivial_result(self):
+        """No column, a zero A (U's rows of the identity, S = 0, Vh = I, as the one-device
+        path gives them) or, with ``check_finite=False``, NaN in some rank's block (NaN
+        results on every rank)."""
+        xp, n, dtype = self.xp, self.n, self.dtype
+        real = np.finfo(dtype).dtype
+        fill = 0 if self.finite else np.nan
+        s = xp.full(n, fill, real)
+        u = xp.eye(self.r1 - self.r0, n, self.r0, dtype)
+        vh = xp.eye(n, dtype=dtype)
+        if not self.finite:
+            u, vh = xp.full_like(u, np.nan), xp.full_like(vh, np.nan)
+        self.exponent = 0
+        return self.finish(u, s, vh)
+
+
+def _decompose_rows(comm, root, job):
+    """Every rank's rows: :func:`_factor` with the values and V on every rank, U's rows
+    kept where they are. Only where they are not orthonormal (A numerically rank
+    deficient, or QDWH short of convergence) are they gathered on root, made orthonormal
+    and sent back. Every rank's (U rows, S, Vh)."""
+    xp, n, dtype = comm.xp, job.n, job.dtype
+    u_mine, s, v, converged = _factor(comm, root, job.a64, job.m, n, dtype, job.compute_uv,
+                                      True)
+    if not job.compute_uv:
+        return None, s, None
+    norms = xp.sqrt(_summed(comm, (xp.abs(u_mine) ** 2).sum(axis=0), root))
+    deviation = float(xp.abs(norms - 1).max())
+    if deviation > orthonormal_tolerance(n, dtype) or not converged:
+        shapes = [(c, n) for c in job.counts]
+        rows = comm.gather(u_mine, root, shapes, dtype)
+        parts = None
+        if comm.rank == root:
+            u = orthonormal_columns(xp.concatenate(rows)[None], xp, complete=False)[0]
+            bounds = np.cumsum([0] + job.counts)
+            parts = [u[r0:r1] for r0, r1 in zip(bounds[:-1], bounds[1:])]
+        u_mine = comm.scatter(parts, root, shapes, dtype)
+    return u_mine, s, v.conj().T
 
 
 @hint_on_exhaustion(DENSE_HINT)
 @simple_reductions
 def svd(a, full_matrices=True, compute_uv=True, *, comm=None, root=0, device="auto",
-        check_finite=True):
+        check_finite=True, rows=False):
     """SVD by the polar method over the ranks of ``comm``: QDWH on one block of A's rows
     per rank, then the eigendecomposition of H on ``root``.
 
@@ -175,22 +288,33 @@ def svd(a, full_matrices=True, compute_uv=True, *, comm=None, root=0, device="au
     ----------
     a : (M, N) array_like or None
         The matrix, on ``root`` only (NumPy, CuPy, anything with ``__dlpack__`` or
-        ``__array__``); ignored on the other ranks.
+        ``__array__``); ignored on the other ranks. With ``rows=True``: this rank's rows.
     full_matrices, compute_uv, check_finite : bool, optional
         As in :func:`gpusvd.svd`.
     comm, root, device
         As in :func:`gpusvd.distributed.jacobi_svd`.
+    rows : bool, optional
+        A that is already spread over the ranks, none of them holding it whole: each rank
+        passes its own consecutive rows (M_r × N, M_r ≥ 0, the blocks in rank order make
+        A, the same N and dtype everywhere), and gets back its rows of U with S and Vh;
+        no rank gathers A or U. A must be tall or square (M ≥ N), and with
+        ``compute_uv`` and M > N, ``full_matrices=False`` (each rank's rows of the
+        economy U). Only where U's columns come out of QDWH not orthonormal (A
+        numerically rank deficient) are U's rows gathered on root once, made orthonormal
+        there and sent back.
 
     Returns
     -------
     On ``root``: SVDResult(U, S, Vh), or S alone when ``compute_uv`` is false, in the
     input's array type, with the accuracy of ``gpusvd.svd(a, method="polar")``. None on
-    the other ranks.
+    the other ranks. With ``rows=True``, on every rank: SVDResult(U_r, S, Vh) with U_r
+    this rank's rows of U (or S alone), in the type of the rank's own block.
 
     Raises
     ------
     ValueError
-        Bad input (on every rank, whichever rank found it).
+        Bad input (on every rank, whichever rank found it); with ``rows=True`` also
+        blocks whose columns or dtypes differ between ranks, and a wide A.
 
     Examples
     --------
@@ -202,6 +326,8 @@ def svd(a, full_matrices=True, compute_uv=True, *, comm=None, root=0, device="au
     (True, [45.0, 5.0])
     """
     with given_or_own(comm, device) as comm, comm.device_context():
+        if rows:
+            return _svd_rows(a, comm, root, full_matrices, compute_uv, check_finite)
         job = None
         with comm.phase():
             if comm.rank == root:
@@ -221,3 +347,14 @@ def svd(a, full_matrices=True, compute_uv=True, *, comm=None, root=0, device="au
             if comm.rank == root:
                 result = job.finish(*found)
         return result
+
+
+def _svd_rows(a, comm, root, full_matrices, compute_uv, check_finite):
+    """:func:`svd` with ``rows=True``, on one rank."""
+    job = _RowsJob(a, comm, full_matrices, compute_uv, check_finite)
+    if job.trivial:
+        return job.trivial_result()
+    found = _decompose_rows(comm, root, job)
+    with comm.phase():
+        result = job.finish(*found)
+    return result
