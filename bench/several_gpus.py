@@ -28,6 +28,9 @@ polar_single     with ``--methods polar``: ``gpusvd.svd(a)`` on root (the polar 
                  GPU default)
 polar_gpus_<g>   ``gpusvd.distributed.svd`` (the polar method, a block of rows per rank)
                  on the first g ranks
+rows_gpus_<g>    with ``--methods polar_rows``: ``gpusvd.distributed.svd(rows=True)``, each
+                 of the first g ranks holding its own rows before the clock starts (no
+                 scatter of A, no gather of U; U is gathered for the accuracy only)
 ===============  ==========================================================================
 
 ``comm_seconds`` is the wall time root spent in the exchanges of block-columns (and the
@@ -51,6 +54,8 @@ import argparse
 import os
 import sys
 import time
+
+import numpy as np
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
@@ -77,7 +82,8 @@ def _parser():
     p.add_argument("--modes", nargs="+", default=["full", "values"], choices=["full", "values"])
     p.add_argument("--gpus", type=int, nargs="+", default=None,
                    help="GPU counts to run (default: 1 and the number of ranks)")
-    p.add_argument("--methods", nargs="+", default=["jacobi"], choices=["jacobi", "polar"])
+    p.add_argument("--methods", nargs="+", default=["jacobi"],
+                   choices=["jacobi", "polar", "polar_rows"])
     p.add_argument("--variants", nargs="+", default=["block-oriented"], choices=VARIANTS)
     p.add_argument("--settings", nargs="+", default=["default"], choices=list(SETTINGS),
                    help="options of the outer level to compare (default: default)")
@@ -124,7 +130,34 @@ def _runs(args):
     if "polar" in args.methods:
         runs += [("polar_single", "polar", None, 1)]
         runs += [(f"polar_gpus_{g}", "polar", None, g) for g in args.gpus]
+    if "polar_rows" in args.methods:
+        runs += [(f"rows_gpus_{g}", "rows", None, g) for g in args.gpus]
     return runs
+
+
+def _own_rows(n, seed, comm):
+    """This rank's rows of the case's matrix (every rank of ``comm`` builds it, the same
+    seed, and keeps its block as root would send it), on its GPU."""
+    import cupy as cp
+
+    import gr_paper
+
+    r0, r1 = n * comm.rank // comm.size, n * (comm.rank + 1) // comm.size
+    return cp.asarray(gr_paper.make_matrix(n, n, seed, "gaussian")[r0:r1])
+
+
+def _rows_on_root(world, comm, out, full):
+    """The rows form's result with U assembled on root (for the accuracy), None elsewhere."""
+    import cupy as cp
+
+    from gpusvd._core.results import SVDResult
+
+    if not full:
+        return out if world.rank == 0 else None
+    blocks = comm.world.gather(cp.asnumpy(out.U), root=0)
+    if world.rank != 0:
+        return None
+    return SVDResult(cp.asarray(np.concatenate(blocks)), out.S, out.Vh)
 
 
 def _case(world, comms, n, mode, args, previous):
@@ -164,6 +197,14 @@ def _case(world, comms, n, mode, args, previous):
                 if comm is None:
                     return None
                 return distributed.svd(a, comm=comm, **kw)
+        elif variant == "rows":
+            comm = comms[g]
+            mine = _own_rows(n, args.seed, comm) if comm is not None else None
+
+            def call(mine=mine, comm=comm):
+                if comm is None:
+                    return None
+                return distributed.svd(mine, comm=comm, rows=True, **kw)
         else:
             comm = comms[g]
 
@@ -174,11 +215,13 @@ def _case(world, comms, n, mode, args, previous):
                                               **SETTINGS[setting], **kw)
         before = comm.comm_seconds if comm is not None else 0.0
         seconds, times, out = _timed(world, call, args.repeat)
+        if variant == "rows":
+            out = _rows_on_root(world, comm, out, full) if comm is not None else None
         run = {"seconds": seconds, "times": times, "gpus": g, "variant": variant,
                "setting": setting}
         if comm is not None and root:
             run["comm_seconds"] = (comm.comm_seconds - before) / len(times)
-            if variant != "polar":
+            if variant not in ("polar", "rows"):
                 run["outer"] = comm.last_run._asdict()
         if root:
             previous[(name, mode)] = (n, seconds)
