@@ -13,8 +13,9 @@ the stack engine's steps: the one product in them that spans the rows is the Gra
 product Y·Yᴴ = Σ_r Y_r·Y_rᴴ (n×n), in the estimates of α and l₀, in each Cholesky step,
 in the three passes of each QR step's shifted CholeskyQR3 of [√c·X; I] (whose I every
 rank holds, counted once) and in the final orthonormality test. :class:`_RowsEngine`
-sums it over the ranks: gathered on root, added in rank order and sent back, so that
-every rank holds the same bits and takes the same Cholesky factors and the same steps.
+sums it over the ranks (:meth:`.comm.Comm.summed`: NCCL's all-reduce, or MPI's reduce
+and broadcast), so that every rank holds the same bits and takes the same Cholesky
+factors and the same steps.
 Everything else in a step is a product or a triangular solve of the rank's own columns.
 
 Then H = U_pᴴ·A = Σ_r U_p,rᴴ·A_r, summed the same way; root takes its eigendecomposition
@@ -42,18 +43,6 @@ from .comm import given_or_own, received
 WHAT = "distributed svd"
 
 
-def _summed(comm, part, root):
-    """The sum over the ranks of ``part`` (the same shape on every rank): gathered on
-    ``root``, added there in rank order and sent back, the same bits on every rank."""
-    parts = comm.gather(part, root, [part.shape] * comm.size, part.dtype)
-    total = None
-    if comm.rank == root:
-        total = parts[0].copy()
-        for other in parts[1:]:
-            total += other
-    return comm.broadcast(total, root, part.shape, part.dtype)
-
-
 class _RowsEngine(qdwh.StackEngine):
     """The stack engine's QDWH steps on one matrix whose Y = Aᴴ has its columns (A's
     rows) spread over the ranks: the Gram products summed over the ranks, the rest
@@ -64,7 +53,7 @@ class _RowsEngine(qdwh.StackEngine):
         self.comm, self.root, self._rows = comm, root, rows
 
     def gram(self, xp, y):
-        return _summed(self.comm, gram(xp, y), self.root)
+        return self.comm.summed(gram(xp, y), self.root)
 
     def stacked_gram(self, m):
         return lambda xp, wh: self.gram(xp, wh[..., :m]) + gram(xp, wh[..., m:])
@@ -133,7 +122,7 @@ def _factor(comm, root, mine, m, n, dtype, compute_uv, everywhere):
     eps = float(np.finfo(dtype).eps)
     y = mine.conj().T.copy()[None]   # a new array: QDWH overwrites it
     uh, converged = qdwh.polar_factor(xp, y, eps, engine=_RowsEngine(comm, m, root))
-    h = _summed(comm, uh[0] @ mine, root)
+    h = comm.summed(uh[0] @ mine, root)
     signed = lam = v = None
     with comm.phase():
         if comm.rank == root:
@@ -259,7 +248,7 @@ def _decompose_rows(comm, root, job):
                                       True)
     if not job.compute_uv:
         return None, s, None
-    norms = xp.sqrt(_summed(comm, (xp.abs(u_mine) ** 2).sum(axis=0), root))
+    norms = xp.sqrt(comm.summed((xp.abs(u_mine) ** 2).sum(axis=0), root))
     deviation = float(xp.abs(norms - 1).max())
     if deviation > orthonormal_tolerance(n, dtype) or not converged:
         shapes = [(c, n) for c in job.counts]
