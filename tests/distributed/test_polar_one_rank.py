@@ -87,3 +87,14 @@ def test_rows_keep_the_dtype_and_scale(dtype):
     u, s, vh = distributed.svd(a, full_matrices=False, device="cpu", rows=True)
     assert u.dtype == vh.dtype == dtype and s.dtype == np.finfo(dtype).dtype
     assert testing.svd_residual(a, u, s, vh) < 30 and testing.orthogonality(u) < 30
+
+
+def test_rows_of_a_torch_tensor_come_back_as_torch():
+    """A framework's local piece (a DTensor's to_local()) in, its rows of U out, in its type."""
+    torch = pytest.importorskip("torch")
+    t = torch.from_numpy(testing.random_matrix(9, 4, seed=6))
+    u, s, vh = distributed.svd(t, full_matrices=False, device="cpu", rows=True)
+    assert all(isinstance(x, torch.Tensor) for x in (u, s, vh))
+    want = distributed.svd(t.numpy(), full_matrices=False, device="cpu", rows=True)
+    for got, ref in zip((u, s, vh), want):
+        assert np.array_equal(got.numpy(), ref)
