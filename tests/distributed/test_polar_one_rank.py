@@ -98,3 +98,26 @@ def test_rows_of_a_torch_tensor_come_back_as_torch():
     want = distributed.svd(t.numpy(), full_matrices=False, device="cpu", rows=True)
     for got, ref in zip((u, s, vh), want):
         assert np.array_equal(got.numpy(), ref)
+
+
+def test_gpus_asked_for_where_a_rank_has_none(monkeypatch):
+    """device='gpu' with a rank that sees no GPU (here, every rank: CuPy finds none):
+    ValueError on every rank, before any work."""
+    from gpusvd.distributed import comm as comm_module
+
+    monkeypatch.setattr(comm_module, "cupy_or_none", lambda: None)
+    with pytest.raises(ValueError, match="some rank sees no usable GPU"):
+        distributed.svd(np.eye(3), device="gpu")
+    with pytest.raises(ValueError, match="device must be"):
+        distributed.svd(np.eye(3), device="all")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+def test_summed_on_one_rank_is_the_part(dtype):
+    from gpusvd.distributed.comm import Comm
+
+    part = testing.random_matrix(5, 4, dtype=dtype, seed=9)
+    with Comm(device="cpu") as comm:
+        total = comm.summed(part, 0)
+        assert total.dtype == dtype and np.array_equal(total, part)
+        assert comm.summed(np.zeros((0, 3), dtype), 0).shape == (0, 3)
