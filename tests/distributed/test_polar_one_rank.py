@@ -121,3 +121,27 @@ def test_summed_on_one_rank_is_the_part(dtype):
         total = comm.summed(part, 0)
         assert total.dtype == dtype and np.array_equal(total, part)
         assert comm.summed(np.zeros((0, 3), dtype), 0).shape == (0, 3)
+
+
+def test_a_tall_matrix_takes_its_qr_first_a_rank_deficient_one_qdwh(monkeypatch):
+    """m > 1.15·n: CholeskyQR over the ranks, then R's SVD on root; where CholeskyQR
+    fails (A numerically rank deficient), QDWH over the ranks as for a square A."""
+    from gpusvd.distributed import polar as distributed_polar
+
+    taken = []
+    tall = distributed_polar._tall
+
+    def spied(*args, **kwargs):
+        found = tall(*args, **kwargs)
+        taken.append(found is not None)
+        return found
+
+    monkeypatch.setattr(distributed_polar, "_tall", spied)
+    for rows in (False, True):
+        a = testing.random_matrix(60, 20, seed=4)
+        u, s, vh = distributed.svd(a, full_matrices=False, device="cpu", rows=rows)
+        assert testing.svd_residual(a, u, s, vh) < 30 and testing.orthogonality(u) < 30
+        b = testing.low_rank(120, 40, 10, seed=120)
+        u, s, vh = distributed.svd(b, full_matrices=False, device="cpu", rows=rows)
+        assert testing.svd_residual(b, u, s, vh) < 30 and testing.orthogonality(u) < 30
+    assert taken == [True, False, True, False]

@@ -41,14 +41,15 @@ CASES = [("37", 37, 37, {}), ("64", 64, 64, {}), ("101", 101, 101, {}),
          ("orthogonal", 60, 60, {"orthogonal": True})]
 HSVD_CASES = [("hsvd", 50, 40), ("hsvd-square", 37, 37)]
 # (name, m, n, options) of distributed.svd, the polar method: square, tall and wide, values
-# only, economy, complex, float32, numerically rank deficient (U completed) and fewer
-# rows than ranks (some ranks hold none).
+# only, economy, complex, float32, numerically rank deficient (U completed; tall: QDWH
+# where CholeskyQR fails) and fewer rows than ranks (some ranks hold none).
 POLAR_CASES = [("polar", 60, 60, {}), ("polar-tall", 130, 41, {}), ("polar-wide", 35, 70, {}),
                ("polar-values", 50, 50, {"compute_uv": False}),
                ("polar-economy", 90, 41, {"full_matrices": False}),
                ("polar-complex", 40, 33, {"dtype": np.complex128}),
                ("polar-float32", 40, 40, {"dtype": np.float32}),
-               ("polar-rank", 48, 48, {"rank": 12}), ("polar-tiny", 3, 2, {})]
+               ("polar-rank", 48, 48, {"rank": 12}), ("polar-tiny", 3, 2, {}),
+               ("polar-tall-rank", 120, 40, {"rank": 10})]
 # (name, m, n, options) of distributed.svd(rows=True), each rank passing its own rows:
 # split "even" as root would send them (the same bits as A on root), "uneven" (rank r
 # holds a share growing with r; the last of "rows-tiny" holds them all).
@@ -59,6 +60,7 @@ POLAR_ROWS_CASES = [("rows", 60, 60, {"split": "even"}), ("rows-uneven", 60, 60,
                     ("rows-float32", 40, 40, {"dtype": np.float32, "split": "even"}),
                     ("rows-values", 50, 50, {"compute_uv": False}),
                     ("rows-rank", 48, 48, {"rank": 12}),
+                    ("rows-tall-rank", 120, 40, {"rank": 10, "full_matrices": False}),
                     ("rows-tiny", 3, 2, {"full_matrices": False})]
 # The cases of a short run (many ranks oversubscribe CI's two cores and wait in MPI).
 SHORT = ("37", "101", "tall", "values", "complex", "tiny", "pairs", "orthogonal", "hsvd",

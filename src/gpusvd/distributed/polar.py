@@ -25,6 +25,13 @@ engine does (:func:`gpusvd.polar.svd.orthonormal_columns`).
 
 Communication per QDWH step: one n×n sum (Cholesky step) or three (QR step), against
 O(m·n²/ranks) of products on each rank.
+
+A tall A (m > QR_FIRST_RATIO·n) takes its QR first, as on one device: shifted
+CholeskyQR3 over the ranks (three n×n sums; each rank's rows of Q stay its own), then
+R's SVD on root by the one-device polar method, and U = Q·U_R on each rank: fewer flops
+than QDWH on the tall A, and about three copies of a rank's rows in memory at the peak
+where QDWH on them took six. Where CholeskyQR fails (A numerically rank deficient in
+float64), QDWH over the ranks takes A as above.
 """
 
 import numpy as np
@@ -35,9 +42,9 @@ from .._core.results import SVDResult
 from .._core.scaling import scale_values, times_power_of_two
 from .._core.validation import not_finite
 from ..polar import estimates, qdwh
-from ..polar.cholesky_qr import gram
-from ..polar.svd import (descending_eigh, orthonormal_columns, orthonormal_tolerance,
-                         svd as one_device)
+from ..polar.cholesky_qr import cholesky_qr, gram
+from ..polar.svd import (QR_FIRST_RATIO, descending_eigh, orthonormal_columns,
+                         orthonormal_tolerance, svd as one_device)
 from .comm import given_or_own, received
 
 WHAT = "distributed svd"
@@ -142,6 +149,47 @@ def _factor(comm, root, mine, m, n, dtype, compute_uv, everywhere):
     return u_mine, None if lam is None else xp.abs(lam), v, converged[0]
 
 
+def _tall(comm, root, mine, m, n, dtype, compute_uv, everywhere):
+    """A tall A (m > QR_FIRST_RATIO·n) as one device takes it: A = Q·R by shifted
+    CholeskyQR3 over the ranks (:func:`gpusvd.polar.cholesky_qr.cholesky_qr`, its Gram
+    products summed, each rank's rows of Q its own), the SVD of R on root (the one-device
+    polar method on n×n), U = Q·U_R on each rank. Returns what :func:`_factor` returns,
+    or None where CholeskyQR fails (A numerically rank deficient in float64), for QDWH
+    over the ranks to take A."""
+    xp = comm.xp
+    found = cholesky_qr(mine, xp, gram_of=lambda w: comm.summed(w.conj().T @ w, root),
+                        rows=m)
+    if found is None:
+        return None
+    q_mine, r = found
+    u_r = s = v = None
+    with comm.phase():
+        if comm.rank == root:
+            u_r, s, vh = one_device(r.astype(dtype)[None], xp, full_matrices=False,
+                                    compute_uv=compute_uv)
+            s = s[0]
+            if compute_uv:
+                u_r, v = xp.ascontiguousarray(u_r[0]), xp.ascontiguousarray(vh[0].conj().T)
+    if everywhere:
+        s = comm.broadcast(s, root, (n,), np.finfo(dtype).dtype)
+    if not compute_uv:
+        return None, s, None, True
+    u_r = comm.broadcast(u_r, root, (n, n), dtype)
+    if everywhere:
+        v = comm.broadcast(v, root, (n, n), dtype)
+    return q_mine.astype(dtype, copy=False) @ u_r, s, v, True
+
+
+def _decomposed(comm, root, mine, m, n, dtype, compute_uv, everywhere):
+    """:func:`_tall` where A is tall and CholeskyQR takes it, else :func:`_factor`."""
+    found = None
+    if m > QR_FIRST_RATIO * n:
+        found = _tall(comm, root, mine, m, n, dtype, compute_uv, everywhere)
+    if found is None:
+        found = _factor(comm, root, mine, m, n, dtype, compute_uv, everywhere)
+    return found
+
+
 def _decompose(comm, root, job, m, n, dtype, wide_dtype, compute_uv, full_matrices):
     """A on root: its rows sent out, :func:`_factor`, U's rows gathered and completed on
     root; root's (U, S, Vh), None elsewhere (U and Vh None without ``compute_uv``)."""
@@ -152,7 +200,7 @@ def _decompose(comm, root, job, m, n, dtype, wide_dtype, compute_uv, full_matric
         parts = [job.a64[0, r0:r1] for r0, r1 in bounds]
     shapes = [(r1 - r0, n) for r0, r1 in bounds]
     mine = comm.scatter(parts, root, shapes, wide_dtype)
-    u_mine, s, v, converged = _factor(comm, root, mine, m, n, dtype, compute_uv, False)
+    u_mine, s, v, converged = _decomposed(comm, root, mine, m, n, dtype, compute_uv, False)
     if not compute_uv:
         return (None, s, None) if comm.rank == root else None
     rows = comm.gather(u_mine, root, [(r1 - r0, n) for r0, r1 in bounds], dtype)
@@ -244,8 +292,8 @@ def _decompose_rows(comm, root, job):
     deficient, or QDWH short of convergence) are they gathered on root, made orthonormal
     and sent back. Every rank's (U rows, S, Vh)."""
     xp, n, dtype = comm.xp, job.n, job.dtype
-    u_mine, s, v, converged = _factor(comm, root, job.a64, job.m, n, dtype, job.compute_uv,
-                                      True)
+    u_mine, s, v, converged = _decomposed(comm, root, job.a64, job.m, n, dtype,
+                                          job.compute_uv, True)
     if not job.compute_uv:
         return None, s, None
     norms = xp.sqrt(comm.summed((xp.abs(u_mine) ** 2).sum(axis=0), root))

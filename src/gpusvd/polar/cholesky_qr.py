@@ -155,11 +155,17 @@ def _solve_right_cuda(w, low):
 _SOLVE_RIGHT = {"numpy": _solve_right_host, "cupy": _solve_right_cuda}
 
 
-def cholesky_qr(a, xp, *, with_r=True):
+def cholesky_qr(a, xp, *, with_r=True, gram_of=None, rows=None):
     """(Q, R) of one tall ``a`` (m×n, m > n) with Q economy, by shifted CholeskyQR3 in
     float64 (complex128), returned in ``a``'s dtype; None where it fails (A numerically
     rank deficient in float64, or κ(A) past the shift's reach, ~1e11 at 100000 × 1000),
     for Householder QR to take over. R is None without ``with_r``.
+
+    ``gram_of(w)``: the Gram product Wᴴ·W of each pass's float64 W, where A's rows are
+    spread over the ranks of a distributed computation and ``a`` is this rank's (the
+    ranks sum theirs; the first shift then comes from its trace, ‖W‖_F², and ``rows``,
+    the rows of the whole A). Every decision is taken on the Gram matrix, the same on
+    every rank.
 
     The shift is from ‖A‖_F² (an upper bound on ‖A‖₂²), and the passes stop where the
     last Gram matrix is within ACCEPT of I. W·L⁻ᴴ is a GEMM with the explicit inverse
@@ -185,7 +191,8 @@ def cholesky_qr(a, xp, *, with_r=True):
     w = xp.asarray(a, dtype=wide, order="F")
     if w is a:
         w = w.copy(order="F")
-    first_shift = shift(m, n, xp.linalg.norm(w) ** 2) + np.finfo(np.float64).tiny
+    if gram_of is None:
+        first_shift = shift(m, n, xp.linalg.norm(w) ** 2) + np.finfo(np.float64).tiny
     sla = scipy_linalg(xp)
     eye = xp.eye(n, dtype=wide)
     factors, deviation = [], np.inf
@@ -195,15 +202,21 @@ def cholesky_qr(a, xp, *, with_r=True):
                 # Q₁ was within ACCEPT of orthonormal: the plain pass on it made Q₂
                 # orthonormal to O(u) (ACCEPT's argument), and a third would not change it.
                 break
-            g = xp.ascontiguousarray(_ct(w) @ w)
+            g = xp.ascontiguousarray(_ct(w) @ w) if gram_of is None else gram_of(w)
             if step == 0:
+                if gram_of is not None:
+                    first_shift = (shift(m if rows is None else rows, n,
+                                         float(xp.trace(g).real))
+                                   + np.finfo(np.float64).tiny)
                 g.reshape(-1)[::n + 1] += first_shift
             else:
                 deviation = xp.linalg.norm(g - eye)
             low = xp.linalg.cholesky(g)
             # float64 input: the first pass solves; the second too unless Q₁ is already
             # near orthonormal (one read-back), so that κ(L₂) ≤ √3.
-            if exact and (step == 0 or step == 1 and not float(deviation) <= GEMM_BELOW):
+            if not w.shape[0]:
+                pass    # a rank that holds no rows of a distributed W
+            elif exact and (step == 0 or step == 1 and not float(deviation) <= GEMM_BELOW):
                 w = _SOLVE_RIGHT[xp.__name__](w, low)
             else:
                 w = w @ _ct(sla.solve_triangular(low, eye, lower=True, check_finite=False))
