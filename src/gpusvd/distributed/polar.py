@@ -191,8 +191,8 @@ def _decomposed(comm, root, mine, m, n, dtype, compute_uv, everywhere):
 
 
 def _decompose(comm, root, job, m, n, dtype, wide_dtype, compute_uv, full_matrices):
-    """A on root: its rows sent out, :func:`_factor`, U's rows gathered and completed on
-    root; root's (U, S, Vh), None elsewhere (U and Vh None without ``compute_uv``)."""
+    """A on root: its rows sent out, :func:`_decomposed`, U's rows gathered and completed
+    on root; root's (U, S, Vh), None elsewhere (U and Vh None without ``compute_uv``)."""
     xp = comm.xp
     bounds = _bounds(m, comm.size)
     parts = None
