@@ -100,8 +100,8 @@ def calls(dtype, device="cpu"):
         # A 3:2 matrix between the polar method's bounds and a tall one past the QR-first
         # ratio, a user's typical first calls: their branches (the Jacobi method's QR
         # preconditioning and column padding, the polar method's QR first, CholeskyQR
-        # in float64) have CuPy kernels of their own, which the H200 still compiled
-        # after precompile (bench/first_call.py, 0.1-0.3 s each).
+        # in float64) have CuPy kernels of their own, which a first call would compile
+        # otherwise (bench/first_call.py, 0.1-0.3 s each).
         rect = put(rng.standard_normal((900, 600)).astype(dtype))
         thin = put(rng.standard_normal((4000, 100)).astype(dtype))
         for method in ("gr", "jacobi", "polar"):

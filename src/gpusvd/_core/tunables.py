@@ -112,8 +112,8 @@ class Tunables:
     # memory (complex128, b = 32: 2·64·65·16 B = 133 KB of the H100's 227 KB per block).
     # A matrix of at most 2b indices is one tile: the GPU factors it in one launch
     # (takagi_solve_one_tile), every step inside the kernel, instead of a launch, three
-    # GEMMs and a host synchronization per sweep (H200, n = 16-64: 2.0-3.8 ms against
-    # 5.8-8.3 ms before its host steps moved into the kernel too).
+    # GEMMs and a host synchronization per sweep (H200, n = 16-64: 0.40-2.74 ms against
+    # 4.9-8.3 ms by the sweeps).
     takagi_block_size: int = 32
     # Inner sweeps over each 2b×2b tile per block step. Measured on the CPU (the same
     # arithmetic as the GPU), random complex symmetric n = 256 and 512, b = 16 and 32: 1, 2

@@ -74,6 +74,17 @@ def _bounds(m, ranks):
     return [(m * r // ranks, m * (r + 1) // ranks) for r in range(ranks)]
 
 
+def _result(received, exponent, compute_uv, u, s, vh):
+    """(U, S, Vh), or S, in the type of the ``received`` input: S times 2^exponent."""
+    xp = received.xp
+    s = scale_values(s, exponent, xp)
+    if not compute_uv:
+        return received.values(s[None])
+    return SVDResult(received.vectors(xp.ascontiguousarray(u)[None]),
+                     received.values(s[None]),
+                     received.vectors(xp.ascontiguousarray(vh)[None]))
+
+
 class _Job:
     """Root's side: the received input, its tall float64 (complex128) form and scale."""
 
@@ -100,15 +111,9 @@ class _Job:
     def finish(self, u, s, vh):
         """The result in the input's array type: S scaled back, U and Vh as the caller's
         matrix (not Aᴴ's)."""
-        received = self.received
-        s = scale_values(s, self.exponent, self.xp)
-        if not self.compute_uv:
-            return received.values(s[None])
-        if self.wide:
+        if self.compute_uv and self.wide:
             u, vh = vh.conj().T, u.conj().T
-        return SVDResult(received.vectors(self.xp.ascontiguousarray(u)[None]),
-                         received.values(s[None]),
-                         received.vectors(self.xp.ascontiguousarray(vh)[None]))
+        return _result(self.received, self.exponent, self.compute_uv, u, s, vh)
 
     def trivial_result(self):
         """An empty or zero A: the one-device path's result (identities and zeros)."""
@@ -262,13 +267,7 @@ class _RowsJob:
 
     def finish(self, u, s, vh):
         """This rank's result in the input's array type."""
-        received = self.received
-        s = scale_values(s, self.exponent, self.xp)
-        if not self.compute_uv:
-            return received.values(s[None])
-        return SVDResult(received.vectors(self.xp.ascontiguousarray(u)[None]),
-                         received.values(s[None]),
-                         received.vectors(self.xp.ascontiguousarray(vh)[None]))
+        return _result(self.received, self.exponent, self.compute_uv, u, s, vh)
 
     def trivial_result(self):
         """No column, a zero A (U's rows of the identity, S = 0, Vh = I, as the one-device
@@ -282,7 +281,6 @@ class _RowsJob:
         vh = xp.eye(n, dtype=dtype)
         if not self.finite:
             u, vh = xp.full_like(u, np.nan), xp.full_like(vh, np.nan)
-        self.exponent = 0
         return self.finish(u, s, vh)
 
 

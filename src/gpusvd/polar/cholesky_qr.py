@@ -141,6 +141,8 @@ def _solve_right_cuda(w, low):
 
     w = cupy.asfortranarray(w)
     m, n = w.shape
+    if not m:   # a rank that holds no rows of a distributed W: trsm refuses ldb = 0
+        return w
     low = cupy.asfortranarray(low)
     handle = cupy.cuda.device.get_cublas_handle()
     cublas.setStream(handle, cupy.cuda.get_current_stream().ptr)
@@ -214,9 +216,7 @@ def cholesky_qr(a, xp, *, with_r=True, gram_of=None, rows=None):
             low = xp.linalg.cholesky(g)
             # float64 input: the first pass solves; the second too unless Q₁ is already
             # near orthonormal (one read-back), so that κ(L₂) ≤ √3.
-            if not w.shape[0]:
-                pass    # a rank that holds no rows of a distributed W
-            elif exact and (step == 0 or step == 1 and not float(deviation) <= GEMM_BELOW):
+            if exact and (step == 0 or step == 1 and not float(deviation) <= GEMM_BELOW):
                 w = _SOLVE_RIGHT[xp.__name__](w, low)
             else:
                 w = w @ _ct(sla.solve_triangular(low, eye, lower=True, check_finite=False))

@@ -266,7 +266,6 @@ class Launched(NamedTuple):
     converged: np.ndarray     # bool: the sweeps met the tolerance
     off: np.ndarray           # ‖off(A)‖_F / ‖A‖_F at the end
     asymmetry: np.ndarray     # ‖A − Aᵀ‖_F / ‖A‖_F of the input
-    diagonal: np.ndarray      # bool: no entry off the diagonal is nonzero
 
 
 def factorize_one_launch(mats, xp, *, tol, max_sweeps):
@@ -277,12 +276,12 @@ def factorize_one_launch(mats, xp, *, tol, max_sweeps):
     host synchronization for the stack. The asymmetry is measured, not checked: the
     caller decides. Returns stacks (S, U) and a :class:`Launched`."""
     s, u, status = steps_cuda.solve_one_tile(xp.ascontiguousarray(mats), tol, max_sweeps)
-    sweeps, off2, norm2, asym2, input2, off_diagonal, _ = to_host(status).T
+    sweeps, off2, norm2, asym2, input2 = to_host(status).T[:5]
     off = np.sqrt(off2 / np.where(norm2 > 0, norm2, 1))
     if sweeps.any():
         progress.report("takagi", int(sweeps.max()), max_sweeps, off=float(off.max()))
     found = Launched(off2 <= tol * tol * norm2, off,
-                     np.sqrt(asym2 / np.where(input2 > 0, input2, 1)), off_diagonal == 0)
+                     np.sqrt(asym2 / np.where(input2 > 0, input2, 1)))
     return s, u, found
 
 
