@@ -80,8 +80,9 @@ def _qdwh_one(a, xp):
     except LinAlgError:  # no settling within qdwh_max_iterations: the SVD's U serves
         return None
     with profile.phase("polar_u", xp):
-        # Summed in float64: a float32 sum of n² squares errs by more than the tolerance.
-        deficit = abs(n - float(xp.sum(xp.abs(up) ** 2, dtype=np.float64)))
+        # Summed in float64: a float32 sum of n² squares errs by more than the tolerance;
+        # by rows first, since a whole-array CuPy sum is one thread block (quic.extraction).
+        deficit = abs(n - float((xp.abs(up) ** 2).sum(axis=-1, dtype=np.float64).sum()))
         if not converged or deficit > ORTHONORMAL_TOL * n * eps:
             return None
         return up if q is None else q @ up
