@@ -94,6 +94,64 @@ def test_twins_agree(dtype):
     assert np.abs(device - host).max() <= 30 * n * eps * 1e3
 
 
+def _gram_cases(dtype):
+    """(y, c) of QDWH's Cholesky step: square, wide (Y = Xᴴ of a tall X) and tall Y, with
+    weights from Halley's 3 to the first step's 10³."""
+    rng = _rng(8)
+    for (n, m), c in (((9, 9), 3.0), ((6, 17), 1e3), ((12, 5), 40.0), ((1, 4), 0.0)):
+        yield rng.standard_normal((n, m)).astype(dtype) / np.sqrt(m), c
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_shifted_gram_solve_host(dtype):
+    """Z·X = Y for Z = I + c·Y·Yᵀ to 30 n·ε·κ(Z) of the result's size; Y untouched."""
+    eps = np.finfo(dtype).eps
+    for y, c in _gram_cases(dtype):
+        n = y.shape[0]
+        kept = y.copy()
+        x, info = libraries.shifted_gram_solve(np, y, c)
+        z = np.eye(n) + c * y.astype(np.float64) @ y.T.astype(np.float64)
+        assert int(info[0]) == 0 and x.dtype == y.dtype
+        assert np.array_equal(y, kept)
+        residual = np.abs(z @ x - y).max() / (np.linalg.norm(z, 2) * np.abs(x).max())
+        assert residual <= 30 * n * eps, (y.shape, c, residual)
+
+
+def _not_positive_definite(xp, dtype):
+    """Whether an indefinite Z (c < 0) gives info > 0, and whether a NaN in Y gives info
+    > 0 or a result that is not finite (LAPACK's potrf need not flag a NaN)."""
+    y = np.ones((3, 4), dtype)
+    _, info = libraries.shifted_gram_solve(xp, xp.asarray(y), -1.0)
+    y[1, 2] = np.nan
+    x, nan_info = libraries.shifted_gram_solve(xp, xp.asarray(y), 2.0)
+    x, nan_info = (v.get() if hasattr(v, "get") else v for v in (x, nan_info))
+    return int(np.asarray(info)[0] if xp is np else info.get()[0]) > 0, (
+        int(nan_info[0]) > 0 or not np.isfinite(x).all())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_shifted_gram_solve_host_not_positive_definite(dtype):
+    assert _not_positive_definite(np, dtype) == (True, True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_shifted_gram_solve_twins_agree(dtype):
+    """syrk, potrf and the right-side trsm against the NumPy twin, within 30 n·ε·κ(Z) of
+    the result's size; an indefinite Z and a NaN in Y are flagged as on the host."""
+    import cupy
+
+    eps = np.finfo(dtype).eps
+    for y, c in _gram_cases(dtype):
+        n = y.shape[0]
+        host, _ = libraries.shifted_gram_solve(np, y, c)
+        device, info = libraries.shifted_gram_solve(cupy, cupy.asarray(y), c)
+        kappa = 1 + c * np.linalg.norm(y.astype(np.float64), 2) ** 2
+        assert int(info.get()[0]) == 0
+        assert np.abs(device.get() - host).max() <= 30 * n * eps * kappa * np.abs(host).max()
+    assert _not_positive_definite(cupy, dtype) == (True, True)
+
+
 def test_host_workspace_outside_a_capture():
     """A buffer of the size asked (at least one byte) wherever no stream is captured."""
     assert len(libraries.host_workspace(0, "none")) == 1

@@ -29,6 +29,8 @@ from . import graphs
 _VOID = ctypes.c_void_p
 _I64 = ctypes.c_int64
 _SCALAR = {np.dtype(np.float32): ctypes.c_float, np.dtype(np.float64): ctypes.c_double}
+# The element types the routines here take.
+REAL = frozenset(_SCALAR)
 # cudaDataType_t (library_types.h) of each element type.
 CUDA_TYPE = {np.dtype(np.float32): 0, np.dtype(np.float64): 1,
              np.dtype(np.complex64): 4, np.dtype(np.complex128): 5}
@@ -36,7 +38,7 @@ CUDA_TYPE = {np.dtype(np.float32): 0, np.dtype(np.float64): 1,
 _LETTER = {np.dtype(np.float32): "S", np.dtype(np.float64): "D"}
 _OP_N, _OP_T = 0, 1            # cublasOperation_t
 _LOWER = 0                     # cublasFillMode_t CUBLAS_FILL_MODE_LOWER
-_SIDE_LEFT = 0                 # cublasSideMode_t
+_SIDE_LEFT, _SIDE_RIGHT = 0, 1  # cublasSideMode_t
 _DIAG_NON_UNIT = 0             # cublasDiagType_t
 _SUCCESS = 0
 
@@ -140,6 +142,13 @@ def host_workspace(nbytes, what):
 def _cholesky_factor_cuda(z):
     """potrf of the symmetric ``z`` in place (its column-major lower triangle, which is
     z's own); returns ``z``, whose buffer then holds L with z = L·Lᵀ."""
+    _potrf_cuda(z)
+    return z
+
+
+def _potrf_cuda(z):
+    """:func:`_cholesky_factor_cuda`'s potrf; returns its ``info`` (device int32, > 0
+    where z is not positive definite)."""
     import cupy
 
     n = z.shape[0]
@@ -156,7 +165,7 @@ def _cholesky_factor_cuda(z):
     check(lib.cusolverDnXpotrf(*head, _VOID(work.data.ptr), ctypes.c_size_t(on_device.value),
                                host_work, ctypes.c_size_t(on_host.value),
                                _VOID(info.data.ptr)), "Xpotrf")
-    return z
+    return info
 
 
 def _cholesky_solve_cuda(z, x):
@@ -185,6 +194,39 @@ def _cholesky_qr_cuda(w, factor):
     return w
 
 
+def _shifted_gram_solve_cuda(y, c):
+    """Z⁻¹·Y for Z = I + c·Y·Yᵀ. Y's buffer, read column-major, is M = Yᵀ (m×n): syrk
+    forms Z's lower triangle from MᵀM, potrf factors Z = L·Lᵀ, and Z⁻¹·Y = (M·Z⁻¹)ᵀ is
+    M·L⁻ᵀ·L⁻¹, two right-side trsm on a copy of M."""
+    import cupy
+
+    n, m = y.shape
+    scalar, letter, blas = _SCALAR[y.dtype], _LETTER[y.dtype], _cublas()
+    z = cupy.eye(n, dtype=y.dtype)
+    check(getattr(blas, f"cublas{letter}syrk_v2")(
+        _bound_blas_handle(), _LOWER, _OP_T, n, m, ctypes.byref(scalar(c)),
+        _VOID(y.data.ptr), m, ctypes.byref(scalar(1.0)), _VOID(z.data.ptr), n),
+        "cublas syrk")
+    info = _potrf_cuda(z)
+    x = y.copy()
+    trsm = getattr(blas, f"cublas{letter}trsm_v2")
+    for op in (_OP_T, _OP_N):
+        check(trsm(_bound_blas_handle(), _SIDE_RIGHT, _LOWER, op, _DIAG_NON_UNIT, m, n,
+                   ctypes.byref(scalar(1.0)), _VOID(z.data.ptr), n, _VOID(x.data.ptr), m),
+              "cublas trsm")
+    return x, info
+
+
+def _shifted_gram_solve_host(y, c):
+    z = (y @ y.T) * y.dtype.type(c)
+    z.reshape(-1)[::len(z) + 1] += 1
+    try:
+        factor = scipy.linalg.cho_factor(z, lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        return np.full_like(y, np.nan), np.ones(1, np.int32)
+    return scipy.linalg.cho_solve(factor, y, check_finite=False), np.zeros(1, np.int32)
+
+
 def _cholesky_qr_host(w, factor):
     w[...] = scipy.linalg.solve_triangular(factor, w.T, lower=True, check_finite=False).T
     return w
@@ -201,9 +243,9 @@ def _cholesky_factor_host(z):
 
 
 _TWINS = {"numpy": (_gemm_host, _cholesky_solve_host, _cholesky_factor_host,
-                    _cholesky_qr_host),
+                    _cholesky_qr_host, _shifted_gram_solve_host),
           "cupy": (_gemm_cuda, _cholesky_solve_cuda, _cholesky_factor_cuda,
-                   _cholesky_qr_cuda)}
+                   _cholesky_qr_cuda, _shifted_gram_solve_cuda)}
 
 
 def gemm(xp, a, b, *, out, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
@@ -253,3 +295,22 @@ def cholesky_qr_solve(xp, w, factor):
     True
     """
     return _TWINS[xp.__name__][3](w, factor)
+
+
+def shifted_gram_solve(xp, y, c):
+    """Z⁻¹·Y with Z = I + c·Y·Yᵀ for a real C-contiguous ``y`` (n×m) and c ≥ 0: QDWH's
+    Cholesky step for one matrix (:mod:`gpusvd.polar.qdwh`), as syrk, potrf and two
+    triangular solves in place. ``y`` is left as it is. Returns ``(result, info)``:
+    ``info`` (a one-entry int32 array on ``y``'s device) is positive where potrf found Z
+    not positive definite, and the result is then not to be read; a NaN in ``y`` need not
+    be flagged (LAPACK's potrf passes it on), only carried into the result.
+
+    Examples
+    --------
+    >>> y = np.array([[1.0, 2.0, 0.0], [0.0, 1.0, 1.0]])
+    >>> x, info = shifted_gram_solve(np, y, 0.5)
+    >>> z = np.eye(2) + 0.5 * y @ y.T
+    >>> bool(np.allclose(z @ x, y)), int(info[0])
+    (True, 0)
+    """
+    return _TWINS[xp.__name__][4](y, c)

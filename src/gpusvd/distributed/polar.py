@@ -55,6 +55,8 @@ class _RowsEngine(qdwh.StackEngine):
     rows) spread over the ranks: the Gram products summed over the ranks, the rest
     local (module docstring)."""
 
+    local_gram = False
+
     def __init__(self, comm, rows, root):
         super().__init__(comm.xp)
         self.comm, self.root, self._rows = comm, root, rows

@@ -64,7 +64,8 @@ Departures, each argued beside its constant below or in NOTES.md ("QDWH's schedu
 
 import numpy as np
 
-from .._core import profile, tunables
+from .._core import libraries, profile, tunables
+from .._core.backend import to_host
 from .._core.errors import LinAlgError
 from . import cholesky_qr
 from .cholesky_qr import cholesky, gram, shifted_cholesky_qr, solve_lower
@@ -224,6 +225,10 @@ class StackEngine:
     ``cholesky_qr_namespaces`` and ``qdwh_cholesky_qr_columns`` say), not by
     shifted CholeskyQR3 of the whole stack."""
 
+    # One real matrix's Cholesky step as one library sequence (syrk, potrf, two trsm in
+    # place; libraries.shifted_gram_solve) where its Gram product is this process's own.
+    local_gram = True
+
     def __init__(self, xp, *, householder=False):
         self.xp = xp
         self.householder = householder
@@ -264,6 +269,12 @@ class StackEngine:
         """Z⁻¹·Y with Z = I + c·Y·Yᴴ."""
         xp = self.xp
         batch, n, _ = y.shape
+        if batch == 1 and self.local_gram and y.dtype in libraries.REAL:
+            out, info = libraries.shifted_gram_solve(xp, xp.ascontiguousarray(y[0]), c)
+            if int(to_host(info)[0]) != 0:
+                raise LinAlgError("polar: the QDWH iterate is not finite (is the input "
+                                  "finite?)")
+            return out[None]
         z = self.gram(xp, y) * c
         # The diagonal as a strided view of the (new, C-contiguous) z: index arrays would
         # each be a copy to the device.
