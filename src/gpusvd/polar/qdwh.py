@@ -220,13 +220,16 @@ def run(engine, y, steps, eps):
 class StackEngine:
     """QDWH's steps on a stack Y (batch, n, m) with ``xp``'s calls, eagerly: batched GEMMs,
     Cholesky factorizations and triangular solves over the stack, unbatched ones for a
-    stack of one (cholesky_qr.py says why). ``householder``: the QR step factors by
-    Householder QR (one matrix; shifted CholeskyQR3 where the tunables
-    ``cholesky_qr_namespaces`` and ``qdwh_cholesky_qr_columns`` say), not by
-    shifted CholeskyQR3 of the whole stack."""
+    stack of one (cholesky_qr.py says why); a real stack of one takes its Cholesky step
+    as syrk, potrf and two trsm in place (``local_gram``). ``householder``: the QR step
+    factors by Householder QR (one matrix; shifted CholeskyQR3 where the tunables
+    ``cholesky_qr_namespaces`` and ``qdwh_cholesky_qr_columns`` say), not by shifted
+    CholeskyQR3 of the whole stack."""
 
     # One real matrix's Cholesky step as one library sequence (syrk, potrf, two trsm in
-    # place; libraries.shifted_gram_solve) where its Gram product is this process's own.
+    # place; libraries.shifted_gram_solve) where its Gram product is this process's own:
+    # half the Gram product's flops and no copies (NOTES.md, "QDWH's steps at
+    # 4096–16384"). An engine whose Gram products are summed over ranks sets it False.
     local_gram = True
 
     def __init__(self, xp, *, householder=False):
