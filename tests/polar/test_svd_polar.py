@@ -70,6 +70,18 @@ class TestSVD_Polar_GPU(gr_cases.TestSVD_GR_GPU):
     identity_error = 1
 
 
+@pytest.mark.gpu
+class TestSVD_Polar_Eager_GPU(TestSVD_Polar_GPU):
+    """The GPU suite with one real matrix's QDWH run eagerly (qdwh.StackEngine, its
+    Cholesky steps as syrk, potrf and two trsm) in place of the fixed sequence, as a
+    matrix of more than fixed_schedule_max_n columns takes it."""
+
+    @pytest.fixture(autouse=True)
+    def _eager(self):
+        with tunables.override(fixed_schedule_namespaces=()):
+            yield
+
+
 def _svd_polar(a, **kw):
     return gpusvd.svd(a, method="polar", device="cpu", **kw)
 
