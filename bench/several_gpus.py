@@ -31,6 +31,11 @@ polar_gpus_<g>   ``gpusvd.distributed.svd`` (the polar method, a block of rows p
 rows_gpus_<g>    with ``--methods polar_rows``: ``gpusvd.distributed.svd(rows=True)``, each
                  of the first g ranks holding its own rows before the clock starts (no
                  scatter of A, no gather of U; U is gathered for the accuracy only)
+quic_single      with ``--methods quic``: ``gpusvd.svd_lowrank(a, eps)`` on root's GPU, a
+                 the paper's n×n product G·H of rank ``--quic-rank`` (QUIC-SVD's matrix,
+                 not the Gaussian one), from host memory
+quic_gpus_<g>    ``gpusvd.distributed.svd_lowrank`` on the first g ranks, the same matrix
+                 sent by root a block of rows per rank
 ===============  ==========================================================================
 
 ``comm_seconds`` is the wall time root spent in the exchanges of block-columns (and the
@@ -83,7 +88,11 @@ def _parser():
     p.add_argument("--gpus", type=int, nargs="+", default=None,
                    help="GPU counts to run (default: 1 and the number of ranks)")
     p.add_argument("--methods", nargs="+", default=["jacobi"],
-                   choices=["jacobi", "polar", "polar_rows"])
+                   choices=["jacobi", "polar", "polar_rows", "quic"])
+    p.add_argument("--quic-rank", type=int, default=500,
+                   help="rank of QUIC-SVD's matrix (--methods quic)")
+    p.add_argument("--quic-eps", type=float, default=1e-8,
+                   help="QUIC-SVD's bound on the squared relative error")
     p.add_argument("--variants", nargs="+", default=["block-oriented"], choices=VARIANTS)
     p.add_argument("--settings", nargs="+", default=["default"], choices=list(SETTINGS),
                    help="options of the outer level to compare (default: default)")
@@ -132,7 +141,28 @@ def _runs(args):
         runs += [(f"polar_gpus_{g}", "polar", None, g) for g in args.gpus]
     if "polar_rows" in args.methods:
         runs += [(f"rows_gpus_{g}", "rows", None, g) for g in args.gpus]
+    if "quic" in args.methods:
+        runs += [("quic_single", "quic", None, 1)]
+        runs += [(f"quic_gpus_{g}", "quic", None, g) for g in args.gpus]
     return runs
+
+
+def _low_rank(n, rank, seed):
+    """QUIC-SVD's test matrix (paper 001 §3): (n × r)·(r × n), entries uniform in [−1, 1],
+    float64, on the host."""
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-1.0, 1.0, (n, rank)) @ rng.uniform(-1.0, 1.0, (rank, n))
+
+
+def _low_rank_accuracy(a, out):
+    """QUIC's rank, its bound and the true squared relative error, in float64 on the GPU."""
+    import cupy as cp
+
+    u, s, vh = (cp.asarray(x) for x in out)
+    a = cp.asarray(a)
+    error = float(cp.linalg.norm(a - (u * s) @ vh) ** 2 / cp.linalg.norm(a) ** 2)
+    return {"rank": int(s.shape[0]), "error_bound": float(out.error_bound),
+            "error": error}
 
 
 def _own_rows(n, seed, comm):
@@ -172,6 +202,8 @@ def _case(world, comms, n, mode, args, previous):
     root = world.rank == 0
     full = mode == "full"
     a = gr_paper.make_matrix(n, n, args.seed, "gaussian") if root else None
+    low = (_low_rank(n, args.quic_rank, args.seed) if root and full
+           and "quic" in args.methods else None)
     kw = dict(compute_uv=full, full_matrices=False)
     rec = {"n": n, "mode": mode, "dtype": "float64", "runs": {}}
     ref = None      # (singular values, what they are), once per case
@@ -182,7 +214,22 @@ def _case(world, comms, n, mode, args, previous):
         if skip:
             rec["runs"][name] = {"skipped": f"predicted {predicted:.0f} s > --max-call"}
             continue
-        if name == "single_driver":
+        if variant == "quic" and not full:     # QUIC-SVD returns vectors: full mode only
+            continue
+        if name == "quic_single":
+            def call(low=low):
+                return (gpusvd.svd_lowrank(low, args.quic_eps, seed=0, device="gpu")
+                        if root else None)
+            comm = None
+        elif variant == "quic":
+            comm = comms[g]
+
+            def call(low=low, comm=comm):
+                if comm is None:
+                    return None
+                return distributed.svd_lowrank(low, args.quic_eps, comm=comm, seed=0,
+                                               device="gpu")
+        elif name == "single_driver":
             def call(a=a):
                 return gpusvd.jacobi_svd(a, **kw) if root else None
             comm = None
@@ -221,9 +268,11 @@ def _case(world, comms, n, mode, args, previous):
                "setting": setting}
         if comm is not None and root:
             run["comm_seconds"] = (comm.comm_seconds - before) / len(times)
-            if variant not in ("polar", "rows"):
+            if variant not in ("polar", "rows", "quic"):
                 run["outer"] = comm.last_run._asdict()
-        if root:
+        if root and variant == "quic":
+            run["accuracy"] = _low_rank_accuracy(low, out)
+        elif root:
             previous[(name, mode)] = (n, seconds)
             s = out.S if full else out
             if ref is None:
@@ -234,13 +283,15 @@ def _case(world, comms, n, mode, args, previous):
         del out
         common.free_gpu_memory()
     if root:
-        ones = [r["seconds"] for r in rec["runs"].values() if r.get("gpus") == 1]
-        if ones:
-            best = min(ones)
-            for r in rec["runs"].values():
-                if "seconds" in r:
-                    r["speedup"] = best / r["seconds"]
-    del a
+        # Each method's speedups against its own best one-GPU time (QUIC-SVD's matrix is
+        # another one).
+        for quic in (False, True):
+            mine = [r for r in rec["runs"].values()
+                    if "seconds" in r and (r["variant"] == "quic") == quic]
+            ones = [r["seconds"] for r in mine if r.get("gpus") == 1]
+            for r in mine if ones else []:
+                r["speedup"] = min(ones) / r["seconds"]
+    del a, low
     cp.get_default_memory_pool().free_all_blocks()
     return rec if root else None
 
