@@ -52,6 +52,27 @@ def simple_reductions(fn):
     return wrapped
 
 
+def total(x, axes=None, *, dtype=None):
+    """The sum of ``x`` over ``axes`` (default all), one axis at a time from the last.
+
+    Under :func:`simple_reductions` a CuPy sum into few outputs runs one thread block an
+    output: on the H200 a whole-array sum of 8M float32 entries into float64 took 5.4 ms,
+    by rows first 0.10 ms (0.08 with CUB), and QUIC's projection pass at 16384² took 0.35 s
+    against 0.017. The same for NumPy arrays (in another order of addition).
+
+    Examples
+    --------
+    >>> float(total(np.ones((3, 4)), dtype=np.float64))
+    12.0
+    >>> total(np.ones((2, 3, 4)), (1, 2))
+    array([12., 12.])
+    """
+    axes = range(x.ndim) if axes is None else axes
+    for axis in sorted(axes, reverse=True):
+        x = x.sum(axis=axis, dtype=dtype)
+    return x
+
+
 def is_cupy_array(a) -> bool:
     return type(a).__module__.startswith("cupy") and hasattr(a, "device")
 

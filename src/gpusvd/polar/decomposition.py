@@ -32,7 +32,7 @@ import numpy as np
 
 from .._core import lapack, profile, validation
 from .._core.arrays import place
-from .._core.backend import simple_reductions
+from .._core.backend import simple_reductions, total
 from .._core.errors import LinAlgError
 from .._core.front_end import directly, receive
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
@@ -80,9 +80,8 @@ def _qdwh_one(a, xp):
     except LinAlgError:  # no settling within qdwh_max_iterations: the SVD's U serves
         return None
     with profile.phase("polar_u", xp):
-        # Summed in float64: a float32 sum of n² squares errs by more than the tolerance;
-        # by rows first, since a whole-array CuPy sum is one thread block (quic.extraction).
-        deficit = abs(n - float((xp.abs(up) ** 2).sum(axis=-1, dtype=np.float64).sum()))
+        # Summed in float64: a float32 sum of n² squares errs by more than the tolerance.
+        deficit = abs(n - float(total(xp.abs(up) ** 2, dtype=np.float64)))
         if not converged or deficit > ORTHONORMAL_TOL * n * eps:
             return None
         return up if q is None else q @ up

@@ -45,7 +45,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._core import graphs, libraries, tunables
-from .._core.backend import to_host
+from .._core.backend import to_host, total
 from .._core.scaling import largest_entries_on_device
 from . import cholesky_qr, eigh, qdwh
 
@@ -152,7 +152,7 @@ def _polar_part(xp, eps):
         # The eager path takes one more (Halley) step where the last one had not
         # settled, and stops after it either way (SETTLE_STEPS, l₀ = ε): here it is
         # always computed and kept only where needed, a branch a graph cannot take.
-        unsettled = xp.sqrt(((y - previous) ** 2).sum(axis=-1).sum()) > settle
+        unsettled = xp.sqrt(total((y - previous) ** 2)) > settle
         x = xp.where(unsettled, qdwh.run(engine, y, [qdwh.HALLEY], eps)[0], y[0])
         h = libraries.gemm(xp, x, a, out=xp.empty((n, n), a.dtype), trans_a=True)
         largest = largest_entries_on_device(a[None], xp)[0]   # the front end's scan

@@ -10,7 +10,7 @@ is square, finite and symmetric (Aᵀ = A, not Hermitian), picks the method for
 import numpy as np
 
 from .._core import validation
-from .._core.backend import simple_reductions, to_host
+from .._core.backend import simple_reductions, to_host, total
 from .._core.front_end import receive
 from .._core.errors import LinAlgError
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
@@ -36,16 +36,14 @@ def _inspect(mats, xp):
     batch, n = mats.shape[:2]
     if batch == 0 or n == 0:
         return np.ones(batch, bool)
-    # Each reduction over the rows first: CuPy reduces a matrix into one output in one
-    # thread block (quic.extraction.project).
-    peak = xp.abs(mats).max(axis=2).max(axis=1)
+    peak = xp.abs(mats).max(axis=(1, 2))
     scaled = mats / xp.where(peak > 0, peak, 1)[:, None, None]   # no overflow in squares
     squares = scaled.real ** 2 + scaled.imag ** 2             # the working dtype is complex
     asym = scaled - scaled.transpose(0, 2, 1)
     asym = asym.real ** 2 + asym.imag ** 2
     off = (mats != 0) & ~xp.eye(n, dtype=bool)
-    found = to_host(xp.stack([asym.sum(axis=2).sum(axis=1), squares.sum(axis=2).sum(axis=1),
-                              off.any(axis=2).any(axis=1).astype(squares.dtype)]))
+    found = to_host(xp.stack([total(asym, (1, 2)), total(squares, (1, 2)),
+                              off.any(axis=(1, 2)).astype(squares.dtype)]))
     _check_symmetric(np.sqrt(found[0] / np.where(found[1] > 0, found[1], 1)), n,
                      mats.dtype)
     return found[2] == 0
