@@ -8,10 +8,12 @@ Run on the device from the repository root (each n and dtype is one process-leve
     PYTHONPATH=src python bench/exact.py --sizes 1024 2048 4096 8192 16384 \\
         --modes full values --out bench/results/exact_h100.json
 
-Per n, dtype and mode, on one Gaussian n×n matrix, median seconds of plain calls and the
-phases of one more call under the phase recorder (gpusvd's variants); each variant is warmed
-up by one call at the first n it runs at (compilation, JIT, handles), not again at larger
-n, where one call costs seconds (``--variants`` picks some by name):
+Per n, dtype and mode, on one Gaussian n×n matrix (complex: real and imaginary parts
+Gaussian), median seconds of plain calls and the phases of one more call under the phase
+recorder (gpusvd's variants); each variant is warmed up by one call at each n (CuPy
+compiles some of its elementwise and reduction kernels anew at a new size: gr's first call
+at 8192² after one at 4096² took 2.97 s, the next ones 1.15, H200; ``bench/first_call.py``
+asks what a first call costs) (``--variants`` picks some by name):
 
 * ``values``: ``svdvals`` with ``method="auto"`` (``auto``), ``"gr"`` (``gr``: the
   two-stage reduction from n = 4096, phases ``values_stage1``, ``values_stage2``,
@@ -105,23 +107,22 @@ def _reference(mode, x):
     """Float64 values of ``x``: cuSOLVER's gesvd (descending) or syevd (ascending)."""
     import cupy
 
-    x64 = x.astype(np.float64)
+    x64 = x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
     if mode == "eigh":
         return cupy.linalg.eigvalsh(x64)
     return cupy.linalg.svd(x64, compute_uv=False)
 
 
-def _time(fn, a, repeat, warm_up, phases, record_max_seconds=float("inf")):
-    """(median seconds, last result, phases) of ``fn(a)``: a warm-up call first with
-    ``warm_up``; the timed calls run without the phase recorder (it synchronizes the
-    device around every phase, which would serialize the host's and the device's work of
-    the divide and conquer), then, with ``phases`` and a median of at most
-    ``record_max_seconds``, one more call with it."""
+def _time(fn, a, repeat, phases, record_max_seconds=float("inf")):
+    """(median seconds, last result, phases) of ``fn(a)``: a warm-up call first; the timed
+    calls run without the phase recorder (it synchronizes the device around every phase,
+    which would serialize the host's and the device's work of the divide and conquer),
+    then, with ``phases`` and a median of at most ``record_max_seconds``, one more call
+    with it."""
     from gpusvd._core import profile
 
-    if warm_up:
-        fn(a)
-        common.synchronize()
+    fn(a)
+    common.synchronize()
     times, out = [], None
     for _ in range(repeat):
         common.synchronize()
@@ -142,13 +143,16 @@ def run(args):
     import cupy
 
     rng = np.random.default_rng(args.seed)
-    records, slow, warm = [], set(), set()
+    records, slow = [], set()
     for n in args.sizes:
         for dtype in args.dtypes:
-            a = cupy.asarray(rng.standard_normal((n, n)).astype(dtype))
+            a = rng.standard_normal((n, n))
+            if np.dtype(dtype).kind == "c":
+                a = a + 1j * rng.standard_normal((n, n))
+            a = cupy.asarray(a.astype(dtype))
             refs = {}  # the values' and the full SVD's reference is one gesvd
             for mode in args.modes:
-                x = (a + a.T) / 2 if mode == "eigh" else a
+                x = (a + a.conj().T) / 2 if mode == "eigh" else a
                 kind = "eigh" if mode == "eigh" else "svd"
                 if kind not in refs:
                     refs[kind] = _reference(mode, x)
@@ -160,14 +164,13 @@ def run(args):
                     # Each variant starts from CuPy's pool emptied: JAX's gesvdp at 16384
                     # ran out of memory beside the blocks the variants before it had left.
                     cupy.get_default_memory_pool().free_all_blocks()
-                    seconds, out, phases = _time(fn, x, args.repeat,
-                                                 (mode, dtype, name) not in warm,
-                                                 name not in UNRECORDED, args.record_max_seconds)
-                    warm.add((mode, dtype, name))
+                    seconds, out, phases = _time(fn, x, args.repeat, name not in UNRECORDED,
+                                                 args.record_max_seconds)
                     if seconds > args.max_seconds:
                         slow.add((mode, dtype, name))
+                    # Floors of real dtypes only (a complex flop count is 4× the real).
                     floors = {k: FLOORS[k](n) / GEMM_CEILING[dtype] for k in phases
-                              if k in FLOORS}
+                              if k in FLOORS and dtype in GEMM_CEILING}
                     rec = {"n": n, "dtype": dtype, "mode": mode, "variant": name,
                            "median_s": seconds, "phases": phases, "floors_s": floors,
                            **_accuracy(mode, x, out, ref, dtype)}

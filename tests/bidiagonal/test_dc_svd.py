@@ -119,7 +119,8 @@ def test_deflation_paths_taken(monkeypatch):
     monkeypatch.setattr(dc, "_deflate", recorded)
     d, e = _family("equal", 200, seed=2)
     d[::4] = 1e-17
-    _check(d, e)
+    with tunables.override(divide_conquer_leaf_size=32):  # merges at several levels
+        _check(d, e)
     deflated, closes, into_zero = np.array(seen).sum(axis=0)
     assert deflated > 0 and closes > 0 and into_zero > 0
 
@@ -136,10 +137,11 @@ def test_rotations_on_whole_columns_match_the_numba_loop(monkeypatch):
     d, e = _family("equal", 200, seed=2)
     d[::4] = 1e-17
     monkeypatch.setitem(dc._ROTATE, "numpy", recorded)
-    u, s, vt = _check(d, e)
-    assert sum(calls) > 0
-    with tunables.override(divide_conquer_rotation_kernel=False):
-        u_columns, s_columns, vt_columns = bidiagonal_svd_dc(d, e)
+    with tunables.override(divide_conquer_leaf_size=32):  # merges at several levels
+        u, s, vt = _check(d, e)
+        assert sum(calls) > 0
+        with tunables.override(divide_conquer_rotation_kernel=False):
+            u_columns, s_columns, vt_columns = bidiagonal_svd_dc(d, e)
     assert (np.array_equal(u, u_columns) and np.array_equal(s, s_columns)
             and np.array_equal(vt, vt_columns))
 
@@ -233,3 +235,16 @@ def test_support_split_merges(kind, dense):
     threshold makes every merge of these sizes dense)."""
     with tunables.override(divide_conquer_dense_merge_rows=dense):
         _check(*_family(kind, 500, seed=2))
+
+
+@pytest.mark.parametrize("leaf", [128, 300])
+def test_large_leaves_on_threads(leaf, monkeypatch):
+    """Leaves of PARALLEL_LEAF_ROWS rows or more are solved on host threads: the same
+    bits as one after another, and the solver's bounds at every leaf size."""
+    d, e = _family("random", 700, seed=leaf)
+    with tunables.override(divide_conquer_leaf_size=leaf):
+        threaded = _check(d, e)
+        monkeypatch.setattr(dc, "PARALLEL_LEAF_ROWS", 10 ** 9)
+        sequential = bidiagonal_svd_dc(d, e)
+    for a, b in zip(threaded, sequential):
+        assert np.array_equal(a, b)

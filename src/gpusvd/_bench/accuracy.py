@@ -31,8 +31,8 @@ def to_cupy(x):
         try:
             return cp.from_dlpack(x)
         except Exception:
-            if hasattr(x, "contiguous"):       # a strided torch view: retry dense
-                return cp.from_dlpack(x.contiguous())
+            if hasattr(x, "contiguous"):       # a strided or conjugated torch view
+                return cp.from_dlpack(x.resolve_conj().contiguous())
             if hasattr(x, "is_cuda") and x.is_cuda:
                 raise
     return cp.asarray(np.asarray(x))

@@ -74,6 +74,9 @@ REGISTRY = {
         f"{kernel}<double>" for kernel in ("svd_merge_weights", "svd_merge_columns",
                                            "place_blocks"))),
     "bidiagonal/kernels/secular.cu": KernelFile(("svd_secular_roots<double>",)),
+    "quic/kernels/weighted_means.cu": KernelFile(tuple(
+        f"{kernel}<{ctype}>" for kernel in ("piece_sums", "child_sums", "row_dots")
+        for ctype in _REAL)),
 }
 
 # How the shipped binaries are built (scripts/build-kernels reads these). SASS for the

@@ -261,9 +261,12 @@ class Tunables:
     # (bench/results/stress_bulge_h100_s8.json), so the kernel shows no race.
     chase_on_gpu: bool = True
     # Leaves of the bidiagonal divide and conquer (bidiagonal/dc_svd.py): at most
-    # this many rows, solved by LAPACK on the host. dlasd0's SMLSIZ is 25 (ILAENV ispec 9);
-    # 32 is a power of two. Not yet measured against other sizes.
-    divide_conquer_leaf_size: int = 32
+    # this many rows, solved by LAPACK on the host (from 128 rows one host thread a leaf).
+    # H200, gr's economy SVD of a Gaussian matrix in float64: at n = 8192 1.50 s with
+    # leaves of 32 rows (solver 0.59), 1.18 with 128 (0.24), 1.22 with 256 (0.27); at
+    # 4096 0.50, 0.39, 0.35. Fewer merges: the bottom levels' GEMMs were most of the
+    # solver (0.27 s of 0.59 at 8192).
+    divide_conquer_leaf_size: int = 128
     # Merges of bidiagonal/dc_svd.py with at most this many rows update U and V by one
     # dense GEMM each (U·W, W the identity but for the merge's vectors) instead of the
     # GEMMs split by the columns' supports: up to twice the flops, but ~5 launches per

@@ -62,6 +62,8 @@ graded B take the small values from dqds (:mod:`gpusvd.bidiagonal.dqds`).
 """
 
 import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
@@ -69,6 +71,7 @@ import numpy as np
 from .._core import profile, tunables
 from .._core.backend import to_host
 from .._core.errors import LinAlgError
+from .._core.threads import single_threaded_blas
 from .._core.validation import working_dtype
 from . import merge_vectors_cuda, rotate_pairs_cuda, secular_svd_cuda
 from .secular import check_converged
@@ -76,6 +79,10 @@ from .secular_svd import secular_singular_values
 
 # dlamch('E'): LAPACK's unit roundoff, half of NumPy's machine epsilon.
 _UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
+# Leaves of at least this many rows (the tunable divide_conquer_leaf_size) are solved on
+# host threads, one a leaf: a 32-row leaf's SVD takes tens of µs, less than a task's
+# hand-over; a few hundred rows take milliseconds.
+PARALLEL_LEAF_ROWS = 128
 # dlasd2's deflation tolerance, TOL = 8·8·ε·max(|α|, |β|, max |D|).
 _DEFLATION_FACTOR = 64.0
 # Rows of U or V rotated together, contiguous in their Fortran-ordered columns: a block of
@@ -398,15 +405,26 @@ def _solve_block(d, e, u, v, xp):
     _tree(0, m, 0, 0, leaves, merges)
     s = np.empty(m)
     with profile.phase("leaves", xp):
-        lefts, rights = [], []
-        for start, end, sqre in leaves:
+        def leaf(start, end, sqre):
             block = np.zeros((end - start, end - start + sqre))
             rows = np.arange(end - start)
             block[rows, rows] = d[start:end]
             block[rows[:-1], rows[1:]] = e[start:end - 1]
             if sqre:
                 block[-1, -1] = e[end - 1]
-            left, s[start:end], right = np.linalg.svd(block)
+            return np.linalg.svd(block)
+
+        if len(leaves) > 1 and max(end - start for start, end, _ in leaves) >= \
+                PARALLEL_LEAF_ROWS:
+            # Leaves of this size are milliseconds each: one host thread a leaf, BLAS
+            # single-threaded in each (the same bits as one after another).
+            with single_threaded_blas(), ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+                solved = list(pool.map(lambda leaf_: leaf(*leaf_), leaves))
+        else:
+            solved = [leaf(*leaf_) for leaf_ in leaves]
+        lefts, rights = [], []
+        for (start, end, _), (left, values, right) in zip(leaves, solved):
+            s[start:end] = values
             lefts.append(left)
             rights.append(right.T)
         place = _PLACE.get(xp.__name__, functools.partial(_place_blocks, xp=xp))
