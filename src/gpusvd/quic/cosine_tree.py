@@ -12,11 +12,12 @@ every other row is far from it (random rows have |cos| ≈ 1/√rank), so with t
 counted every row but the pivot is "nearer the minimum" and each split only peels off
 one row — the tree degenerates into a list and grows one basis vector per step.
 
-The device work is batched over all the nodes split in one step: the inner products with
-the pivots are one GEMM ``A·[p_1 … p_b]`` over the row range the nodes cover (the paper's
-per-row CUDA blocks become a library GEMM), and the children's means are one GEMM
-``S·A`` with a sparse-in-spirit selection matrix S, both done in row chunks so their
-temporaries stay small.
+The device work is batched over all the nodes split in one step. On the GPU each row's
+inner product with its node's pivot is one thread block (the paper's per-row CUDA
+blocks), and the children's means are sums over each child's rows by pieces
+(:mod:`.means_cuda`): every row is read once. Elsewhere the inner products are one GEMM
+``A·[p_1 … p_b]`` over the row range the nodes cover and the means one GEMM ``S·A`` with
+a sparse-in-spirit selection matrix S, both in row chunks so their temporaries stay small.
 
 Departure: a row enters its child's mean reflected into the pivot's half-space,
 sign(r_i·p)·r_i. The split already treats r and −r alike (it uses |cos|); the plain
