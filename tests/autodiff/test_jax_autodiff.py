@@ -98,3 +98,26 @@ def test_jvp_against_finite_differences(case):
 def test_full_matrices_is_not_differentiable():
     with pytest.raises(ValueError, match="full_matrices=True is not differentiable"):
         jax.grad(lambda x: gpusvd.svd(x)[1].sum())(jnp.eye(3))
+
+
+def test_zero_values_beside_vectors_and_second_derivatives_are_nan():
+    """Rules 2 and 6 in JAX: Σ W∘(U·S·Vᴴ) at diag(2, 1, 0) and the Hessian of Σs² at a
+    rank-deficient matrix reach directions no cotangent of the SVD carries: NaN; at full
+    rank the Hessian is 2I."""
+    weights = jnp.arange(1.0, 10.0).reshape(3, 3)
+
+    def reconstruction(x):
+        u, s, vh = gpusvd.svd(x, full_matrices=False)
+        return ((u * s) @ vh * weights).sum()
+    assert np.isnan(np.asarray(jax.grad(reconstruction)(jnp.diag(jnp.array([2.0, 1.0, 0.0]))))).all()
+
+    def squares(x):
+        return (gpusvd.svdvals(x) ** 2).sum()
+    rng = np.random.default_rng(5)
+    v = jnp.asarray(rng.standard_normal((4, 4)))
+    low = jnp.asarray(rng.standard_normal((4, 2)) @ rng.standard_normal((2, 4)))
+    hv = jax.vjp(jax.grad(squares), low)[1](v)[0]
+    assert np.isnan(np.asarray(hv)).all()
+    full = jnp.asarray(rng.standard_normal((4, 4)))
+    hv = jax.vjp(jax.grad(squares), full)[1](v)[0]
+    assert np.abs(np.asarray(hv - 2 * v)).max() <= 1e-10

@@ -83,6 +83,52 @@ def test_gradcheck_rank_deficient():
     assert torch.autograd.gradcheck(loss, (x,))
 
 
+ZERO_VALUE = {"diag_210": np.diag([2.0, 1.0, 0.0]), "zero_1x1": np.zeros((1, 1)),
+              "tall_zero_column": np.array([[1.0, 0.0], [2.0, 0.0], [0.5, 0.0]])}
+
+
+@pytest.mark.parametrize("case", sorted(ZERO_VALUE))
+def test_reconstruction_at_a_zero_value_is_nan(case):
+    """Σ W∘(U·S·Vᴴ) = Σ W∘A has gradient W, but at a zero singular value its parts that
+    pair a null vector of A with one of Aᴴ reach no cotangent of the SVD (rule 2): NaN,
+    not a finite gradient missing them. A loss of the top vectors and values there is
+    finite and right (finite differences)."""
+    a = ZERO_VALUE[case]
+    weights = np.arange(1.0, a.size + 1).reshape(a.shape)
+    x = _tensor(a)
+    u, s, vh = gpusvd.svd(x, full_matrices=False)
+    (((u * s) @ vh) * torch.tensor(weights, device=x.device)).sum().backward()
+    assert torch.isnan(x.grad).all()
+    if min(a.shape) > 1:
+        m = a.shape[0]
+        square = np.arange(1.0, m * m + 1).reshape(m, m)
+        x = _tensor(a)
+        u, s, vh = gpusvd.svd(x, full_matrices=False)
+        (s[0] + (u[:, :1] @ u[:, :1].T * torch.tensor(square, device=x.device)).sum()).backward()
+        grad = x.grad.cpu().numpy()
+
+        def reference(b, _):
+            left, values, _ = np.linalg.svd(b)
+            return values[0] + (left[:, :1] @ left[:, :1].T * square).sum()
+        expected = finite_difference(reference, a, None)
+        assert np.abs(grad - expected).max() <= 1e-6 * max(np.abs(expected).max(), 1.0)
+
+
+def test_second_derivative_through_a_zero_value_is_nan():
+    """The Hessian of Σs² = ‖A‖²_F is 2I everywhere, but through a zero value of a
+    rank-deficient A its gradient's derivative runs where no cotangent reaches (rule 6):
+    NaN there, right at full rank."""
+    rng = np.random.default_rng(4)
+    v = torch.tensor(rng.standard_normal((4, 4)), device=_device())
+    loss = lambda y: gpusvd.svdvals(y).pow(2).sum()  # noqa: E731
+    for rank in (2, 3):
+        a = rng.standard_normal((4, rank)) @ rng.standard_normal((rank, 4))
+        _, hv = torch.autograd.functional.hvp(loss, _tensor(a).detach(), v)
+        assert torch.isnan(hv).all()
+    _, hv = torch.autograd.functional.hvp(loss, _tensor(rng.standard_normal((4, 4))).detach(), v)
+    assert (hv - 2 * v).abs().max() <= 1e-10
+
+
 @pytest.mark.parametrize("case", sorted(DEGENERATE))
 def test_repeated_values_against_finite_differences(case):
     a, names = DEGENERATE[case]

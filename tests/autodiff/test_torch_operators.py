@@ -156,6 +156,49 @@ def test_compile_fullgraph_gradient_equals_eager(dtype, device):
     assert (got - expected).abs().max() <= 100 * 6 * eps * expected.abs().max()
 
 
+@pytest.mark.parametrize("shape", [(4, 4), (6, 4), (4, 6)], ids=str)
+def test_opcheck_of_the_derivative_operators(shape, device):
+    """The complex derivatives compiled code calls (torch_library's svd_backward and
+    polar_backward): opcheck with the cotangents of Re⟨W, U·S·Vᴴ⟩, whose phases agree (a
+    random complex cotangent of U would be NaN by rule 5, and NaN ≠ NaN to opcheck)."""
+    from gpusvd.autodiff import torch_library as library
+
+    x = _random(shape, torch.complex128, device, seed=8).detach()
+    u, s, vh = torch.linalg.svd(x, full_matrices=False)
+    w = _random(shape, torch.complex128, device, seed=9).detach()
+    gu, gvh = w @ vh.mH * s, s[:, None] * (u.mH @ w)
+    gs = torch.diagonal(u.mH @ w @ vh.mH).real.contiguous()
+    torch.library.opcheck(library.svd_backward_op, (u, s, vh, gu, gs, gvh, False, 0.0))
+    torch.library.opcheck(library.svd_backward_op, (u, s, vh, None, gs, None, False, 0.0))
+    gp = _random((shape[1], shape[1]), torch.complex128, device, seed=10).detach()
+    torch.library.opcheck(library.polar_backward_op, (u, s, vh, w, None))
+    torch.library.opcheck(library.polar_backward_op, (u, s, vh, w, gp + gp.mH))
+
+
+@pytest.mark.filterwarnings("ignore:.*is deprecated:FutureWarning")  # inductor's own
+@pytest.mark.filterwarnings("ignore:Torchinductor does not support code generation")
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128], ids=str)
+def test_compile_default_backend_gradient_equals_eager(dtype, device):
+    """Inductor, the default backend, on the derivative's formulas: the trace of P is ‖A‖
+    for one entry (gradient a/|a|) and Re tr(U·S·Vᴴ) = Re tr A (gradient I), complex
+    included (lazily conjugated views once came out of inductor unconjugated)."""
+    losses = [lambda y: torch.diagonal(gpusvd.polar(y)[1], dim1=-2, dim2=-1).real.sum(),
+              lambda y: (lambda u, s, vh: torch.diagonal((u * s.to(u.dtype)) @ vh, dim1=-2,
+                                                         dim2=-1).real.sum())(
+                  *gpusvd.svd(y, full_matrices=False))]
+    x = _random((4, 4), dtype, device, seed=6)
+    for loss in losses:
+        torch._dynamo.reset()
+        compiled = torch.compile(loss, fullgraph=True)
+        y = x.clone().requires_grad_()
+        (got,) = torch.autograd.grad(compiled(y), y)
+        (expected,) = torch.autograd.grad(loss(y), y)
+        assert (got - expected).abs().max() <= 100 * 4 * 2.3e-16 * expected.abs().max()
+    y = x.clone().requires_grad_()
+    (got,) = torch.autograd.grad(losses[1](y), y)
+    assert (got - torch.eye(4, dtype=dtype, device=device)).abs().max() <= 100 * 4 * 2.3e-16
+
+
 def test_export_captures_the_operators():
     x = _random((6, 4), torch.float64, "cpu")
 

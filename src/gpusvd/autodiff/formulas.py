@@ -41,7 +41,11 @@ be right for both. The rule:
    never reads is exactly 0, which is right (the loss does not depend on how the
    cluster's vectors are chosen). So a loss of the top-k singular vectors across a
    gap is finite and right at rank-deficient matrices, and U·g(S)·Vᴴ at repeated
-   values is NaN, where a finite value would be wrong.
+   values is NaN, where a finite value would be wrong. Beside cotangents of U or V, a
+   nonzero cotangent of a numerically zero value is undetermined too, and NaN: with g
+   odd, U·g(S)·Vᴴ reads no column of a zero value (g(0) = 0), yet its gradient has parts
+   along the directions that pair a null vector of A with one of Aᴴ, which no cotangent
+   reaches (the reconstruction U·S·Vᴴ at a singular matrix).
 3. ``gauge_invariant=True`` declares that the loss does not change when columns i and
    j of U and of V are rotated together (and, inside the null space, independently),
    for every s, not only where s_i = s_j: a function of U·Vᴴ, of projectors onto
@@ -55,6 +59,11 @@ be right for both. The rule:
 5. A complex loss whose cotangents have a phase part Im diag(Ĝu + Ĝv) beyond
    ``GAUGE_TOL`` of their size depends on the phases of the singular vectors, which the
    SVD does not fix: its gradient is NaN (torch raises there).
+6. Second derivatives through a numerically zero value are NaN: the cotangent that rule 1
+   sets to 0 there is 0 in value and NaN in derivative. The Hessian of Σs² = ‖A‖²_F at a
+   rank-deficient A is 2I, but the derivative of its gradient U·diag(2s)·Vᴴ runs along
+   the same unreached directions as in rule 2; at full rank second derivatives are
+   right.
 
 ``broadening`` (β > 0) replaces every 1/x above by the Lorentzian x/(x² + β) instead
 (Liao, Liu, Wang & Xiang, Phys. Rev. X 9, 031041, 2019): biased, never the default, and
@@ -96,8 +105,10 @@ GAUGE_TOL = 1e-6
 
 
 def conj_transpose(x):
-    """xᴴ of each matrix of a stack (torch tensors and JAX arrays alike)."""
-    return x.conj().mT
+    """xᴴ of each matrix of a stack (torch tensors and JAX arrays alike). A torch tensor is
+    conjugated in memory (``conj_physical``), not by its lazy conjugate bit."""
+    conj = getattr(x, "conj_physical", None)
+    return (conj() if conj is not None else x.conj()).mT
 
 
 _ct = conj_transpose
@@ -152,14 +163,26 @@ def _reciprocal(ops, x, small, undetermined, gauge_invariant, broadening):
     return ops.where(undetermined, NAN + 0 * x, inverse)
 
 
+def _values_zero(ops, s):
+    """The values below VALUES_TOL·ε·s_max (rule 1's numerically zero values)."""
+    return s <= VALUES_TOL * ops.eps(s.dtype) * s[..., :1]
+
+
 def _cluster_mean(ops, x, s):
     """``x`` (..., k) averaged over each cluster of values ``s`` within VALUES_TOL·ε·s_max
     of each other, 0 at values below that (rule 1). Each value is in its own cluster
-    (|s_i − s_i| = 0), so the count is at least 1 unless s is NaN, whose mean is NaN."""
+    (|s_i − s_i| = 0), so the count is at least 1 unless s is NaN, whose mean is NaN.
+    The 0 is √(d²) with d = mean − mean: 0 in value, and NaN wherever it is
+    differentiated (the derivative of √ at 0 is infinite, times d's zero), so that a
+    second derivative through a numerically zero value is NaN (rule 6)."""
     tol = VALUES_TOL * ops.eps(s.dtype) * s[..., :1]
     together = ops.cast(ops.abs(s[..., :, None] - s[..., None, :]) <= tol[..., None], x)
     mean = (together @ x[..., :, None])[..., 0] / together.sum(-1)
-    return ops.where(s <= tol, 0 * mean, mean)
+    zero = s <= tol
+    moved = mean - mean
+    # √ of 1 where the value is not zero: the unused branch's derivative stays finite
+    root = ops.where(zero, moved * moved, 1 + 0 * moved) ** 0.5
+    return ops.where(zero, root, mean)
 
 
 def _phase_nan(ops, gu_hat, gv_hat):
@@ -182,7 +205,11 @@ def svd_backward(ops, u, s, vh, gu, gs, gvh, *, gauge_invariant=False, broadenin
     gaps = _vector_gaps(ops, s, m, n)
     middle = 0 * s[..., :, None] * s[..., None, :]
     if gs is not None:
-        middle = middle + ops.diag_embed(_cluster_mean(ops, gs, s))
+        g = _cluster_mean(ops, gs, s)
+        if not (gauge_invariant or broadening):
+            # A cotangent at a zero value beside those of U or V: undetermined (rule 2).
+            g = ops.where(_values_zero(ops, s) & (gs != 0), NAN + 0 * gs, g)
+        middle = middle + ops.diag_embed(g)
     cols = 0
     read = 0 * s != 0
     if gu is not None:

@@ -127,10 +127,10 @@ torch.library.register_vmap(polar_op, lambda info, dims, a, side, options: (
 # --- the operators' reverse mode, called directly (``torch.ops.gpusvd.*``): the default
 # rule of :mod:`.formulas`; ``svdvals`` and ``polar`` compute the SVD again -------------
 
-def _svd_grad(u, s, vh, gu, gs, gvh, k, rule):
+def _svd_grad(u, s, vh, gu, gs, gvh, k, rule, opaque=False):
     """Ā of an SVD whose U and Vh may be full (of which the first k columns and rows, an
     economy SVD, are given): a loss that reads the extra ones, which are arbitrary, gets
-    NaN."""
+    NaN. ``opaque``: complex data through the derivative's operator (compiled code)."""
     reads_extra = []
     if gu is not None and gu.shape[-1] > k:
         reads_extra.append((gu[..., k:] != 0).flatten(-2).any(-1))
@@ -138,7 +138,7 @@ def _svd_grad(u, s, vh, gu, gs, gvh, k, rule):
     if gvh is not None and gvh.shape[-2] > k:
         reads_extra.append((gvh[..., k:, :] != 0).flatten(-2).any(-1))
         gvh = gvh[..., :k, :]
-    grad = formulas.svd_backward(OPS, u, s, vh, gu, gs, gvh, **rule)
+    grad = _svd_derivative(u, s, vh, gu, gs, gvh, rule, opaque)
     for reads in reads_extra:
         grad = torch.where(reads[..., None, None], float("nan"), grad)
     return grad
@@ -184,6 +184,120 @@ torch.library.register_autograd(svdvals_op, _svdvals_backward,
 torch.library.register_autograd(polar_op, _polar_backward, setup_context=_recompute_context)
 
 
+# --- the derivatives of complex data as operators, for compiled code -------------------
+# Inductor, torch.compile's default backend, does not generate code for complex operations
+# and came out wrong on the formulas' complex graph (zero gradients of Re tr P, torch 2.11;
+# aot_eager was right): under compilation the Functions below hand complex derivatives to
+# these operators, which run the formulas eagerly and which inductor calls as they are.
+# Their own derivative (a second derivative) differentiates the formulas by torch.func.vjp.
+
+def _present(*tensors):
+    return [t for t in tensors if t is not None]
+
+
+def _formula_vjp(formula, inputs, grad):
+    """The cotangents of ``inputs`` (None where an input is None) of ``formula(*inputs)``
+    against ``grad``, by torch.func.vjp over the present ones."""
+    where = [i for i, t in enumerate(inputs) if t is not None]
+
+    def of_present(*present):
+        full = list(inputs)
+        for i, t in zip(where, present):
+            full[i] = t
+        return formula(*full)
+    _, vjp = torch.func.vjp(of_present, *(inputs[i] for i in where))
+    out = [None] * len(inputs)
+    for i, g in zip(where, vjp(grad)):
+        out[i] = g
+    return out
+
+
+@torch.library.custom_op("gpusvd::svd_backward", mutates_args=())
+def svd_backward_op(u: Tensor, s: Tensor, vh: Tensor, gu: Tensor | None, gs: Tensor | None,
+                    gvh: Tensor | None, gauge_invariant: bool, broadening: float) -> Tensor:
+    return formulas.svd_backward(OPS, u, s, vh, gu, gs, gvh, gauge_invariant=gauge_invariant,
+                                 broadening=broadening or None).clone()
+
+
+@svd_backward_op.register_fake
+def _(u, s, vh, gu, gs, gvh, gauge_invariant, broadening):
+    return u.new_empty((*u.shape[:-1], vh.shape[-1]))
+
+
+def _svd_backward_op_context(ctx, inputs, output):
+    ctx.rule = inputs[6:]
+    ctx.present = [t is not None for t in inputs[:6]]
+    ctx.save_for_backward(*_present(*inputs[:6]))
+
+
+def _svd_backward_op_backward(ctx, grad):
+    saved = iter(ctx.saved_tensors)
+    inputs = [next(saved) if here else None for here in ctx.present]
+    gauge_invariant, broadening = ctx.rule
+    formula = functools.partial(_svd_backward_formula, gauge_invariant=gauge_invariant,
+                                broadening=broadening)
+    return (*_formula_vjp(formula, inputs, grad), None, None)
+
+
+def _svd_backward_formula(u, s, vh, gu, gs, gvh, *, gauge_invariant, broadening):
+    return formulas.svd_backward(OPS, u, s, vh, gu, gs, gvh, gauge_invariant=gauge_invariant,
+                                 broadening=broadening or None)
+
+
+torch.library.register_autograd(svd_backward_op, _svd_backward_op_backward,
+                                setup_context=_svd_backward_op_context)
+
+
+@torch.library.custom_op("gpusvd::polar_backward", mutates_args=())
+def polar_backward_op(u: Tensor, s: Tensor, vh: Tensor, gw: Tensor | None,
+                      gp: Tensor | None) -> Tensor:
+    return formulas.polar_backward(OPS, u, s, vh, gw, gp).clone()
+
+
+@polar_backward_op.register_fake
+def _(u, s, vh, gw, gp):
+    return u.new_empty((*u.shape[:-1], vh.shape[-1]))
+
+
+def _polar_backward_op_context(ctx, inputs, output):
+    ctx.present = [t is not None for t in inputs]
+    ctx.save_for_backward(*_present(*inputs))
+
+
+def _polar_backward_op_backward(ctx, grad):
+    saved = iter(ctx.saved_tensors)
+    inputs = [next(saved) if here else None for here in ctx.present]
+    return tuple(_formula_vjp(lambda *t: formulas.polar_backward(OPS, *t), inputs, grad))
+
+
+torch.library.register_autograd(polar_backward_op, _polar_backward_op_backward,
+                                setup_context=_polar_backward_op_context)
+
+
+def _batched(op, info, dims, *args):
+    """A vmap rule of the derivative operators: the formulas take leading batch axes."""
+    size = info.batch_size
+    moved = []
+    for x, dim in zip(args, dims):
+        if isinstance(x, Tensor):
+            x = x.movedim(dim, 0) if dim is not None else x.expand(size, *x.shape)
+        moved.append(x)
+    return op(*moved), 0
+
+
+torch.library.register_vmap(svd_backward_op, functools.partial(_batched, svd_backward_op))
+torch.library.register_vmap(polar_backward_op, functools.partial(_batched, polar_backward_op))
+
+
+def _svd_derivative(u, s, vh, gu, gs, gvh, rule, opaque):
+    """formulas.svd_backward, or, for complex data where ``opaque``, its operator."""
+    if opaque and u.dtype.is_complex:
+        broadening = rule.get("broadening") or 0.0
+        return svd_backward_op(u, s, vh, gu, gs, gvh, bool(rule.get("gauge_invariant")),
+                               float(broadening))
+    return formulas.svd_backward(OPS, u, s, vh, gu, gs, gvh, **rule)
+
+
 # --- the autograd Functions of torch_ops's docstring, each without ``jvp`` (Dynamo traces
 # no Function that has one) and with it ---------------------------------------------------
 
@@ -207,13 +321,22 @@ class SVD(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, gu, gs, gvh):
+        # Under compilation (this class, without jvp): complex derivatives by the operator
+        return SVD._backward(ctx, gu, gs, gvh, True)
+
+    @staticmethod
+    def _backward(ctx, gu, gs, gvh, opaque):
         u, s, vh = ctx.saved_tensors
         k = ctx.k
-        grad = _svd_grad(u[..., :k], s, vh[..., :k, :], gu, gs, gvh, k, ctx.rule)
+        grad = _svd_grad(u[..., :k], s, vh[..., :k, :], gu, gs, gvh, k, ctx.rule, opaque)
         return grad, None, None, None, None
 
 
 class SVDWithJvp(SVD):
+    @staticmethod
+    def backward(ctx, gu, gs, gvh):
+        return SVD._backward(ctx, gu, gs, gvh, False)
+
     @staticmethod
     def jvp(ctx, da, *_):
         u, s, vh = ctx.saved_tensors
@@ -245,10 +368,17 @@ class RightPolar(torch.autograd.Function):
     @staticmethod
     def backward(ctx, gw, gp):
         u, s, vh = ctx.saved_tensors
+        if u.dtype.is_complex:  # under compilation (this class, without jvp): the operator
+            return polar_backward_op(u, s, vh, gw, gp), None, None, None
         return formulas.polar_backward(OPS, u, s, vh, gw, gp), None, None, None
 
 
 class RightPolarWithJvp(RightPolar):
+    @staticmethod
+    def backward(ctx, gw, gp):
+        u, s, vh = ctx.saved_tensors
+        return formulas.polar_backward(OPS, u, s, vh, gw, gp), None, None, None
+
     @staticmethod
     def jvp(ctx, da, *_):
         u, s, vh = ctx.saved_tensors
