@@ -121,10 +121,13 @@ def test_second_derivative_through_a_zero_value_is_nan():
     rng = np.random.default_rng(4)
     v = torch.tensor(rng.standard_normal((4, 4)), device=_device())
     loss = lambda y: gpusvd.svdvals(y).pow(2).sum()  # noqa: E731
+    broadened = lambda y: gpusvd.svdvals(y, broadening=1e-3).pow(2).sum()  # noqa: E731
     for rank in (2, 3):
         a = rng.standard_normal((4, rank)) @ rng.standard_normal((rank, 4))
         _, hv = torch.autograd.functional.hvp(loss, _tensor(a).detach(), v)
         assert torch.isnan(hv).all()
+        _, hv = torch.autograd.functional.hvp(broadened, _tensor(a).detach(), v)
+        assert torch.isfinite(hv).all()  # broadening overrides the rule
     _, hv = torch.autograd.functional.hvp(loss, _tensor(rng.standard_normal((4, 4))).detach(), v)
     assert (hv - 2 * v).abs().max() <= 1e-10
 

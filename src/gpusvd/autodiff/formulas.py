@@ -168,17 +168,20 @@ def _values_zero(ops, s):
     return s <= VALUES_TOL * ops.eps(s.dtype) * s[..., :1]
 
 
-def _cluster_mean(ops, x, s):
+def _cluster_mean(ops, x, s, broadening=None):
     """``x`` (..., k) averaged over each cluster of values ``s`` within VALUES_TOL·ε·s_max
     of each other, 0 at values below that (rule 1). Each value is in its own cluster
     (|s_i − s_i| = 0), so the count is at least 1 unless s is NaN, whose mean is NaN.
     The 0 is √(d²) with d = mean − mean: 0 in value, and NaN wherever it is
     differentiated (the derivative of √ at 0 is infinite, times d's zero), so that a
-    second derivative through a numerically zero value is NaN (rule 6)."""
+    second derivative through a numerically zero value is NaN (rule 6); with
+    ``broadening``, which overrides the rule, a plain 0."""
     tol = VALUES_TOL * ops.eps(s.dtype) * s[..., :1]
     together = ops.cast(ops.abs(s[..., :, None] - s[..., None, :]) <= tol[..., None], x)
     mean = (together @ x[..., :, None])[..., 0] / together.sum(-1)
     zero = s <= tol
+    if broadening:
+        return ops.where(zero, 0 * mean, mean)
     moved = mean - mean
     # √ of 1 where the value is not zero: the unused branch's derivative stays finite
     root = ops.where(zero, moved * moved, 1 + 0 * moved) ** 0.5
@@ -199,13 +202,13 @@ def svd_backward(ops, u, s, vh, gu, gs, gvh, *, gauge_invariant=False, broadenin
     (..., k) descending, ``vh`` (..., k, n); ``gu``, ``gs``, ``gvh`` of the same shapes or
     None."""
     if gu is None and gvh is None:  # values only (rule 1): U·diag(ḡs)·Vᴴ
-        g = 0 * s if gs is None else _cluster_mean(ops, gs, s)
+        g = 0 * s if gs is None else _cluster_mean(ops, gs, s, broadening)
         return (u * g[..., None, :]) @ vh
     m, n, k = u.shape[-2], vh.shape[-1], s.shape[-1]
     gaps = _vector_gaps(ops, s, m, n)
     middle = 0 * s[..., :, None] * s[..., None, :]
     if gs is not None:
-        g = _cluster_mean(ops, gs, s)
+        g = _cluster_mean(ops, gs, s, broadening)
         if not (gauge_invariant or broadening):
             # A cotangent at a zero value beside those of U or V: undetermined (rule 2).
             g = ops.where(_values_zero(ops, s) & (gs != 0), NAN + 0 * gs, g)
@@ -245,7 +248,7 @@ def svd_jvp(ops, u, s, vh, da, *, gauge_invariant=False, broadening=None):
     gaps = _vector_gaps(ops, s, m, n)
     v = _ct(vh)
     dc = _ct(u) @ da @ v
-    ds = _cluster_mean(ops, ops.real(ops.diagonal(dc)), s)
+    ds = _cluster_mean(ops, ops.real(ops.diagonal(dc)), s, broadening)
     plus, minus = dc + _ct(dc), dc - _ct(dc)
     diff = s[..., None, :] - s[..., :, None]
     small_diff = gaps.close | _eye(ops, s)
