@@ -181,7 +181,7 @@ def test_opcheck_of_the_derivative_operators(shape, device):
 def test_compile_default_backend_gradient_equals_eager(dtype, device):
     """Inductor, the default backend, on the derivative's formulas: the trace of P is ‖A‖
     for one entry (gradient a/|a|) and Re tr(U·S·Vᴴ) = Re tr A (gradient I), complex
-    included (lazily conjugated views once came out of inductor unconjugated)."""
+    included (the derivatives' operators of torch_library)."""
     losses = [lambda y: torch.diagonal(gpusvd.polar(y)[1], dim1=-2, dim2=-1).real.sum(),
               lambda y: (lambda u, s, vh: torch.diagonal((u * s.to(u.dtype)) @ vh, dim1=-2,
                                                          dim2=-1).real.sum())(

@@ -106,7 +106,9 @@ GAUGE_TOL = 1e-6
 
 def conj_transpose(x):
     """xᴴ of each matrix of a stack (torch tensors and JAX arrays alike). A torch tensor is
-    conjugated in memory (``conj_physical``), not by its lazy conjugate bit."""
+    conjugated in memory (``conj_physical``), not by its lazy conjugate bit, which
+    AOTAutograd's traced derivatives of these formulas mishandled (opcheck's dynamic
+    AOT dispatch test of the derivative operators, torch 2.11)."""
     conj = getattr(x, "conj_physical", None)
     return (conj() if conj is not None else x.conj()).mT
 
@@ -163,9 +165,9 @@ def _reciprocal(ops, x, small, undetermined, gauge_invariant, broadening):
     return ops.where(undetermined, NAN + 0 * x, inverse)
 
 
-def _values_zero(ops, s):
-    """The values below VALUES_TOL·ε·s_max (rule 1's numerically zero values)."""
-    return s <= VALUES_TOL * ops.eps(s.dtype) * s[..., :1]
+def _values_tol(ops, s):
+    """VALUES_TOL·ε·s_max (..., 1): rule 1's clusters and numerically zero values."""
+    return VALUES_TOL * ops.eps(s.dtype) * s[..., :1]
 
 
 def _cluster_mean(ops, x, s, broadening=None):
@@ -176,7 +178,7 @@ def _cluster_mean(ops, x, s, broadening=None):
     differentiated (the derivative of √ at 0 is infinite, times d's zero), so that a
     second derivative through a numerically zero value is NaN (rule 6); with
     ``broadening``, which overrides the rule, a plain 0."""
-    tol = VALUES_TOL * ops.eps(s.dtype) * s[..., :1]
+    tol = _values_tol(ops, s)
     together = ops.cast(ops.abs(s[..., :, None] - s[..., None, :]) <= tol[..., None], x)
     mean = (together @ x[..., :, None])[..., 0] / together.sum(-1)
     zero = s <= tol
@@ -211,7 +213,7 @@ def svd_backward(ops, u, s, vh, gu, gs, gvh, *, gauge_invariant=False, broadenin
         g = _cluster_mean(ops, gs, s, broadening)
         if not (gauge_invariant or broadening):
             # A cotangent at a zero value beside those of U or V: undetermined (rule 2).
-            g = ops.where(_values_zero(ops, s) & (gs != 0), NAN + 0 * gs, g)
+            g = ops.where((s <= _values_tol(ops, s)) & (gs != 0), NAN + 0 * gs, g)
         middle = middle + ops.diag_embed(g)
     cols = 0
     read = 0 * s != 0

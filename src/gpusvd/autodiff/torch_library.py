@@ -215,8 +215,8 @@ def _formula_vjp(formula, inputs, grad):
 @torch.library.custom_op("gpusvd::svd_backward", mutates_args=())
 def svd_backward_op(u: Tensor, s: Tensor, vh: Tensor, gu: Tensor | None, gs: Tensor | None,
                     gvh: Tensor | None, gauge_invariant: bool, broadening: float) -> Tensor:
-    return formulas.svd_backward(OPS, u, s, vh, gu, gs, gvh, gauge_invariant=gauge_invariant,
-                                 broadening=broadening or None).clone()
+    return _svd_backward_formula(u, s, vh, gu, gs, gvh, gauge_invariant=gauge_invariant,
+                                 broadening=broadening)
 
 
 @svd_backward_op.register_fake
@@ -251,7 +251,7 @@ torch.library.register_autograd(svd_backward_op, _svd_backward_op_backward,
 @torch.library.custom_op("gpusvd::polar_backward", mutates_args=())
 def polar_backward_op(u: Tensor, s: Tensor, vh: Tensor, gw: Tensor | None,
                       gp: Tensor | None) -> Tensor:
-    return formulas.polar_backward(OPS, u, s, vh, gw, gp).clone()
+    return formulas.polar_backward(OPS, u, s, vh, gw, gp)
 
 
 @polar_backward_op.register_fake

@@ -88,7 +88,7 @@ def _pivot_dots(a, rows, seg, pivots, order, xp):
     ``order`` sorts ``rows`` (the device work walks the rows in memory order). On the GPU
     one inner product an entry (means_cuda.py), elsewhere GEMMs of the rows by the
     pivots."""
-    if xp.__name__ == "cupy" and means_cuda.applies(a):
+    if means_cuda.applies(a):
         return to_host(means_cuda.row_dots(a, rows, pivots[seg]))
     rows_d = xp.asarray(rows[order])
     seg_d = xp.asarray(seg[order])
@@ -108,7 +108,7 @@ def _weighted_means(a, rows, child, weights, nchild, order, center, xp):
     """M (nchild × n) with M[c] = Σ weights_i·(a[rows_i] − center) over the entries with
     child_i = c; ``order`` sorts ``rows``. On the GPU by segments of the entries sorted
     by child (means_cuda.py), elsewhere as GEMMs of a selection matrix."""
-    if xp.__name__ == "cupy" and means_cuda.applies(a):
+    if means_cuda.applies(a):
         by_child = np.argsort(child, kind="stable")
         starts = np.concatenate([[0], np.cumsum(np.bincount(child, minlength=nchild))])
         return means_cuda.weighted_means(a, rows[by_child], starts, weights[by_child], center)
@@ -126,7 +126,7 @@ def _weighted_means(a, rows, child, weights, nchild, order, center, xp):
 
 def root_mean(a, rows, xp):
     """The mean of the rows ``rows`` (the root's), accumulated in float64, in a.dtype."""
-    if xp.__name__ == "cupy" and means_cuda.applies(a):
+    if means_cuda.applies(a):
         weights = np.full(len(rows), 1.0 / max(len(rows), 1))
         return means_cuda.weighted_means(a, rows, np.array([0, len(rows)]), weights)[0]
     total = xp.zeros(a.shape[1], dtype=xp.float64)

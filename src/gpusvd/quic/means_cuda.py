@@ -15,6 +15,7 @@ is read once, in float64, with no atomics: the same bits on every call.
 import numpy as np
 
 from .._core import kernels
+from .._core.backend import is_cupy_array
 
 _KERNEL_FILE = "quic/kernels/weighted_means.cu"
 _THREADS = 256
@@ -29,7 +30,8 @@ REAL = (np.dtype(np.float32), np.dtype(np.float64))
 def applies(a):
     """Whether :func:`weighted_means` takes ``a``: a real CuPy matrix with unit column
     stride."""
-    return a.dtype in REAL and a.ndim == 2 and a.strides[1] == a.itemsize
+    return (is_cupy_array(a) and a.dtype in REAL and a.ndim == 2
+            and a.strides[1] == a.itemsize)
 
 
 def pieces(starts, piece_rows):
