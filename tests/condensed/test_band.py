@@ -8,6 +8,7 @@ import pytest
 import scipy.linalg
 
 from gpusvd import testing
+from gpusvd._core import tunables
 from gpusvd.condensed import band as stage1
 
 from . import naive_condensed as naive
@@ -75,6 +76,29 @@ def test_apply_q_and_p_to_a_block(dtype):
     assert _units(stage1.apply_q(red, c.copy()) - q @ c, a) < BOUND
     c = testing.random_matrix(22, 3, dtype=dtype, seed=5)
     assert _units(stage1.apply_p(red, c.copy()) - p @ c, a) < BOUND
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("columns", [7, 10, 16, 10 ** 6])
+def test_back_transformation_by_merged_blocks(columns, dtype):
+    """Runs of consecutive panels applied as one compact WY block (the tunable
+    back_transform_block_columns: runs of one, two and three panels of 5, one run of all,
+    a short last panel, reflectors with τ = 0 from zero columns): Q·C and P·C as one panel
+    at a time, to 30 n·ε; C untouched where a copy is passed."""
+    a = testing.random_matrix(67, 32, dtype=dtype, seed=columns % 97)
+    a[:, 3] = 0
+    a[:, 11:13] = 0
+    red = stage1.reduce_to_band(np.array(a, order="F"), bandwidth=5)
+    c_left = testing.random_matrix(67, 9, dtype=dtype, seed=1)
+    c_right = testing.random_matrix(32, 9, dtype=dtype, seed=2)
+    with tunables.override(back_transform_block_columns=1):
+        q_one, p_one = (stage1.apply_q(red, c_left.copy()),
+                        stage1.apply_p(red, c_right.copy()))
+    with tunables.override(back_transform_block_columns=columns):
+        q, p = stage1.apply_q(red, c_left.copy()), stage1.apply_p(red, c_right.copy())
+    assert _units(q - q_one, c_left) < BOUND
+    assert _units(p - p_one, c_right) < BOUND
+    assert _units(q.conj().T @ q - c_left.conj().T @ c_left, c_left) < BOUND * 67
 
 
 def test_degenerate_columns():

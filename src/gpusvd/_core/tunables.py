@@ -286,6 +286,11 @@ class Tunables:
     # One core of an AMD EPYC (1 MiB L2, 32 MiB L3), n = 2000, b = g = 32: 256 columns
     # 1.35 s against 1.74 s whole (64: 1.57 s, 128: 1.37 s).
     chase_back_panel_columns_cpu: int = 256
+    # Reflectors of stage 1's back-transformation applied as one compact WY block
+    # (band.py's _apply_blocks): consecutive panels of b are merged up to this many, so the
+    # three GEMMs a block have this inner dimension and C's rows are read and written once
+    # a block instead of once a panel. At most b: one panel a block.
+    back_transform_block_columns: int = 256
     # Largest entry of a matrix (_core/scaling.py largest_entries_on_device) by one
     # whole-array reduction up to this many entries: past 2^31 (where CUB's segmented
     # reduction does not go) CuPy's own kernel takes 1.77 s for the maximum of 2.2e9

@@ -44,6 +44,7 @@ it), and B is the band itself.  T_k of every step is kept in a (panels, b, b) ar
 
 from typing import Any, NamedTuple
 
+from .._core import tunables
 from .._core.backend import array_namespace
 from . import band_cuda
 from . import compact_wy
@@ -244,7 +245,7 @@ def apply_q(reduction, c):
     b = reduction.bandwidth
     blocks = [(k, f[k:, k:k + min(b, n - k)], reduction.t_left[p])
               for p, k in enumerate(_panels(n, b))]
-    return _apply_blocks(c, blocks[::-1], b)
+    return _apply_blocks(c, blocks[::-1])
 
 
 def apply_p(reduction, c):
@@ -269,23 +270,71 @@ def apply_p(reduction, c):
         w = min(kb, n - k - kb)  # reflectors of P_k
         if w:
             blocks.append((k + kb, _ct(f[k:k + w, k + kb:]), reduction.t_right[p]))
-    return _apply_blocks(c, blocks[::-1], b)
+    return _apply_blocks(c, blocks[::-1])
 
 
-def _apply_blocks(c, blocks, b):
+def _groups(blocks, columns):
+    """``blocks`` [(row j, h, T)] in the order they act, cut into runs of consecutive
+    blocks of at most ``columns`` reflectors in all (a block wider than that alone)."""
+    group, width = [], 0
+    for block in blocks:
+        r = block[1].shape[1]
+        if group and width + r > columns:
+            yield group
+            group, width = [], 0
+        group.append(block)
+        width += r
+    if group:
+        yield group
+
+
+def _aggregate(group, rows, unit_lower):
+    """(row j, V, T) of H_g·…·H_2·H_1 = I − V·T·Vᴴ for a ``group`` [(j_i, h_i, T_i)] = H_1,
+    …, H_g in the order they act (j_1 ≥ … ≥ j_g), each on rows j_i: of a matrix of
+    ``rows`` rows. V's columns are H_g's vectors, then H_{g−1}'s, …, each block's embedded
+    from its row j_i (zeros above), and T is block upper triangular, built a block at a
+    time by (I − V_a·T_a·V_aᴴ)·(I − V_i·T_i·V_iᴴ) = I − [V_a V_i]·[[T_a, −T_a·V_aᴴV_i·T_i],
+    [0, T_i]]·[V_a V_i]ᴴ (Schreiber & Van Loan): GEMMs only, no inverse of T."""
+    j, h, t = group[0]
+    if len(group) == 1:
+        r = h.shape[1]
+        return j, unit_lower(h), t[:r, :r]
+    xp = array_namespace(h)
+    top = group[-1][0]
+    width = sum(block[1].shape[1] for block in group)
+    v = xp.zeros((rows - top, width), dtype=h.dtype, order="F")
+    t_all = xp.zeros((width, width), dtype=h.dtype)
+    col = 0
+    for j, h, t in group[::-1]:
+        r, first = h.shape[1], j - top
+        v[first:, col:col + r] = unit_lower(h)
+        t_all[col:col + r, col:col + r] = t[:r, :r]
+        if col:
+            overlap = _ct(v[first:, :col]) @ v[first:, col:col + r]
+            t_all[:col, col:col + r] = -(t_all[:col, :col] @ overlap) @ t[:r, :r]
+        col += r
+    return top, v, t_all
+
+
+def _apply_blocks(c, blocks):
     """c ← H_m·…·H_2·H_1·c for ``blocks`` [(row j, h, T)] = H_1, …, H_m (the first acts
-    first), H = I − V·T·Vᴴ on rows j: of c, V the unit lower part of h (at most b
-    columns): three GEMMs per block in place (:data:`_TWINS`) with one b-row workspace."""
+    first, rows j non-increasing), H = I − V·T·Vᴴ on rows j: of c, V the unit lower part
+    of h. Runs of consecutive blocks are applied as one (:func:`_aggregate`, at most the
+    tunable ``back_transform_block_columns`` reflectors): three GEMMs per run in place
+    (:data:`_TWINS`), their inner dimension the run's width rather than one panel's b,
+    so that C's rows below j are read and written once a run, not once a panel."""
     xp = array_namespace(c)
     gemm, _, unit_lower, _ = _TWINS[xp.__name__]
     work = c if c.flags.f_contiguous else xp.asfortranarray(c)
-    # Vᴴ·C and T·(Vᴴ·C), column-major (b × columns each)
-    w = xp.empty((2, work.shape[1], b), dtype=work.dtype).transpose(0, 2, 1)
-    for j, h, t in blocks:
-        r = h.shape[1]
-        v = unit_lower(h)
+    columns = max(1, tunables.get().back_transform_block_columns)
+    widest = max([block[1].shape[1] for block in blocks] + [columns])
+    # Vᴴ·C and T·(Vᴴ·C), column-major (at most ``widest`` × columns each)
+    w = xp.empty((2, work.shape[1], widest), dtype=work.dtype).transpose(0, 2, 1)
+    for group in _groups(blocks, columns):
+        j, v, t = _aggregate(group, work.shape[0], unit_lower)
+        r = v.shape[1]
         gemm(w[0, :r], v, work[j:], op_a="C")
-        gemm(w[1, :r], t[:r, :r], w[0, :r])
+        gemm(w[1, :r], t, w[0, :r])
         gemm(work[j:], v, w[1, :r], subtract=True)
     if work is not c:
         c[...] = work
