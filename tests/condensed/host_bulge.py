@@ -114,6 +114,8 @@ static int wavefront(T *ab, int n, int b, T *vl, T *tl, T *vr, T *tr, int steps,
     { return wavefront<T>(ab, n, b, vl, tl, vr, tr, steps, seed, window, lag); }
 CHASE(float32, float)
 CHASE(float64, double)
+CHASE(complex64, Complex<float>)
+CHASE(complex128, Complex<double>)
 """
 
 

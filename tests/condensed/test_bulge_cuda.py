@@ -2,7 +2,8 @@
 
 Without a GPU: the dependency the kernel waits on is checked on the index sets of the
 tasks (lag 3 orders every pair of tasks of different sweeps that share an entry, lag 2
-does not), and the kernel's source runs on the CPU (host_bulge.py, one thread per block):
+does not), and the kernel's source runs on the CPU (host_bulge.py, one thread per block),
+real and complex bands:
 the persistent kernel, and random wavefronts of sweeps in flight that respect the
 dependency, put in NumPy's row of band_to_bidiagonal's twin table, must give the Numba
 loop's bits (same operations, same order, same libm).
@@ -29,6 +30,7 @@ from . import naive_condensed as naive
 
 BOUND = 30  # in units of n·ε of max|band|
 REAL = (np.float32, np.float64)
+DTYPES = REAL + (np.complex64, np.complex128)
 # (n, b): b = 1 (nothing to chase), 2, 8, 32, one block (b ≥ n − 1), short last blocks.
 CASES = [(3, 2), (9, 8), (12, 3), (41, 5), (100, 2), (200, 32), (300, 8), (500, 1),
          (500, 2), (500, 8), (500, 32)]
@@ -109,7 +111,7 @@ def test_the_lag_of_three_tasks_is_exact(n, b):
     assert f"CHASE_LAG = {LAG};" in host_bulge.KERNEL.read_text()
 
 
-@pytest.mark.parametrize("dtype", REAL)
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n, b", CASES)
 @pytest.mark.parametrize("record", [False, True])
 def test_host_kernel_gives_the_numba_bits(host_chase, monkeypatch, n, b, dtype, record):
@@ -118,7 +120,7 @@ def test_host_kernel_gives_the_numba_bits(host_chase, monkeypatch, n, b, dtype, 
                       _chased(host_chase, band, record, monkeypatch))
 
 
-@pytest.mark.parametrize("dtype", REAL)
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n, b", [(41, 5), (100, 2), (300, 8), (500, 32)])
 @pytest.mark.parametrize("seed, window", [(0, 2), (1, 7), (2, 1000)])
 def test_any_wavefront_that_respects_the_lag_gives_the_numba_bits(host_chase, monkeypatch,
@@ -134,6 +136,8 @@ def test_any_wavefront_that_respects_the_lag_gives_the_numba_bits(host_chase, mo
     (3000, 16, np.float64, 1.0),         # the race report's band: the Numba loop gave NaN
     (200, 8, np.float64, 2.0 ** -1060),  # subnormal from the start
     (200, 8, np.float32, 2.0 ** -140),   # float32 subnormals: double arithmetic, no rescaling
+    (200, 8, np.complex128, 2.0 ** -1060),
+    (200, 8, np.complex64, 2.0 ** -140),
 ])
 def test_subnormal_reflectors_are_rescaled_alike(host_chase, monkeypatch, n, b, dtype, scale):
     band = _random_band(n, b, dtype, seed=n * b) * dtype(scale)
@@ -149,16 +153,20 @@ def test_launch_config():
         assert config.threads % 32 == 0
         assert config.threads >= min(2 * b - 1, 256) and config.threads <= 256
         assert 1 <= config.blocks <= min(n - 2, 132 * 8, bulge_cuda.sweeps_in_flight(n, b))
-        assert config.shared_bytes == (b + 1) * 8 + b * 8
+        # the squares (b doubles), tau, the reflector, each on 16 bytes (the Scratch)
+        assert config.shared_bytes == -(-(-(-8 * b // 16) * 16 + 8) // 16) * 16 + b * 8
+        wide = bulge_cuda.launch_config(n, b, 16, 132, 8, complex_data=True)
+        assert wide.shared_bytes == -(-(-(-8 * b // 16) * 16 + 16) // 16) * 16 + b * 16
+        assert wide[:2] == config[:2]
     assert bulge_cuda.launch_config(16384, 16, 4, 132, 8).blocks == 683
     assert bulge_cuda.launch_config(16384, 16, 4, 132, 2).blocks == 264
 
 
-def test_complex_bands_are_chased_on_the_host():
-    assert bulge_cuda.supports(np.float32) and bulge_cuda.supports(np.float64)
-    assert not bulge_cuda.supports(np.complex64) and not bulge_cuda.supports(np.complex128)
-    with pytest.raises(ValueError, match="complex bands are chased on the host"):
-        bulge_cuda.chase(np.zeros((5, 5), np.complex128), 2, None, None, None, None, False)
+def test_the_kernel_takes_real_and_complex_bands():
+    assert all(bulge_cuda.supports(dtype) for dtype in DTYPES)
+    assert not bulge_cuda.supports(np.int32) and not bulge_cuda.supports(np.float16)
+    with pytest.raises(ValueError, match="float32, float64, complex64 and complex128"):
+        bulge_cuda.chase(np.zeros((5, 5), np.int32), 2, None, None, None, None, False)
 
 
 # ---------------------------------------------------------------------------- GPU
@@ -171,7 +179,7 @@ def _units(x, y, band):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype", REAL)
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n, b", [(3, 2), (41, 5), (500, 2), (500, 8), (1000, 32),
                                   (2000, 64), (3000, 16)])
 def test_cuda_kernel_is_a_backward_stable_chase(n, b, dtype):
@@ -184,7 +192,7 @@ def test_cuda_kernel_is_a_backward_stable_chase(n, b, dtype):
     import cupy
 
     band = _random_band(n, b, dtype, seed=n * b)
-    a = stage1.band_matrix(band).astype(np.float64)
+    a = stage1.band_matrix(band).astype(np.result_type(dtype, np.float64))
     gpu = bulge.band_to_bidiagonal(cupy.asarray(band), record=True)
     assert isinstance(gpu.d, cupy.ndarray) and isinstance(gpu.reflectors.v_left, cupy.ndarray)
     if n <= 1000:
@@ -205,12 +213,13 @@ def test_cuda_kernel_is_a_backward_stable_chase(n, b, dtype):
 
 
 @pytest.mark.gpu
-def test_cuda_kernel_is_bitwise_reproducible():
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_cuda_kernel_is_bitwise_reproducible(dtype):
     """The race report's case (NaN once, H100, 2026-11-25: the dlarfg rescaling was
     missing, in both twins) chased 20 times: the same finite bits every time."""
     import cupy
 
-    band = cupy.asarray(_random_band(3000, 16, np.float64, seed=3000 * 16))
+    band = cupy.asarray(_random_band(3000, 16, dtype, seed=3000 * 16))
     first = None
     for _ in range(20):
         bd = bulge.band_to_bidiagonal(band, record=True)
@@ -223,17 +232,27 @@ def test_cuda_kernel_is_bitwise_reproducible():
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 def test_complex_band_on_the_gpu_comes_back_on_the_gpu(dtype):
+    """A complex band is chased by the kernel, its results on the GPU, the Numba loop's
+    to rounding; with the tunable chase_on_gpu off, by the Numba loop on a host copy,
+    bit for bit."""
     import cupy
+
+    from gpusvd._core import tunables
 
     band = _random_band(60, 5, dtype, seed=1)
     host = bulge.band_to_bidiagonal(band, record=True)
     gpu = bulge.band_to_bidiagonal(cupy.asarray(band), record=True)
     for x, y in zip(host[:4] + tuple(host.reflectors[:4]), gpu[:4] + tuple(gpu.reflectors[:4])):
+        assert isinstance(y, cupy.ndarray) and _units(x, y.get(), band) < BOUND
+    with tunables.override(chase_on_gpu=False):
+        copied = bulge.band_to_bidiagonal(cupy.asarray(band), record=True)
+    for x, y in zip(host[:4] + tuple(host.reflectors[:4]),
+                    copied[:4] + tuple(copied.reflectors[:4])):
         assert isinstance(y, cupy.ndarray) and np.array_equal(x, y.get())
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype", REAL)
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_two_stage_values_on_the_gpu_keep_lapacks(dtype):
     import cupy
 
@@ -242,5 +261,5 @@ def test_two_stage_values_on_the_gpu_keep_lapacks(dtype):
     a = testing.random_matrix(1500, 1200, dtype=dtype, seed=2)
     s = two_stage_singular_values(cupy.asarray(a), bandwidth=32)
     assert isinstance(s, cupy.ndarray)
-    ref = scipy.linalg.svdvals(a.astype(np.float64))
-    assert s.dtype == dtype and testing.sv_error(s.get(), ref) < BOUND * 1500
+    ref = scipy.linalg.svdvals(a.astype(np.result_type(dtype, np.float64)))
+    assert s.dtype == np.finfo(dtype).dtype and testing.sv_error(s.get(), ref) < BOUND * 1500

@@ -175,8 +175,8 @@ class Tunables:
     # method="auto" on the GPU for values only (svdvals, svd(compute_uv=False)) of real
     # matrices: "gr" (the two-stage reduction) from min(m, n) >= this, "polar" below. The
     # two tie at 4096; at 8192 "gr" takes 0.53 s against polar's 1.24 in float64, 0.42
-    # against 0.87 in float32 (BENCHMARKS.md, "Values only on the GPU"). Complex bands are
-    # chased on the host, so complex input stays with polar.
+    # against 0.87 in float32 (BENCHMARKS.md, "Values only on the GPU"). Complex input
+    # stays with polar: gr's complex values have not been timed against it.
     auto_values_gr_min_n_gpu: int = 8192
     # Share of the GPU's free memory (with CuPy's pool's free blocks) that one chunk of a
     # stack may take in the polar SVD (polar/svd.py); a larger stack is

@@ -197,7 +197,7 @@ def _chase(ab, b, v_left, tau_left, v_right, tau_right, record):
 
 
 # The chase by the band's array namespace: the Numba loop on NumPy, the CUDA kernel on
-# CuPy (real bands; a complex band on CuPy is chased by the Numba loop on a host copy).
+# CuPy (with the tunable chase_on_gpu off, the Numba loop on a host copy).
 _TWINS = {"numpy": _chase, "cupy": bulge_cuda.chase}
 _SUPPORTS = {"numpy": lambda dtype: True,
              "cupy": lambda dtype: tunables.get().chase_on_gpu and bulge_cuda.supports(dtype)}

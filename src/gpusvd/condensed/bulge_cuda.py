@@ -13,8 +13,7 @@ Per band: n − 2 sweeps of 2·⌈(n−2−s)/b⌉ tasks, each a reflector of le
 ≤ 2b−1 rows or columns. Sweep s+1 trails sweep s by three tasks, so about
 2(n−2)/(3b) sweeps can run at once (171 at n = 8192, b = 32) and the critical path is
 about 3n tasks; :func:`launch_config` bounds the grid by that and by the resident blocks
-the device holds. Real bands only: complex ones are chased on the host
-(:func:`supports`).
+the device holds. Real and complex bands (complex arithmetic as the Numba loop's).
 
 :func:`launch_config` is plain Python so it is tested without a GPU.
 """
@@ -38,8 +37,9 @@ class LaunchConfig(NamedTuple):
 
 
 def supports(dtype):
-    """Whether the kernel chases bands of ``dtype`` (float32 and float64)."""
-    return np.dtype(dtype) in (np.dtype(np.float32), np.dtype(np.float64))
+    """Whether the kernel chases bands of ``dtype``: float32, float64, complex64 and
+    complex128."""
+    return np.dtype(dtype) in kernels.CTYPE
 
 
 def sweeps_in_flight(n, b):
@@ -54,21 +54,29 @@ def sweeps_in_flight(n, b):
     return tasks // _LAG + 1
 
 
-def launch_config(n, b, itemsize, multiprocessors, blocks_per_sm):
+def _aligned(nbytes):
+    return -(-nbytes // 16) * 16
+
+
+def launch_config(n, b, itemsize, multiprocessors, blocks_per_sm, complex_data=False):
     """Grid, block and shared memory of the chase of an n×n band of bandwidth b ≥ 2.
 
     One thread per row or column a task updates (2b − 1 at most), in whole warps; at most
     ``multiprocessors · blocks_per_sm`` blocks, and no more than :func:`sweeps_in_flight`
-    (more would only spin). Shared memory: the reflector, its squares (double) and tau.
+    (more would only spin). Shared memory (the kernel's Scratch): the reflector's squares
+    (b doubles), its tau (a double, or two for complex data), then the reflector (b
+    entries of ``itemsize`` bytes), each part starting on 16 bytes.
 
     Examples
     --------
     >>> launch_config(8192, 32, 8, 132, 4)
-    LaunchConfig(blocks=171, threads=64, shared_bytes=520)
+    LaunchConfig(blocks=171, threads=64, shared_bytes=528)
     """
     threads = min(_MAX_THREADS, -(-(2 * b - 1) // _WARP) * _WARP)
     blocks = max(1, min(n - 2, multiprocessors * blocks_per_sm, sweeps_in_flight(n, b)))
-    return LaunchConfig(blocks, threads, (b + 1) * 8 + b * itemsize)
+    tau_bytes = 16 if complex_data else 8
+    reflector_at = _aligned(_aligned(8 * b) + tau_bytes)
+    return LaunchConfig(blocks, threads, reflector_at + b * itemsize)
 
 
 def chase(ab, b, v_left, tau_left, v_right, tau_right, record):
@@ -91,8 +99,8 @@ def chase(ab, b, v_left, tau_left, v_right, tau_right, record):
         # bd.d, bd.e: CuPy arrays, the Numba loop's to rounding
     """
     if not supports(ab.dtype):
-        raise ValueError(f"the GPU bulge chasing takes float32 and float64 bands, got "
-                         f"{ab.dtype}; complex bands are chased on the host")
+        raise ValueError(f"the GPU bulge chasing takes float32, float64, complex64 and "
+                         f"complex128 bands, got {ab.dtype}")
     import cupy
 
     n = ab.shape[0]
@@ -104,7 +112,7 @@ def chase(ab, b, v_left, tau_left, v_right, tau_right, record):
     with ab.device:
         config = launch_config(n, b, ab.itemsize,
                                ab.device.attributes["MultiProcessorCount"],
-                               tunables.get().chase_blocks_per_sm)
+                               tunables.get().chase_blocks_per_sm, ab.dtype.kind == "c")
         sync = cupy.zeros(n - 1, dtype=np.int32)  # the ticket, then each sweep's progress
         kernel = kernels.get_kernel(_KERNEL_FILE, f"chase_band<{kernels.CTYPE[ab.dtype]}>")
         kernel((config.blocks,), (config.threads,),

@@ -38,14 +38,20 @@
 // bulge._reflector), then every thread applies it to its row or column, a sequential dot
 // product and update, rounded as chase_common.cuh says. float data is computed as the
 // Numba loop computes it: dot products in float, the reflector's scalars
-// and the update w*tau*v in double, rounded when stored. On the GPU the two twins agree
-// to rounding (CUDA's hypot), the host build (tests/condensed/host_bulge.py) bit for bit.
+// and the update w*tau*v in double, rounded when stored; complex data alike, in
+// Complex<float> and Complex<double> (Wide<T>), with the Numba loop's complex products
+// and quotients. Complex windows are not held in registers (CHASE_HOLDS). On the GPU
+// the two twins agree to rounding (CUDA's hypot), the host build
+// (tests/condensed/host_bulge.py) bit for bit.
 //
 // With one thread per block (the host build) every loop runs sequentially.
 
 #include "chase_common.cuh"
 
 constexpr int CHASE_LAG = 3;
+// Whether a thread holds its row or column in registers (chase_common.cuh's hold): real
+// data only; a complex window would take twice the registers the real one already fills.
+template <typename T> constexpr bool CHASE_HOLDS = !ChaseScalar<T>::complex;
 
 // The band (module comment) and the recorded reflectors of bulge.ChaseReflectors:
 // v (sweeps, steps, b) and tau (sweeps, steps), steps = 0 when nothing is recorded.
@@ -60,30 +66,36 @@ template <typename T> struct Chase {
 };
 
 // Shared scratch of a task: the squares of the reflector's scaled entries (b doubles), its
-// tau, then the reflector (b entries of T): (b + 1) * 8 + b * sizeof(T) bytes.
+// tau (a Wide<T>), then the reflector (b entries of T), each part starting on 16 bytes:
+// bulge_cuda.launch_config's shared_bytes.
 template <typename T> struct Scratch {
     double *squares;
     T *v;
-    double *tau;
+    Wide<T> *tau;
 };
+
+__device__ __forceinline__ long long aligned16(long long bytes) { return (bytes + 15) / 16 * 16; }
 
 template <typename T> __device__ Scratch<T> scratch(unsigned char *raw, int b)
 {
     Scratch<T> s;
+    const long long tau_at = aligned16(8LL * b);
     s.squares = reinterpret_cast<double *>(raw);
-    s.tau = s.squares + b;
-    s.v = reinterpret_cast<T *>(s.tau + 1);
+    s.tau = reinterpret_cast<Wide<T> *>(raw + tau_at);
+    s.v = reinterpret_cast<T *>(raw + aligned16(tau_at + sizeof(Wide<T>)));
     return s;
 }
 
-// A(r0:r1, c0:c0+ln) <- A (I - tau v v^T), one row per thread (bulge._apply_right). A
+// A(r0:r1, c0:c0+ln) <- A (I - tau v v^H), one row per thread (bulge._apply_right). A
 // thread that holds its first row (chase_common.cuh's hold; held) takes it from the
 // registers, its later rows (b > CHASE_HELD, or fewer threads than rows) from memory.
+// As the Numba loop: the dot product in T, w = dot * tau in Wide<T>, each entry updated
+// in Wide<T> and rounded when stored.
 template <typename T>
 __device__ void apply_right(const Chase<T> &a, int r0, int r1, int c0, int ln, Scratch<T> w,
                             const T (&x)[CHASE_HELD], bool held)
 {
-    const double tau = *w.tau;
+    const Wide<T> tau = *w.tau;
     int i = r0 + threadIdx.x;
     if (held) {
         T *row = a.at(i, c0);
@@ -91,49 +103,52 @@ __device__ void apply_right(const Chase<T> &a, int r0, int r1, int c0, int ln, S
 #pragma unroll
         for (int k = 1; k < CHASE_HELD; ++k)
             if (k < ln) dot = add_rn(dot, mul_rn(x[k], w.v[k]));
-        const double wt = double(dot) * tau;
+        const Wide<T> wt = mul_rn(widen(dot), tau);
 #pragma unroll
         for (int k = 0; k < CHASE_HELD; ++k)
-            if (k < ln) row[k] = T(double(x[k]) - mul_rn(wt, double(w.v[k])));
+            if (k < ln)
+                row[k] = narrow<T>(sub_rn(widen(x[k]), mul_rn(wt, widen(conj_of(w.v[k])))));
         i += blockDim.x;
     }
     for (; i < r1; i += blockDim.x) {
         T *row = a.at(i, c0);
         T dot = mul_rn(row[0], w.v[0]);
         for (int k = 1; k < ln; ++k) dot = add_rn(dot, mul_rn(row[k], w.v[k]));
-        const double wt = double(dot) * tau;
-        for (int k = 0; k < ln; ++k) row[k] = T(double(row[k]) - mul_rn(wt, double(w.v[k])));
+        const Wide<T> wt = mul_rn(widen(dot), tau);
+        for (int k = 0; k < ln; ++k)
+            row[k] = narrow<T>(sub_rn(widen(row[k]), mul_rn(wt, widen(conj_of(w.v[k])))));
     }
 }
 
-// A(r0:r0+ln, c0:c1) <- (I - tau v v^T)^T A, one column per thread (bulge._apply_left),
+// A(r0:r0+ln, c0:c1) <- (I - tau v v^H)^H A, one column per thread (bulge._apply_left),
 // the thread's first column from its registers when held, as apply_right.
 template <typename T>
 __device__ void apply_left(const Chase<T> &a, int r0, int c0, int c1, int ln, Scratch<T> w,
                            const T (&x)[CHASE_HELD], bool held)
 {
-    const double tau = *w.tau;
+    const Wide<T> tau = conj_of(*w.tau);
     const long long step = a.ld - 1;  // from A(i, j) to A(i+1, j)
     int j = c0 + threadIdx.x;
     if (held) {
         T *col = a.at(r0, j);
-        T dot = mul_rn(w.v[0], x[0]);
+        T dot = mul_rn(conj_of(w.v[0]), x[0]);
 #pragma unroll
         for (int k = 1; k < CHASE_HELD; ++k)
-            if (k < ln) dot = add_rn(dot, mul_rn(w.v[k], x[k]));
-        const double wt = double(dot) * tau;
+            if (k < ln) dot = add_rn(dot, mul_rn(conj_of(w.v[k]), x[k]));
+        const Wide<T> wt = mul_rn(widen(dot), tau);
 #pragma unroll
         for (int k = 0; k < CHASE_HELD; ++k)
-            if (k < ln) col[k * step] = T(double(x[k]) - mul_rn(wt, double(w.v[k])));
+            if (k < ln)
+                col[k * step] = narrow<T>(sub_rn(widen(x[k]), mul_rn(wt, widen(w.v[k]))));
         j += blockDim.x;
     }
     for (; j < c1; j += blockDim.x) {
         T *col = a.at(r0, j);
-        T dot = mul_rn(w.v[0], col[0]);
-        for (int k = 1; k < ln; ++k) dot = add_rn(dot, mul_rn(w.v[k], col[k * step]));
-        const double wt = double(dot) * tau;
+        T dot = mul_rn(conj_of(w.v[0]), col[0]);
+        for (int k = 1; k < ln; ++k) dot = add_rn(dot, mul_rn(conj_of(w.v[k]), col[k * step]));
+        const Wide<T> wt = mul_rn(widen(dot), tau);
         for (int k = 0; k < ln; ++k)
-            col[k * step] = T(double(col[k * step]) - mul_rn(wt, double(w.v[k])));
+            col[k * step] = narrow<T>(sub_rn(widen(col[k * step]), mul_rn(wt, widen(w.v[k]))));
     }
 }
 
@@ -143,7 +158,7 @@ __device__ void record(T *v, T *tau, const Chase<T> &a, int s, int k, int ln, Sc
     if (a.steps == 0) return;
     const long long at = (long long)s * a.steps + k;
     for (int i = threadIdx.x; i < ln; i += blockDim.x) v[at * a.b + i] = w.v[i];
-    if (threadIdx.x == 0) tau[at] = T(*w.tau);
+    if (threadIdx.x == 0) tau[at] = narrow<T>(*w.tau);
 }
 
 // Task h of sweep s (module comment); false when it was the sweep's last. Every thread of
@@ -164,10 +179,10 @@ __device__ bool chase_task(const Chase<T> &a, int s, int h, Scratch<T> w)
         const int c0 = h == 0 ? st : ed + 1;
         const int c1 = h == 0 ? ed : smaller(ed + b, n - 1);
         const int ln = c1 - c0 + 1;
-        const bool held = ln <= CHASE_HELD && r + 1 + int(threadIdx.x) <= c1;
+        const bool held = CHASE_HOLDS<T> && ln <= CHASE_HELD && r + 1 + int(threadIdx.x) <= c1;
         if (held) hold(x, a.at(r + 1 + threadIdx.x, c0), 1, ln);
         if (threadIdx.x < width)
-            reflector<T>([&](int i) { return a.at(r, c0 + i); }, ln, w, lane, width);
+            reflector<T>([&](int i) { return a.at(r, c0 + i); }, ln, w, lane, width, true);
         __syncthreads();
         record(a.v_right, a.tau_right, a, s, h == 0 ? 0 : k + 1, ln, w);
         apply_right(a, r + 1, c1 + 1, c0, ln, w, x, held);
@@ -175,10 +190,10 @@ __device__ bool chase_task(const Chase<T> &a, int s, int h, Scratch<T> w)
     }
     const int ln = ed - st + 1;  // a column reflector on column st, block k
     const int j2 = smaller(ed + b, n - 1);
-    const bool held = ln <= CHASE_HELD && st + 1 + int(threadIdx.x) <= j2;
+    const bool held = CHASE_HOLDS<T> && ln <= CHASE_HELD && st + 1 + int(threadIdx.x) <= j2;
     if (held) hold(x, a.at(st, st + 1 + threadIdx.x), a.ld - 1, ln);
     if (threadIdx.x < width)
-        reflector<T>([&](int i) { return a.at(st + i, st); }, ln, w, lane, width);
+        reflector<T>([&](int i) { return a.at(st + i, st); }, ln, w, lane, width, false);
     __syncthreads();
     record(a.v_left, a.tau_left, a, s, k, ln, w);
     apply_left(a, st, st + 1, j2 + 1, ln, w, x, held);

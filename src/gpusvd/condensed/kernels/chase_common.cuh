@@ -2,17 +2,23 @@
 // bidiagonal, the SVD's stage 2): a persistent kernel that runs one sweep per thread
 // block with task h of sweep s waiting for task h + lag of sweep s-1 (the kernel file
 // derives its lag), forming its reflectors as the Numba loop does (bulge._reflector,
-// LAPACK's dlarfg). The kernel file includes this header by its relative path, as
-// complex.cuh, so NVRTC (kernels.expanded_source inlines it), nvcc and the host build of
-// the tests (tests/condensed/host_bulge.py) all find it.
+// LAPACK's dlarfg, zlarfg for complex data). The kernel file includes this header by its
+// relative path, as this header includes complex.cuh, so NVRTC (kernels.expanded_source
+// inlines them), nvcc and the host build of the tests (tests/condensed/host_bulge.py) all
+// find them.
 //
 // Rounding: products are rounded before they are added (__fmul_rn, __dmul_rn), so nothing
 // is contracted into an fma the Numba loop does not do; the reflector's scalars are
 // computed in double for float data too, as the Numba loop computes them. hypot is
 // CUDA's (within 2 ulp), where the Numba loop calls the C library's: on the GPU the twins
-// agree to rounding, in the host build bit for bit.
+// agree to rounding, in the host build bit for bit. Complex arithmetic is the Numba
+// loop's too: a product as re = ac - bd, im = ad + bc, each product rounded; a quotient by
+// CPython's algorithm (_Py_c_quot, which Numba follows); |z| = hypot(re, im) in z's own
+// precision.
 
 #pragma once
+
+#include "../../_core/cuda/complex.cuh"
 
 constexpr int SWEEP_DONE = 0x7fffffff;
 constexpr int CHASE_MAX_THREADS = 256;
@@ -34,6 +40,71 @@ __device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(
 __device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
 __device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
 __device__ __forceinline__ int smaller(int a, int b) { return a < b ? a : b; }
+
+// The chase's data types: float, double, Complex<float>, Complex<double>. Wide is what the
+// reflector's scalars and an update's w*tau are computed in (double, Complex<double>).
+template <typename T> struct ChaseScalar {
+    using Wide = double;
+    static constexpr bool complex = false;
+};
+template <typename R> struct ChaseScalar<Complex<R>> {
+    using Wide = Complex<double>;
+    static constexpr bool complex = true;
+};
+template <typename T> using Wide = typename ChaseScalar<T>::Wide;
+
+template <typename R> __device__ __forceinline__ Complex<R> mul_rn(Complex<R> a, Complex<R> b)
+{
+    return cplx(add_rn(mul_rn(a.re, b.re), -mul_rn(a.im, b.im)),
+                add_rn(mul_rn(a.re, b.im), mul_rn(a.im, b.re)));
+}
+template <typename R> __device__ __forceinline__ Complex<R> add_rn(Complex<R> a, Complex<R> b)
+{
+    return cplx(add_rn(a.re, b.re), add_rn(a.im, b.im));
+}
+__device__ __forceinline__ double sub_rn(double a, double b) { return __dadd_rn(a, -b); }
+__device__ __forceinline__ Complex<double> sub_rn(Complex<double> a, Complex<double> b)
+{
+    return cplx(sub_rn(a.re, b.re), sub_rn(a.im, b.im));
+}
+__device__ __forceinline__ float conj_of(float x) { return x; }
+__device__ __forceinline__ double conj_of(double x) { return x; }
+template <typename R> __device__ __forceinline__ Complex<R> conj_of(Complex<R> x)
+{
+    return cplx(x.re, -x.im);
+}
+__device__ __forceinline__ double widen(float x) { return double(x); }
+__device__ __forceinline__ double widen(double x) { return x; }
+template <typename R> __device__ __forceinline__ Complex<double> widen(Complex<R> x)
+{
+    return cplx(double(x.re), double(x.im));
+}
+template <typename T> __device__ __forceinline__ T narrow(double x) { return T(x); }
+template <typename T> __device__ __forceinline__ T narrow(Complex<double> x)
+{
+    using R = decltype(T().re);
+    return cplx(R(x.re), R(x.im));
+}
+// |x| as the Numba loop takes it: fabs, or hypot(re, im) in the entry's precision (hypotf
+// for complex64), widened to double.
+__device__ __forceinline__ double magnitude(float x) { return double(fabs(x)); }
+__device__ __forceinline__ double magnitude(double x) { return fabs(x); }
+__device__ __forceinline__ double magnitude(Complex<float> x) { return double(hypotf(x.re, x.im)); }
+__device__ __forceinline__ double magnitude(Complex<double> x) { return hypot(x.re, x.im); }
+// a / b by CPython's algorithm (_Py_c_quot), as Numba divides complex numbers; b != 0.
+__device__ __forceinline__ Complex<double> quotient(Complex<double> a, Complex<double> b)
+{
+    if (fabs(b.re) >= fabs(b.im)) {
+        const double ratio = b.im / b.re;
+        const double denom = __dadd_rn(b.re, __dmul_rn(b.im, ratio));
+        return cplx(__dadd_rn(a.re, __dmul_rn(a.im, ratio)) / denom,
+                    __dadd_rn(a.im, -__dmul_rn(a.re, ratio)) / denom);
+    }
+    const double ratio = b.re / b.im;
+    const double denom = __dadd_rn(__dmul_rn(b.re, ratio), b.im);
+    return cplx(__dadd_rn(__dmul_rn(a.re, ratio), a.im) / denom,
+                __dadd_rn(__dmul_rn(a.im, ratio), -a.re) / denom);
+}
 
 // The entries of a task's window that one thread holds in registers in bulge.cu: its
 // row (right) or column (left) of the update, read before the reflector is formed. The
@@ -66,14 +137,14 @@ __device__ __forceinline__ double warp_max(double v, int width)
     return v;
 }
 
-// LAPACK's dlarfg as bulge._reflector: the ln entries x_i = *entry(i) become
+// LAPACK's dlarfg as bulge._reflector, real data: the ln entries x_i = *entry(i) become
 // (I - tau v v^T)^T x = beta e_0; writes v (v_0 = 1) and tau to the scratch w (a kernel's
 // Scratch: squares, b doubles; v, b entries of T; tau, one double), beta to *entry(0) and
 // zeros to the other entries. Warp 0 only: the largest entry by a warp reduction, the
 // squares in parallel, their sum sequentially by lane 0 as the Numba loop adds them, and
 // dlarfg's rescaling when every |x_i| < REFLECTOR_SAFMIN.
 template <typename T, typename Entry, typename Work>
-__device__ void reflector(Entry entry, int ln, Work w, int lane, int width)
+__device__ void real_reflector(Entry entry, int ln, Work w, int lane, int width)
 {
     double m = 0.0;
     for (int i = lane; i < ln; i += width) {
@@ -122,6 +193,77 @@ __device__ void reflector(Entry entry, int ln, Work w, int lane, int width)
         w.v[i] = T(double(w.v[i]) * scale);
         *entry(i) = T(0);
     }
+}
+
+// zlarfg as bulge._reflector, complex data: the entries x_i = *entry(i), conjugated first
+// when ``conjugate`` (a row reflector: bulge._row_reflector), become beta e_0 with beta
+// real; v (v_0 = 1) and tau (complex, in Complex<double>) go to the scratch w. The work is
+// shared as real_reflector's, and every scalar is formed as the Numba loop forms it (the
+// header's comment): H = I only when x(1:) = 0 and x_0 is real.
+template <typename T, typename Entry, typename Work>
+__device__ void complex_reflector(Entry entry, int ln, Work w, int lane, int width,
+                                  bool conjugate)
+{
+    double m = 0.0;
+    for (int i = lane; i < ln; i += width) {
+        const T x = conjugate ? conj_of(*entry(i)) : *entry(i);
+        w.v[i] = x;
+        if (i > 0) m = fmax(m, magnitude(x));
+    }
+    const double amax = warp_max(m, width);
+    __syncwarp();
+    const T alpha = w.v[0];
+    if (amax == 0.0 && alpha.im == 0) {  // H = I
+        if (lane == 0) {
+            *entry(0) = narrow<T>(cplx(double(alpha.re), 0.0));
+            *w.tau = cplx(0.0, 0.0);
+            w.v[0] = narrow<T>(cplx(1.0, 0.0));
+        }
+        for (int i = 1 + lane; i < ln; i += width) *entry(i) = narrow<T>(cplx(0.0, 0.0));
+        return;
+    }
+    for (int i = 1 + lane; i < ln; i += width) {  // x(1:) = 0 with x_0 not real: ssq = 0
+        const double t = amax > 0.0 ? magnitude(w.v[i]) / amax : 0.0;
+        w.squares[i] = mul_rn(t, t);
+    }
+    __syncwarp();
+    __shared__ Complex<double> scale_shared_complex;
+    if (lane == 0) {
+        double ssq = 0.0;
+        for (int i = 1; i < ln; ++i) ssq = add_rn(ssq, w.squares[i]);
+        T a0 = alpha;
+        double xmax = amax, shrink = 1.0;
+        if (magnitude(a0) < REFLECTOR_SAFMIN && xmax < REFLECTOR_SAFMIN) {
+            shrink = REFLECTOR_SAFMIN;
+            const Complex<double> up = cplx(REFLECTOR_RSAFMN, 0.0);
+            for (int i = 0; i < ln; ++i) w.v[i] = narrow<T>(mul_rn(widen(w.v[i]), up));
+            a0 = w.v[0];
+            xmax = xmax * REFLECTOR_RSAFMN;
+        }
+        const double beta = -copysign(hypot(magnitude(a0), xmax * sqrt(ssq)), double(a0.re));
+        const Complex<double> b = cplx(beta, 0.0), a = widen(a0);
+        *w.tau = quotient(sub_rn(b, a), b);
+        scale_shared_complex = quotient(cplx(1.0, 0.0), sub_rn(a, b));
+        *entry(0) = narrow<T>(cplx(beta * shrink, 0.0));
+        w.v[0] = narrow<T>(cplx(1.0, 0.0));
+    }
+    __syncwarp();
+    const Complex<double> scale = scale_shared_complex;
+    for (int i = 1 + lane; i < ln; i += width) {
+        w.v[i] = narrow<T>(mul_rn(widen(w.v[i]), scale));
+        *entry(i) = narrow<T>(cplx(0.0, 0.0));
+    }
+}
+
+// The reflector of ln entries, by the data type; ``conjugate``: a row reflector, whose
+// entries are conjugated first (complex data; nothing to do for real).
+template <typename T, typename Entry, typename Work>
+__device__ void reflector(Entry entry, int ln, Work w, int lane, int width, bool conjugate)
+{
+    if constexpr (ChaseScalar<T>::complex)
+        complex_reflector<T>(entry, ln, w, lane, width, conjugate);
+    else
+        real_reflector<T>(entry, ln, w, lane, width);
 }
 
 // Whether task h of a sweep may start, given the progress of the sweep before it (the
