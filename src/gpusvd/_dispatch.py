@@ -147,6 +147,9 @@ def _route(shape, dtype, xp, *, compute_uv=True, fits=lambda: True):
         (lambda: xp is np, "lapack"),
         (lambda: not compute_uv and dtype.kind == "f" and k >= t.auto_values_gr_min_n_gpu,
          "gr"),
+        (lambda: dtype.kind == "c" and k >= (t.auto_vectors_gr_min_n_gpu_complex if compute_uv
+                                             else t.auto_values_gr_min_n_gpu_complex),
+         "gr"),
         (lambda: k <= 2 * block_width(xp) and fits(), _SMALL),
         (lambda: True, "polar"),
     )
@@ -329,7 +332,9 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
       (1024): the polar method through the batched engine, every step over the whole
       stack (batched QDWH, then one batched Hermitian eigensolver);
     - on the GPU, values only of a real matrix with min(M, N) >= 8192 (tunable
-      ``auto_values_gr_min_n_gpu``): ``"gr"`` through the two-stage reduction;
+      ``auto_values_gr_min_n_gpu``), of a complex one from 4096, and a complex SVD with
+      vectors from 8192 (``auto_values_gr_min_n_gpu_complex``,
+      ``auto_vectors_gr_min_n_gpu_complex``): ``"gr"`` through the two-stage reduction;
     - anything else: ``"polar"``, one matrix at a time (up to 1024 real columns: a CUDA
       graph, replayed from the second call of a shape on).
 

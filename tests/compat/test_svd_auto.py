@@ -60,7 +60,8 @@ def test_rule_on_the_gpu(shape, dtype, expected):
     ((8192, 8192), np.float64, "gr"),                # values only, large: two-stage gr
     ((9000, 8192), np.float32, "gr"),
     ((8192, 8191), np.float64, "polar"),             # min(M, N) counts
-    ((8192, 8192), np.complex128, "polar"),          # complex bands chase on the host
+    ((4096, 4096), np.complex128, "gr"),             # complex values: gr from 4096
+    ((4095, 5000), np.complex64, "polar"),
     ((2, 30, 30), np.float64, "small-jacobi"),        # small matrices first
     ((100, 100), np.float64, "polar"),
 ])
@@ -71,6 +72,18 @@ def test_rule_for_values_only_on_the_gpu(shape, dtype, expected):
         small = _dispatch._route((60, 50), np.dtype(np.float64), GPU, compute_uv=False)
         assert small == "gr"
     assert _dispatch._route(shape, np.dtype(dtype), np, compute_uv=False) == "lapack"
+
+
+@pytest.mark.parametrize(("shape", "expected"), [
+    ((8192, 8192), "gr"), ((3, 9000, 8192), "gr"), ((8191, 9000), "polar"),
+    ((4096, 4096), "polar"),
+])
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_rule_for_complex_vectors_on_the_gpu(shape, dtype, expected):
+    assert _dispatch._route(shape, np.dtype(dtype), GPU) == expected
+    assert _dispatch._route(shape, np.dtype(dtype).type(0).real.dtype, GPU) == "polar"
+    with tunables.override(auto_vectors_gr_min_n_gpu_complex=10 ** 6):
+        assert _dispatch._route(shape, np.dtype(dtype), GPU) == "polar"
 
 
 def test_boundary_follows_the_block_width():

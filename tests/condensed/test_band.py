@@ -132,12 +132,23 @@ def test_row_major_input_is_reduced_in_place_as_column_major(dtype):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.complex128])
-def test_gpu_band_matches_cpu(dtype):
+@pytest.mark.parametrize("merge_min_n", [0, 10 ** 9])
+def test_gpu_band_matches_cpu(dtype, merge_min_n):
+    """The GPU's band, Q₁·C and P₁·C are the host's to 30 n·ε, with runs of merged panels
+    (back_transform_merge_min_n_gpu = 0) and one panel at a time (above n)."""
     import cupy
 
     a = testing.random_matrix(200, 150, dtype=dtype, seed=11)
-    band_cpu = stage1.band_of(stage1.reduce_to_band(np.array(a, order="F"), bandwidth=16))
+    host = stage1.reduce_to_band(np.array(a, order="F"), bandwidth=16)
     red = stage1.reduce_to_band(cupy.asarray(a, order="F"), bandwidth=16)
-    assert _units(stage1.band_of(red).get() - band_cpu, a) < BOUND
-    q = stage1.apply_q(red, cupy.eye(200, dtype=dtype))
+    assert _units(stage1.band_of(red).get() - stage1.band_of(host), a) < BOUND
+    c_left = testing.random_matrix(200, 30, dtype=dtype, seed=3)
+    c_right = testing.random_matrix(150, 30, dtype=dtype, seed=4)
+    with tunables.override(back_transform_merge_min_n_gpu=merge_min_n,
+                           back_transform_block_columns=64):
+        q = stage1.apply_q(red, cupy.eye(200, dtype=dtype))
+        qc = stage1.apply_q(red, cupy.asarray(c_left, order="F")).get()
+        pc = stage1.apply_p(red, cupy.asarray(c_right, order="F")).get()
     assert testing.orthogonality(q) < BOUND
+    assert _units(qc - stage1.apply_q(host, c_left.copy()), c_left) < BOUND
+    assert _units(pc - stage1.apply_p(host, c_right.copy()), c_right) < BOUND

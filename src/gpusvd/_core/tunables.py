@@ -175,9 +175,15 @@ class Tunables:
     # method="auto" on the GPU for values only (svdvals, svd(compute_uv=False)) of real
     # matrices: "gr" (the two-stage reduction) from min(m, n) >= this, "polar" below. The
     # two tie at 4096; at 8192 "gr" takes 0.53 s against polar's 1.24 in float64, 0.42
-    # against 0.87 in float32 (BENCHMARKS.md, "Values only on the GPU"). Complex input
-    # stays with polar: gr's complex values have not been timed against it.
+    # against 0.87 in float32 (BENCHMARKS.md, "Values only on the GPU").
     auto_values_gr_min_n_gpu: int = 8192
+    # The same for complex matrices, with vectors too: "gr" from min(m, n) >= these. H200
+    # (2026-11-29, BENCHMARKS.md "Complex matrices"): values at 4096, gr 0.305 s against
+    # polar's 0.459 (complex128), 0.247 against 0.285 (complex64); at 8192, 0.803
+    # against 2.66. With vectors, polar at 4096 (0.489 against gr's 0.573 complex128,
+    # 0.312 against 0.580 complex64), gr at 8192 (2.22 against 2.88, 1.68 against 1.87).
+    auto_values_gr_min_n_gpu_complex: int = 4096
+    auto_vectors_gr_min_n_gpu_complex: int = 8192
     # Share of the GPU's free memory (with CuPy's pool's free blocks) that one chunk of a
     # stack may take in the polar SVD (polar/svd.py); a larger stack is
     # decomposed chunk by chunk rather than running out of memory. A half leaves room
@@ -289,8 +295,13 @@ class Tunables:
     # Reflectors of stage 1's back-transformation applied as one compact WY block
     # (band.py's _apply_blocks): consecutive panels of b are merged up to this many, so the
     # three GEMMs a block have this inner dimension and C's rows are read and written once
-    # a block instead of once a panel. At most b: one panel a block.
+    # a block instead of once a panel. At most b: one panel a block. On the GPU only for
+    # C of back_transform_merge_min_n_gpu rows or more: merging a run takes about 30
+    # small launches, which a smaller C does not repay (H200, Q₁·C float64, panels alone
+    # against runs of 256: n = 4096 0.016 against 0.028 s, 8192 0.077 against 0.067,
+    # 16384 0.547 against 0.238). On the host, from n = 1000: 0.067 against 0.045 s.
     back_transform_block_columns: int = 256
+    back_transform_merge_min_n_gpu: int = 8192
     # Largest entry of a matrix (_core/scaling.py largest_entries_on_device) by one
     # whole-array reduction up to this many entries: past 2^31 (where CUB's segmented
     # reduction does not go) CuPy's own kernel takes 1.77 s for the maximum of 2.2e9

@@ -322,11 +322,14 @@ def _apply_blocks(c, blocks):
     of h. Runs of consecutive blocks are applied as one (:func:`_aggregate`, at most the
     tunable ``back_transform_block_columns`` reflectors): three GEMMs per run in place
     (:data:`_TWINS`), their inner dimension the run's width rather than one panel's b,
-    so that C's rows below j are read and written once a run, not once a panel."""
+    so that C's rows below j are read and written once a run, not once a panel. On the
+    GPU, runs only from ``back_transform_merge_min_n_gpu`` rows (the tunable says why)."""
     xp = array_namespace(c)
     gemm, _, unit_lower, _ = _TWINS[xp.__name__]
     work = c if c.flags.f_contiguous else xp.asfortranarray(c)
-    columns = max(1, tunables.get().back_transform_block_columns)
+    t = tunables.get()
+    merge = xp.__name__ == "numpy" or c.shape[0] >= t.back_transform_merge_min_n_gpu
+    columns = max(1, t.back_transform_block_columns) if merge else 1
     widest = max([block[1].shape[1] for block in blocks] + [columns])
     # Vᴴ·C and T·(Vᴴ·C), column-major (at most ``widest`` × columns each)
     w = xp.empty((2, work.shape[1], widest), dtype=work.dtype).transpose(0, 2, 1)

@@ -229,14 +229,20 @@ class Bidiagonal(NamedTuple):
 
 
 def _sign(x):
-    """x/|x|, 1 where x = 0. The parts of a complex x are divided separately: NumPy's
-    complex division by a subnormal modulus overflows (complex64 bands from n = 500 had
-    NaN phases)."""
+    """x/|x|, 1 where x = 0. A complex x is first divided by max(|Re x|, |Im x|), so its
+    modulus is formed from parts in [−1, 1] whatever the scale: a subnormal x's modulus
+    taken directly loses its low bits (complex64 bands from n = 500 have subnormal entries
+    down the chase; NumPy's division by such a modulus overflowed, and on the GPU the
+    phases came out up to 50% off unit modulus)."""
     xp = array_namespace(x)
-    mag = xp.abs(x)
-    safe = xp.where(mag == 0, 1, mag)
-    unit = x.real / safe + 1j * (x.imag / safe) if x.dtype.kind == "c" else x / safe
-    return xp.where(mag == 0, 1, unit).astype(x.dtype)
+    if x.dtype.kind != "c":
+        mag = xp.abs(x)
+        return xp.where(mag == 0, 1, x / xp.where(mag == 0, 1, mag)).astype(x.dtype)
+    big = xp.maximum(xp.abs(x.real), xp.abs(x.imag))
+    safe = xp.where(big == 0, 1, big)
+    re, im = x.real / safe, x.imag / safe
+    mag = xp.where(big == 0, 1, xp.sqrt(re * re + im * im))
+    return xp.where(big == 0, 1, re / mag + 1j * (im / mag)).astype(x.dtype)
 
 
 def _real_bidiagonal(d, e):
