@@ -227,7 +227,7 @@ def test_cuda_step_plan_is_the_host_step(n, b, g, dtype):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("n, b, g, m", [(300, 32, 32, 130), (257, 32, 8, 64), (200, 16, 16, 7),
-                                        (500, 8, 64, 301), (1000, 32, 32, 1000),
+                                        (500, 8, 24, 301), (1000, 32, 32, 1000),
                                         (90, 5, 24, 65)])
 def test_fused_step_is_the_host_step(n, b, g, m):
     """kernels/chase_back.cu's step (float64, the tensor cores) over a whole wavefront:

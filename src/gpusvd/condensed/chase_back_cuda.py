@@ -23,13 +23,12 @@ from .._core import kernels
 from .band_cuda import _OPS, _PREFIX, _SCALARS
 
 _KERNEL_FILE = "condensed/kernels/chase_back.cu"
-_TILE = 64           # STEP_TILE: columns of C a block
+_TILE = 64           # STEP_TILE: columns of C a tile
+_TILES = 4           # STEP_TILES: tiles a block
+_MAX_ROWS = 64       # STEP_MAX_ROWS: span <= this
 _THREADS = 256       # STEP_THREADS
 _PAD, _FRAG_PAD = 8, 4
-_MAX_G = 64          # STEP_MAX_G
-# The most dynamic shared memory the fused step takes (b = g = 32: 72 KiB, three blocks
-# an SM); larger groups go to cuBLAS.
-_MAX_SHARED = 160 * 1024
+_MAX_G = 32          # STEP_MAX_G
 
 
 class Operand(NamedTuple):
@@ -69,31 +68,31 @@ def plan(m, r0, count, span, period, g, first, stride):
 
 
 def fused_shared_bytes(span, g):
-    """Dynamic shared memory of the fused step (the kernel's layout): the tile and −V,
-    then W or X, whichever is larger; float64.
+    """Dynamic shared memory of the fused step (the kernel's layout): the tile, −V and W;
+    float64.
 
     Examples
     --------
     >>> fused_shared_bytes(63, 32)
-    73728
+    72704
     """
     rows = -(-span // 8) * 8
-    ld_c = _TILE + _PAD
-    return 8 * (rows * ld_c + rows * (g + _FRAG_PAD) + g * max(rows + _FRAG_PAD, ld_c))
+    return 8 * (rows * (_TILE + _PAD) + rows * (g + _FRAG_PAD) + g * (rows + _FRAG_PAD))
 
 
 def fused(dtype, span, g):
-    """Whether the fused kernel takes a step: float64, g a multiple of 8 up to 64, and
-    its shared memory within ``_MAX_SHARED``.
+    """Whether the fused kernel takes a step: float64, g a multiple of 8 up to 32 and a
+    window of at most 64 rows (b = g = 32, the default: 71 KiB of shared memory, three
+    blocks an SM).
 
     Examples
     --------
     >>> import numpy as np
-    >>> fused(np.float64, 63, 32), fused(np.float32, 63, 32), fused(np.float64, 35, 4)
+    >>> fused(np.float64, 63, 32), fused(np.float32, 63, 32), fused(np.float64, 95, 64)
     (True, False, False)
     """
     return (np.dtype(dtype) == np.float64 and g % 8 == 0 and 0 < g <= _MAX_G
-            and fused_shared_bytes(span, g) <= _MAX_SHARED)
+            and span <= _MAX_ROWS)
 
 
 def wavefront_step(work, r0, count, span, period, vs, wy, first, stride):
@@ -115,7 +114,7 @@ def fused_step(work, r0, count, span, period, vs, wy, first, stride):
     kernel = kernels.get_kernel(_KERNEL_FILE, "wavefront_step<double>")
     if kernel.max_dynamic_shared_size_bytes < shared:
         kernel.max_dynamic_shared_size_bytes = shared  # opt in above the default 48 KB
-    kernel((-(-m // _TILE), count), (_THREADS,),
+    kernel((-(-m // (_TILE * _TILES)), count), (_THREADS,),
            (work, np.int32(m), np.int64(r0), np.int64(period), np.int32(span), np.int32(g),
             vs, wy, np.int64(first), np.int64(stride)), shared_mem=shared)
 
