@@ -40,7 +40,7 @@ SCHEMA = "gpusvd-bench-back-transform/1"
 
 def run_case(n, dtype, repeat, seed, groups, block_columns, xp):
     from gpusvd._core import tunables
-    from gpusvd.condensed import band, bulge, chase_back, chase_back_cuda
+    from gpusvd.condensed import band, bulge, chase_back
 
     rs = np.random.default_rng(seed)
     a = xp.asarray(rs.standard_normal((n, n)).astype(dtype), order="F")
@@ -65,13 +65,6 @@ def run_case(n, dtype, repeat, seed, groups, block_columns, xp):
             x = apply(refl, c, group=g)
             ref = x if ref is None else ref
             out[f"{side}_g{g}_distance"] = distance(x, ref)
-            if xp.__name__ == "cupy" and chase_back_cuda.fused(c.dtype, b + g - 1, g):
-                # the same product by the two cuBLAS GEMMs a step, beside the fused kernel
-                chase_back._STEPS["cupy"] = chase_back_cuda.cublas_step
-                try:
-                    out[f"{side}_g{g}_cublas"] = timed(lambda: apply(refl, c, group=g))
-                finally:
-                    chase_back._STEPS["cupy"] = chase_back_cuda.wavefront_step
     for side, apply in (("q1", band.apply_q), ("p1", band.apply_p)):
         ref = None
         for cols in block_columns:

@@ -224,39 +224,3 @@ def test_cuda_step_plan_is_the_host_step(n, b, g, dtype):
     scale = np.abs(host).max() * n * np.finfo(dtype).eps
     assert np.abs(emulated - host).max() <= BOUND_ORACLE * scale
 
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("n, b, g, m", [(300, 32, 32, 130), (257, 32, 8, 64), (200, 16, 16, 7),
-                                        (500, 8, 24, 301), (1000, 32, 32, 1000),
-                                        (90, 5, 24, 65)])
-def test_fused_step_is_the_host_step(n, b, g, m):
-    """kernels/chase_back.cu's step (float64, the tensor cores) over a whole wavefront:
-    the host step's C and cuBLAS's, to the oracle's bound; column tiles cut by m, windows
-    cut by n, reflectors with τ = 0; only the windows' rows change."""
-    import cupy
-    from gpusvd.condensed import chase_back_cuda
-
-    assert chase_back_cuda.fused(np.float64, b + g - 1, g)
-    v, tau = _synthetic(n, b, n - 1, np.float64, seed=n + g)
-    tau[::7] = 0
-    c = testing.random_matrix(n, m, dtype=np.float64, seed=m)
-    vs, wy, last, blocks = chase_back._factors(v, tau, b, g, n)
-    host = np.zeros((n + g + b, m))
-    host[:n] = c
-    on_gpu = {}
-    for name, step in (("fused", chase_back_cuda.fused_step),
-                       ("cublas", chase_back_cuda.cublas_step)):
-        work = cupy.asarray(host)
-        original = chase_back._STEPS["cupy"]
-        chase_back._STEPS["cupy"] = step
-        try:
-            chase_back._wavefront(work, cupy.asarray(vs), cupy.asarray(wy), last, blocks,
-                                  b, g, n)
-        finally:
-            chase_back._STEPS["cupy"] = original
-        on_gpu[name] = work.get()
-    chase_back._wavefront(host, vs, wy, last, blocks, b, g, n)
-    scale = np.abs(host).max() * n * np.finfo(np.float64).eps
-    assert np.abs(on_gpu["fused"] - host).max() <= BOUND_ORACLE * scale
-    assert np.abs(on_gpu["fused"] - on_gpu["cublas"]).max() <= BOUND_ORACLE * scale
-    assert not on_gpu["fused"][n:].any()  # the zero rows below C stay zero

@@ -62,7 +62,6 @@ REGISTRY = {
         f"gram_cholesky<{ctype}>" for ctype in _ALL)),
     "jacobi/kernels/small_qr.cu": KernelFile(tuple(f"small_qr<{ctype}>" for ctype in _ALL)),
     "condensed/kernels/bulge.cu": KernelFile(tuple(f"chase_band<{ctype}>" for ctype in _ALL)),
-    "condensed/kernels/chase_back.cu": KernelFile(("wavefront_step<double>",)),
     "condensed/kernels/wy.cu": KernelFile(tuple(
         f"{kernel}<{ctype}>" for kernel in ("unit_lower", "larft_gram") for ctype in _ALL)),
     "bidiagonal/kernels/apply_rotations.cu": KernelFile(tuple(
