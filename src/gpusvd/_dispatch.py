@@ -150,6 +150,8 @@ def _route(shape, dtype, xp, *, compute_uv=True, fits=lambda: True):
         (lambda: dtype.kind == "c" and k >= (t.auto_vectors_gr_min_n_gpu_complex if compute_uv
                                              else t.auto_values_gr_min_n_gpu_complex),
          "gr"),
+        (lambda: compute_uv and dtype == np.float64 and k >= t.auto_vectors_gr_min_n_gpu_float64,
+         "gr"),
         (lambda: k <= 2 * block_width(xp) and fits(), _SMALL),
         (lambda: True, "polar"),
     )
@@ -334,7 +336,8 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
     - on the GPU, values only of a real matrix with min(M, N) >= 8192 (tunable
       ``auto_values_gr_min_n_gpu``), of a complex one from 4096, and a complex SVD with
       vectors from 8192 (``auto_values_gr_min_n_gpu_complex``,
-      ``auto_vectors_gr_min_n_gpu_complex``): ``"gr"`` through the two-stage reduction;
+      ``auto_vectors_gr_min_n_gpu_complex``), and a float64 SVD with vectors from 16384
+      (``auto_vectors_gr_min_n_gpu_float64``): ``"gr"`` through the two-stage reduction;
     - anything else: ``"polar"``, one matrix at a time (up to 1024 real columns: a CUDA
       graph, replayed from the second call of a shape on).
 

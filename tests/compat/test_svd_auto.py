@@ -86,6 +86,16 @@ def test_rule_for_complex_vectors_on_the_gpu(shape, dtype, expected):
         assert _dispatch._route(shape, np.dtype(dtype), GPU) == "polar"
 
 
+@pytest.mark.parametrize(("shape", "dtype", "expected"), [
+    ((16384, 16384), np.float64, "gr"), ((2, 20000, 16384), np.float64, "gr"),
+    ((16383, 16384), np.float64, "polar"), ((16384, 16384), np.float32, "polar"),
+])
+def test_rule_for_large_float64_vectors_on_the_gpu(shape, dtype, expected):
+    assert _dispatch._route(shape, np.dtype(dtype), GPU) == expected
+    with tunables.override(auto_vectors_gr_min_n_gpu_float64=10 ** 6):
+        assert _dispatch._route(shape, np.dtype(dtype), GPU) == "polar"
+
+
 def test_boundary_follows_the_block_width():
     with tunables.override(jacobi_block_width_gpu=4):
         assert _dispatch._route((5, 8, 8), np.dtype(np.float64), GPU) == "small-jacobi"

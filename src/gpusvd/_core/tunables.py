@@ -184,6 +184,11 @@ class Tunables:
     # 0.312 against 0.580 complex64), gr at 8192 (2.22 against 2.88, 1.68 against 1.87).
     auto_values_gr_min_n_gpu_complex: int = 4096
     auto_vectors_gr_min_n_gpu_complex: int = 8192
+    # The SVD with vectors of a float64 matrix: "gr" from min(m, n) >= this. H200, 16384²:
+    # gr 6.14 s against polar's 6.39 in one run (2026-11-29), gr 5.64 since stage 1's
+    # merged WY runs; at 8192 polar leads (1.10 against 1.17). float32 stays with polar
+    # (16384²: 4.58 against gr's 4.73, before the merged runs).
+    auto_vectors_gr_min_n_gpu_float64: int = 16384
     # Share of the GPU's free memory (with CuPy's pool's free blocks) that one chunk of a
     # stack may take in the polar SVD (polar/svd.py); a larger stack is
     # decomposed chunk by chunk rather than running out of memory. A half leaves room
