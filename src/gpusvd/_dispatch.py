@@ -333,11 +333,9 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
     - on the GPU, for a stack of larger matrices up to min(M, N) = ``batched_max_n``
       (1024): the polar method through the batched engine, every step over the whole
       stack (batched QDWH, then one batched Hermitian eigensolver);
-    - on the GPU, values only of a real matrix with min(M, N) >= 8192 (tunable
-      ``auto_values_gr_min_n_gpu``), of a complex one from 4096, and a complex SVD with
-      vectors from 8192 (``auto_values_gr_min_n_gpu_complex``,
-      ``auto_vectors_gr_min_n_gpu_complex``), and a float64 SVD with vectors from 16384
-      (``auto_vectors_gr_min_n_gpu_float64``): ``"gr"`` through the two-stage reduction;
+    - on the GPU, from min(M, N) = 8192 for real values only, 4096 for complex values,
+      8192 for complex vectors, 16384 for float64 vectors (the tunables
+      ``auto_*_gr_min_n_gpu*``): ``"gr"`` through the two-stage reduction;
     - anything else: ``"polar"``, one matrix at a time (up to 1024 real columns: a CUDA
       graph, replayed from the second call of a shape on).
 
