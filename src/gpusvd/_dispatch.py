@@ -327,9 +327,8 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
       measured, at LAPACK's accuracy;
     - on the GPU, for matrices with min(M, N) <= 2b (b: tunable
       ``jacobi_block_width_gpu``, 32) that fit one thread block's shared memory (up to
-      a few hundred rows), one matrix or a stack: the one-sided Jacobi SVD without its
-      QR preconditioning, the finite check, scaling, sweeps, sorting and U's completion
-      of the whole stack in one kernel launch (taller ones take the polar method);
+      a few hundred rows), one matrix or a stack: the one-sided Jacobi SVD, the whole
+      stack in one kernel launch (taller ones take the polar method);
     - on the GPU, for a stack of larger matrices up to min(M, N) = ``batched_max_n``
       (1024): the polar method through the batched engine, every step over the whole
       stack (batched QDWH, then one batched Hermitian eigensolver);
