@@ -449,3 +449,19 @@ def test_sweeps_that_do_not_converge_fall_back_to_the_eigensolver(fallback):
     assert testing.svd_residual(a[0], u[0], s[0], u[0].T) < 30
     np.testing.assert_allclose(s[0], np.linalg.svd(a[0], compute_uv=False), rtol=0,
                                atol=30 * 12 * np.finfo(float).eps * s[0, 0])
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("method", ["auto", "jacobi", "eigh"])
+def test_diagonal_input_with_subnormal_entries(dtype, method):
+    """A diagonal with subnormal entries (closed form): U unitary, A = U·diag(S)·Uᵀ to
+    n·ε·‖A‖ (the phase √(d/|d|) of a subnormal complex64 d was NaN: its modulus, hypotf,
+    is rounded to the subnormal grid, and the complex division by it overflowed)."""
+    info = np.finfo(dtype)
+    tiny = np.ldexp(info.dtype.type(1), info.minexp - 6)
+    a = np.diag(np.array([1.0, 0.5j, (3 + 4j) * tiny, -tiny * 1j, 0], dtype))
+    s, u = takagi(a, method=method, device="cpu")
+    assert np.isfinite(u).all()
+    assert testing.orthogonality(u) < BOUND
+    rebuilt = (u * s) @ u.T
+    assert np.abs(rebuilt - a).max() <= BOUND * 5 * info.eps

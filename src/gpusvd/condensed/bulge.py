@@ -53,6 +53,7 @@ import numpy as np
 
 from .._core import tunables
 from .._core.backend import array_namespace, to_host
+from .._core.scaling import unit_phase
 from . import bulge_cuda
 
 # dlarfg's SAFMIN = DLAMCH('S')/DLAMCH('E') = 2^-1022/2^-53 in double, and its inverse:
@@ -233,30 +234,13 @@ class Bidiagonal(NamedTuple):
     reflectors: Any   # ChaseReflectors, or None without record
 
 
-def _sign(x):
-    """x/|x|, 1 where x = 0. A complex x is first divided by max(|Re x|, |Im x|), so its
-    modulus is formed from parts in [−1, 1] whatever the scale: complex64 bands from
-    n = 500 have subnormal entries down the chase, whose own modulus (hypotf) is rounded
-    to float's subnormal grid, up to 11% off, and NumPy's complex division by it
-    overflowed."""
-    xp = array_namespace(x)
-    if x.dtype.kind != "c":
-        mag = xp.abs(x)
-        return xp.where(mag == 0, 1, x / xp.where(mag == 0, 1, mag)).astype(x.dtype)
-    big = xp.maximum(xp.abs(x.real), xp.abs(x.imag))
-    safe = xp.where(big == 0, 1, big)
-    re, im = x.real / safe, x.imag / safe
-    mag = xp.where(big == 0, 1, xp.sqrt(re * re + im * im))
-    return xp.where(big == 0, 1, re / mag + 1j * (im / mag)).astype(x.dtype)
-
-
 def _real_bidiagonal(d, e):
     """(|d|, |e|, φ, ψ) with the bidiagonal (d, e) = diag(φ)·B·diag(ψ)ᴴ, B = (|d|, |e|):
     ψ_0 = 1, φ_i = ψ_i·sign(d_i), ψ_{i+1} = φ_i·conj(sign(e_i))."""
     xp = array_namespace(d)
-    steps = _sign(d[:-1]) * xp.conj(_sign(e))
+    steps = unit_phase(d[:-1]) * xp.conj(unit_phase(e))
     psi = xp.concatenate([xp.ones(min(d.shape[0], 1), d.dtype), xp.cumprod(steps)])
-    return xp.abs(d), xp.abs(e), psi * _sign(d), psi
+    return xp.abs(d), xp.abs(e), psi * unit_phase(d), psi
 
 
 def band_to_bidiagonal(band, *, record=False):

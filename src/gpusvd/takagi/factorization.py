@@ -15,6 +15,7 @@ from .._core.front_end import receive
 from .._core.errors import LinAlgError
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
 from .._core.results import TakagiResult
+from .._core.scaling import unit_phase
 from . import driver, embedding
 
 # Relative asymmetry ‖A − Aᵀ‖_F / ‖A‖_F accepted, in units of n·ε: the accuracy asked of
@@ -68,8 +69,7 @@ def _diagonal_takagi(mats, xp):
     matrix whose columns follow the values' order, whatever the method and device."""
     d = xp.diagonal(mats, axis1=1, axis2=2)
     s = xp.abs(d)
-    phase = xp.sqrt(d / xp.where(s > 0, s, 1).astype(d.dtype))
-    phase = xp.where(s > 0, phase, xp.ones_like(phase))
+    phase = xp.sqrt(unit_phase(d))  # 1 where d = 0; unit also where d is subnormal
     order = (np.argsort(-s, axis=1, kind="stable") if xp is np
              else xp.argsort(-s, axis=1))  # CuPy's sort is stable
     n = mats.shape[-1]
