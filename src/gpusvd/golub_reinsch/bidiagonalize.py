@@ -84,25 +84,39 @@ def _householder(x):
     denominators keep the discarded branch free of 0/0.  A complex x0 alone
     still takes a reflector: it turns x0 into the real |x0|·(±1).  Returns 0-d
     arrays: beta of x's real dtype, tau of x's dtype.
+
+    The scalars are formed from x / s, s = max|x_i| (dlarfg's rescaling by another
+    route), in double for float32 and complex64 data: a graded matrix's columns reach
+    entries whose squares underflow (below 1e-19 in float32), whose complex64 modulus
+    (hypotf) is rounded to the subnormal grid, and by whose complex difference a
+    division overflows; the reflectors made of them were up to 1e11 ε from unitary.
     """
     xp = array_namespace(x)
     alpha = x[0]
     if x.shape[0] == 1 and not _complex(x):  # nothing to annihilate (a static shape)
         return alpha.copy(), xp.zeros((), dtype=x.dtype)
-    tail = x[1:]
+    wide = np.result_type(x.dtype, np.float64)
+    a = alpha.astype(wide)
+    tail = x[1:].astype(wide)
+    big = xp.abs(a)
+    if tail.shape[0]:
+        big = xp.maximum(big, xp.abs(tail).max())
+    s = xp.where(big == 0, 1, big)
+    a, tail = a / s, tail / s  # |a|, |tail_i| <= 1, one of them 1 unless x = 0
     xnorm = xp.linalg.norm(tail)
     zero = xnorm == 0
     if _complex(x):
-        zero = zero & (alpha.imag == 0)
-        alpha_re, alpha_abs = alpha.real, xp.abs(alpha)
-    else:
-        alpha_re = alpha_abs = alpha
-    beta = xp.where(zero, alpha_re,
-                    -xp.copysign(xp.hypot(alpha_abs, xnorm), alpha_re))    # eq. (6)
-    tau = xp.where(zero, 0, (beta - alpha) / xp.where(zero, 1, beta))     # eq. (7)
-    tail /= xp.where(zero, 1, alpha - beta)                               # eq. (8)
+        zero = zero & (a.imag == 0)
+    a_re = a.real
+    beta = xp.where(zero, a_re, -xp.copysign(xp.hypot(xp.abs(a), xnorm), a_re))  # (6)
+    safe = xp.where(zero, 1, beta)  # |beta| >= 1 past the zero case
+    tau = (beta - a_re) / safe                                                  # (7)
+    if _complex(x):
+        tau = tau - 1j * (a.imag / safe)
+    x[1:] = xp.where(zero, x[1:], tail * (1 / xp.where(zero, 1, a - beta)))   # (8)
+    beta = beta * s
     x[0] = beta
-    return beta, tau
+    return beta.astype(np.finfo(x.dtype).dtype), tau.astype(x.dtype)
 
 
 def _reduce_panel(a, nb, x, y, d, e, tauq, taup):
