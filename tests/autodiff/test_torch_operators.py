@@ -175,6 +175,23 @@ def test_opcheck_of_the_derivative_operators(shape, device):
     torch.library.opcheck(library.polar_backward_op, (u, s, vh, w, gp + gp.mH))
 
 
+def _inductor_compiles_complex_svd_loss(x):
+    """Whether inductor compiles the backward of the losses' own operations (a complex
+    product with a real vector cast to complex, a matrix product, the real part of a
+    diagonal) without any SVD: where it does not, no SVD's loss of this form compiles
+    (torch's own SVD's does not on any device: its backward's allclose is not traced)."""
+    def loss(y):
+        s = torch.linalg.vector_norm(y, dim=-1)
+        return torch.diagonal((y * s.to(y.dtype)) @ y.mH, dim1=-2, dim2=-1).real.sum()
+    torch._dynamo.reset()
+    y = x.clone().requires_grad_()
+    try:
+        torch.autograd.grad(torch.compile(loss, fullgraph=True)(y), y)
+    except Exception:  # inductor's own error, whatever its class
+        return False
+    return True
+
+
 @pytest.mark.filterwarnings("ignore:.*is deprecated:FutureWarning")  # inductor's own
 @pytest.mark.filterwarnings("ignore:Torchinductor does not support code generation")
 @pytest.mark.parametrize("dtype", [torch.float64, torch.complex128], ids=str)
@@ -187,6 +204,9 @@ def test_compile_default_backend_gradient_equals_eager(dtype, device):
                                                          dim2=-1).real.sum())(
                   *gpusvd.svd(y, full_matrices=False))]
     x = _random((4, 4), dtype, device, seed=6)
+    if dtype.is_complex and not _inductor_compiles_complex_svd_loss(x):
+        pytest.skip("inductor does not compile this complex loss's backward on this "
+                    "device, SVD or not")
     for loss in losses:
         torch._dynamo.reset()
         compiled = torch.compile(loss, fullgraph=True)
