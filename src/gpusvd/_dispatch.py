@@ -147,11 +147,12 @@ def _route(shape, dtype, xp, *, compute_uv=True, fits=lambda: True):
         (lambda: xp is np, "lapack"),
         (lambda: not compute_uv and dtype.kind == "f" and k >= t.auto_values_gr_min_n_gpu,
          "gr"),
-        (lambda: dtype.kind == "c" and k >= (t.auto_vectors_gr_min_n_gpu_complex if compute_uv
-                                             else t.auto_values_gr_min_n_gpu_complex),
-         "gr"),
-        (lambda: compute_uv and dtype == np.float64 and k >= t.auto_vectors_gr_min_n_gpu_float64,
-         "gr"),
+        (lambda: not compute_uv and dtype.kind == "c"
+         and k >= t.auto_values_gr_min_n_gpu_complex, "gr"),
+        (lambda: compute_uv and dtype.kind == "c"
+         and k >= t.auto_vectors_gr_min_n_gpu_complex, "gr"),
+        (lambda: compute_uv and dtype == np.float64
+         and k >= t.auto_vectors_gr_min_n_gpu_float64, "gr"),
         (lambda: k <= 2 * block_width(xp) and fits(), _SMALL),
         (lambda: True, "polar"),
     )

@@ -177,17 +177,14 @@ class Tunables:
     # two tie at 4096; at 8192 "gr" takes 0.53 s against polar's 1.24 in float64, 0.42
     # against 0.87 in float32 (BENCHMARKS.md, "Values only on the GPU").
     auto_values_gr_min_n_gpu: int = 8192
-    # The same for complex matrices, with vectors too: "gr" from min(m, n) >= these. H200
-    # (2026-11-29, BENCHMARKS.md "Complex matrices"): values at 4096, gr 0.305 s against
-    # polar's 0.459 (complex128), 0.247 against 0.285 (complex64); at 8192, 0.803
-    # against 2.66. With vectors, polar at 4096 (0.489 against gr's 0.573 complex128,
-    # 0.312 against 0.580 complex64), gr at 8192 (2.22 against 2.88, 1.68 against 1.87).
+    # The same for complex matrices, values only and with vectors: "gr" from min(m, n) >=
+    # these, the sizes from which it overtakes polar (BENCHMARKS.md, "Complex matrices on
+    # the GPU": values from 4096, vectors only from 8192).
     auto_values_gr_min_n_gpu_complex: int = 4096
     auto_vectors_gr_min_n_gpu_complex: int = 8192
-    # The SVD with vectors of a float64 matrix: "gr" from min(m, n) >= this. H200, 16384²:
-    # gr 6.14 s against polar's 6.39 in one run (2026-11-29), gr 5.64 since stage 1's
-    # merged WY runs; at 8192 polar leads (1.10 against 1.17). float32 stays with polar
-    # (16384²: 4.58 against gr's 4.73, before the merged runs).
+    # The SVD with vectors of a float64 matrix: "gr" from min(m, n) >= this, where it
+    # overtakes polar; polar leads at 8192, and float32 stays with polar (BENCHMARKS.md,
+    # "Exact SVD of one square matrix on the GPU").
     auto_vectors_gr_min_n_gpu_float64: int = 16384
     # Share of the GPU's free memory (with CuPy's pool's free blocks) that one chunk of a
     # stack may take in the polar SVD (polar/svd.py); a larger stack is
@@ -273,10 +270,9 @@ class Tunables:
     chase_on_gpu: bool = True
     # Leaves of the bidiagonal divide and conquer (bidiagonal/dc_svd.py): at most
     # this many rows, solved by LAPACK on the host (from 128 rows one host thread a leaf).
-    # H200, gr's economy SVD of a Gaussian matrix in float64: at n = 8192 1.50 s with
-    # leaves of 32 rows (solver 0.59), 1.18 with 128 (0.24), 1.22 with 256 (0.27); at
-    # 4096 0.50, 0.39, 0.35. Fewer merges: the bottom levels' GEMMs were most of the
-    # solver (0.27 s of 0.59 at 8192).
+    # Larger leaves mean fewer merges, whose bottom levels' GEMMs dominate the solver with
+    # leaves of 32; 256 is faster at 4096 and slower at 8192 (BENCHMARKS.md, "The
+    # tunables' defaults").
     divide_conquer_leaf_size: int = 128
     # Merges of bidiagonal/dc_svd.py with at most this many rows update U and V by one
     # dense GEMM each (U·W, W the identity but for the merge's vectors) instead of the
@@ -302,9 +298,8 @@ class Tunables:
     # three GEMMs a block have this inner dimension and C's rows are read and written once
     # a block instead of once a panel. At most b: one panel a block. On the GPU only for
     # C of back_transform_merge_min_n_gpu rows or more: merging a run takes about 30
-    # small launches, which a smaller C does not repay (H200, Q₁·C float64, panels alone
-    # against runs of 256: n = 4096 0.016 against 0.028 s, 8192 0.077 against 0.067,
-    # 16384 0.547 against 0.238). On the host, from n = 1000: 0.067 against 0.045 s.
+    # small launches, which a smaller C does not repay (BENCHMARKS.md, "The tunables'
+    # defaults"); the host has no launches to pay and merges at every size.
     back_transform_block_columns: int = 256
     back_transform_merge_min_n_gpu: int = 8192
     # Largest entry of a matrix (_core/scaling.py largest_entries_on_device) by one

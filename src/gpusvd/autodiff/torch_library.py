@@ -186,8 +186,8 @@ torch.library.register_autograd(polar_op, _polar_backward, setup_context=_recomp
 
 # --- the derivatives of complex data as operators, for compiled code -------------------
 # Inductor, torch.compile's default backend, does not generate code for complex operations
-# and came out wrong on the formulas' complex graph (zero gradients of Re tr P, torch 2.11;
-# aot_eager was right): under compilation the Functions below hand complex derivatives to
+# and compiles the formulas' complex graph wrongly (zero gradients of Re tr P, torch 2.11,
+# where aot_eager is right): under compilation the Functions below hand complex derivatives to
 # these operators, which run the formulas eagerly and which inductor calls as they are.
 # Their own derivative (a second derivative) differentiates the formulas by torch.func.vjp.
 

@@ -80,9 +80,9 @@ def _reflector(x):
     double, never comes near it.  Every |x_i| is taken in double (``x[i] * 1.0`` widens a
     complex64 entry, exactly but for the sign of a zero part, which |x_i| ignores and
     alpha keeps): complex64's own modulus, hypotf, rounds a subnormal modulus
-    to float's subnormal grid (|3e-45 + 4e-45j| comes out 11% large), and the reflectors
-    of a complex64 band's last sweeps, whose entries are all subnormal, were then up to
-    4% from unitary (n = 1000, b = 32)."""
+    to float's subnormal grid (|3e-45 + 4e-45j| comes out 11% large), and reflectors
+    formed from such moduli are not unitary (4% off in the last sweeps of a complex64
+    band at n = 1000, b = 32, whose entries are all subnormal)."""
     n = x.shape[0]
     alpha = x[0]
     amax = 0.0

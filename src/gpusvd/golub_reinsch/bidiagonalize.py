@@ -89,7 +89,7 @@ def _householder(x):
     route), in double for float32 and complex64 data: a graded matrix's columns reach
     entries whose squares underflow (below 1e-19 in float32), whose complex64 modulus
     (hypotf) is rounded to the subnormal grid, and by whose complex difference a
-    division overflows; the reflectors made of them were up to 1e11 ε from unitary.
+    division overflows; reflectors made of them come out up to 1e11 ε from unitary.
     """
     xp = array_namespace(x)
     alpha = x[0]

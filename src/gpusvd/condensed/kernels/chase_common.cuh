@@ -86,8 +86,8 @@ template <typename T> __device__ __forceinline__ T narrow(Complex<double> x)
     return cplx(R(x.re), R(x.im));
 }
 // |x| in double as the Numba loop takes it: fabs, or hypot(re, im) of the entry widened
-// to double (hypotf of a subnormal complex64 entry is up to 11% off, and the reflectors
-// formed from it were not unitary: bulge._reflector).
+// to double (hypotf of a subnormal complex64 entry is up to 11% off, and reflectors
+// formed from it are not unitary: bulge._reflector).
 __device__ __forceinline__ double magnitude(float x) { return double(fabs(x)); }
 __device__ __forceinline__ double magnitude(double x) { return fabs(x); }
 __device__ __forceinline__ double magnitude(Complex<float> x)
