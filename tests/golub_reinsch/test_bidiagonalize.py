@@ -343,3 +343,25 @@ def test_graded_matrices_keep_unitary_reflectors(dtype, grading):
     assert testing.orthogonality(u) < SLACK and testing.orthogonality(vh, rows=True) < SLACK
     eps = np.finfo(dtype).eps
     assert np.linalg.norm((u * s) @ vh - a) <= SLACK * n * eps * np.linalg.norm(a)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("grading", ["columns", "both"])
+def test_graded_matrices_keep_unitary_reflectors_on_the_gpu(dtype, grading):
+    """The panel kernel's reflectors on graded matrices (its sums of squares and scalars
+    in double): U and V orthonormal to n·ε, A rebuilt, as on the host."""
+    import cupy
+    from gpusvd import svd, testing
+
+    n = 300  # panels of the kernel, then the host's tail
+    low = -30 if np.finfo(dtype).eps > 1e-10 else -150
+    d = np.logspace(0, low, n)
+    a = _random((n, n), dtype, seed=5) * d[None, :]
+    if grading == "both":
+        a = d[:, None] * a
+    u, s, vh = (x.get() for x in svd(cupy.asarray(a), method="gr", reduction="one-stage"))
+    assert np.isfinite(u).all() and np.isfinite(vh).all()
+    assert testing.orthogonality(u) < SLACK and testing.orthogonality(vh, rows=True) < SLACK
+    eps = np.finfo(dtype).eps
+    assert np.linalg.norm((u * s) @ vh - a) <= SLACK * n * eps * np.linalg.norm(a)

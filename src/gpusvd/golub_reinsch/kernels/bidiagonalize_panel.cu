@@ -53,16 +53,21 @@ template <typename T> __device__ __forceinline__ T real(T x) { return x; }
 template <typename R> __device__ __forceinline__ R real(Complex<R> x) { return x.re; }
 template <typename T> __device__ __forceinline__ T imag(T) { return T(0); }
 template <typename R> __device__ __forceinline__ R imag(Complex<R> x) { return x.im; }
-template <typename T> __device__ __forceinline__ T abs2(T x) { return x * x; }
-template <typename R> __device__ __forceinline__ R abs2(Complex<R> x)
+// |x|² and |x| in double, the Householder norm's terms: float data's squares and moduli
+// would underflow or be rounded to the subnormal grid in float (a graded matrix's columns
+// reach entries below 1e-19, whose squares are 0 in float; hypotf of a subnormal
+// complex64 entry is up to 11% off), and its reflectors with them were not unitary. The
+// real magnitude keeps x's sign (hypot ignores it).
+__device__ __forceinline__ double wide_abs2(float x) { return double(x) * double(x); }
+__device__ __forceinline__ double wide_abs2(double x) { return x * x; }
+template <typename R> __device__ __forceinline__ double wide_abs2(Complex<R> x)
 {
-    return x.re * x.re + x.im * x.im;
+    return double(x.re) * double(x.re) + double(x.im) * double(x.im);
 }
-// |x| for the Householder norm; the real case keeps x (hypot ignores its sign).
-template <typename T> __device__ __forceinline__ T magnitude(T x) { return x; }
-template <typename R> __device__ __forceinline__ R magnitude(Complex<R> x)
+template <typename T> __device__ __forceinline__ double magnitude(T x) { return double(x); }
+template <typename R> __device__ __forceinline__ double magnitude(Complex<R> x)
 {
-    return hypot(x.re, x.im);
+    return hypot(double(x.re), double(x.im));
 }
 // The element of value r (real r).
 template <typename T> struct Make {
@@ -71,24 +76,28 @@ template <typename T> struct Make {
 template <typename R> struct Make<Complex<R>> {
     static __device__ __forceinline__ Complex<R> of(R r) { return cplx(r, R(0)); }
 };
-// (beta - alpha) / beta and 1 / (alpha - beta), real beta: the zlarfg scalars.
-template <typename T> __device__ __forceinline__ T tau_of(T alpha, T beta)
+// (beta - alpha) / beta and 1 / (alpha - beta), real beta: the zlarfg scalars, formed in
+// double and rounded once to the data's type. |Re(alpha) - beta| = |Re alpha| + |beta| >=
+// |alpha| >= |Im alpha| (beta = -sign(Re alpha)·‖x‖), so the complex inverse takes the
+// ratio Im/Re, at most 1 (Smith's quotient), and squares nothing that could underflow.
+template <typename T> __device__ __forceinline__ T tau_of(T alpha, double beta)
 {
-    return (beta - alpha) / beta;
+    return T((beta - double(alpha)) / beta);
 }
-template <typename R> __device__ __forceinline__ Complex<R> tau_of(Complex<R> alpha, R beta)
+template <typename R> __device__ __forceinline__ Complex<R> tau_of(Complex<R> alpha, double beta)
 {
-    return cplx((beta - alpha.re) / beta, -alpha.im / beta);
+    return cplx(R((beta - double(alpha.re)) / beta), R(-double(alpha.im) / beta));
 }
-template <typename T> __device__ __forceinline__ T inverse_of_difference(T alpha, T beta)
+template <typename T> __device__ __forceinline__ T inverse_of_difference(T alpha, double beta)
 {
-    return T(1) / (alpha - beta);
+    return T(1.0 / (double(alpha) - beta));
 }
 template <typename R>
-__device__ __forceinline__ Complex<R> inverse_of_difference(Complex<R> alpha, R beta)
+__device__ __forceinline__ Complex<R> inverse_of_difference(Complex<R> alpha, double beta)
 {
-    const R re = alpha.re - beta, im = alpha.im, q = re * re + im * im;
-    return cplx(re / q, -im / q);
+    const double re = double(alpha.re) - beta, ratio = double(alpha.im) / re;
+    const double den = re + double(alpha.im) * ratio;
+    return cplx(R(1.0 / den), R(-ratio / den));
 }
 __device__ __forceinline__ float shfl_xor(float v, int o)
 {
@@ -163,20 +172,23 @@ __device__ T warp_sum(T v)
 }
 
 // Householder scalars from alpha and the per-block partial sums of squares (dlarfg,
-// zlarfg; the NumPy twin is bidiagonalize._householder). Every block computes them the
-// same way. beta is real; a complex alpha alone still takes a reflector, to make it real.
+// zlarfg; the NumPy twin is bidiagonalize._householder), in double (wide_abs2). Every
+// block computes them the same way. beta is real; a complex alpha alone still takes a
+// reflector, to make it real.
 template <typename T, typename R>
-__device__ void householder(T alpha, const R *partials, R *shm, R &beta, T &tau, T &scale)
+__device__ void householder(T alpha, const double *partials, double *shm, R &beta, T &tau,
+                            T &scale)
 {
-    R s = 0;
+    double s = 0;
     for (int i = threadIdx.x; i < gridDim.x; i += blockDim.x) s += partials[i];
-    const R xnorm = sqrt(block_sum(s, shm));
-    if (xnorm == R(0) && imag(alpha) == R(0)) {
+    const double xnorm = sqrt(block_sum(s, shm));
+    if (xnorm == 0.0 && imag(alpha) == R(0)) {
         beta = real(alpha); tau = Make<T>::of(R(0)); scale = Make<T>::of(R(1));
     } else {
-        beta = -copysign(hypot(magnitude(alpha), xnorm), real(alpha));
-        tau = tau_of(alpha, beta);
-        scale = inverse_of_difference(alpha, beta);
+        const double wide = -copysign(hypot(magnitude(alpha), xnorm), double(real(alpha)));
+        beta = R(wide);
+        tau = tau_of(alpha, wide);
+        scale = inverse_of_difference(alpha, wide);
     }
 }
 
@@ -189,12 +201,13 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
     typedef typename RealOf<T>::Type R;
     const T zero = Make<T>::of(R(0)), one = Make<T>::of(R(1));
     cg::grid_group grid = cg::this_grid();
-    __shared__ R shm[32];
+    __shared__ double shm[32];
     extern __shared__ unsigned char smem_raw[];
     T *sh = reinterpret_cast<T *>(smem_raw);  // 4 * nb values
     T *scal = work;
-    R *partials = reinterpret_cast<R *>(work + S_END);  // gridDim.x (of T's room)
-    T *t = work + S_END + gridDim.x;         // N: a(j:, :)' v
+    // gridDim.x doubles, in the room of (8 / sizeof(T) rounded up) T's each
+    double *partials = reinterpret_cast<double *>(work + S_END);
+    T *t = work + S_END + gridDim.x * ((sizeof(double) + sizeof(T) - 1) / sizeof(T));  // N
     T *w1 = t + N, *w2 = w1 + nb, *z1 = w2 + nb;
     T *t2 = z1 + nb;                         // nchunks x M: partial a(:, j+1:) u
 #define A(r, c) a[(r) + (long long)(c) * lda]
@@ -226,7 +239,7 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
             }
         }
         __syncthreads();
-        R part = 0;
+        double part = 0;
         for (long long r = (j > 0 ? j : 0) + gtid; r < M; r += nthreads) {
             if (j > 0) {
                 T s = zero;
@@ -240,7 +253,7 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
                 for (int k = 0; k < j; ++k) v -= A(r, k) * syr[k] + X(r, k) * sac[k];
                 A(r, j) = v;
                 if (r == j) scal[S_ALPHA] = v;
-                else part += abs2(v);
+                else part += wide_abs2(v);
             }
         }
         if (j > 0) {  // u(p) scaled, and conjugated back: row p of W holds conj(u)
@@ -294,7 +307,7 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
             rv = conj(rv);  // G_j's Householder vector is made from the conjugated row
             A(j, c) = rv;
             if (c == j + 1) scal[S_ALPHA2] = rv;
-            else part += abs2(rv);
+            else part += wide_abs2(rv);
         }
         for (long long r = j + 1 + gtid; r < M; r += nthreads) A(r, j) *= scale;
         part = block_sum(part, shm);
