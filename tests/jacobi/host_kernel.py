@@ -68,22 +68,23 @@ extern "C" void table_narrow(int n, const double *ct2, const bool *h, float *cs,
 template <typename T>
 static void inner(int batch, T *g, T *v, const typename Scalar<T>::Real *signs,
                   const int *pairs, int steps, int per_step, int m, int k, int max_sweeps,
-                  typename Scalar<T>::Real tol, long long *rotations, int *sweeps)
+                  typename Scalar<T>::Real tol, double floor2, long long *rotations,
+                  int *sweeps)
 {
     threadIdx.x = 0;
     blockDim.x = 1;
     for (int b = 0; b < batch; ++b) {
         blockIdx.x = b;
         inner_jacobi<T, 1>(g, v, signs, pairs, steps, per_step, m, k, max_sweeps, tol,
-                           rotations, sweeps);
+                           floor2, rotations, sweeps);
     }
 }
 #define INNER(NAME, T)                                                                    \\
     extern "C" void NAME(int batch, T *g, T *v, const Scalar<T>::Real *signs,             \\
                          const int *pairs, int steps, int per_step, int m, int k,          \\
-                         int max_sweeps, Scalar<T>::Real tol, long long *rotations,        \\
-                         int *sweeps)                                                      \\
-    { inner<T>(batch, g, v, signs, pairs, steps, per_step, m, k, max_sweeps, tol,         \\
+                         int max_sweeps, Scalar<T>::Real tol, double floor2,               \\
+                         long long *rotations, int *sweeps)                                \\
+    { inner<T>(batch, g, v, signs, pairs, steps, per_step, m, k, max_sweeps, tol, floor2, \\
                rotations, sweeps); }
 INNER(inner_float32, float)
 INNER(inner_float64, double)
@@ -128,7 +129,7 @@ def _pointer(x):
 def inner_jacobi(lib):
     """The host build's inner kernel with the contract of gpusvd.jacobi.inner.inner_jacobi."""
 
-    def run(g, v, signs, pairs, max_sweeps, tol):
+    def run(g, v, signs, pairs, max_sweeps, tol, floor2=0.0):
         _check(g, v, signs, pairs, max_sweeps)
         batch, m, k = g.shape
         if ((m | 1) * k + (k | 1) * k) * g.itemsize > _SHARED:
@@ -141,8 +142,8 @@ def inner_jacobi(lib):
         getattr(lib, f"inner_{g.dtype.name}")(
             ctypes.c_int(batch), _pointer(g), _pointer(v), _pointer(signs), _pointer(pairs),
             ctypes.c_int(pairs.shape[0]), ctypes.c_int(pairs.shape[1]), ctypes.c_int(m),
-            ctypes.c_int(k), ctypes.c_int(max_sweeps), real(tol), _pointer(rotations),
-            _pointer(sweeps))
+            ctypes.c_int(k), ctypes.c_int(max_sweeps), real(tol), ctypes.c_double(floor2),
+            _pointer(rotations), _pointer(sweeps))
         return rotations, sweeps
 
     return run

@@ -17,9 +17,11 @@ def singular_values(a, dps=40):
 def eigenvalues(g, signs, dps=40):
     """Eigenvalues of H = G·diag(signs)·Gᴴ in ``dps``-digit arithmetic, ascending."""
     with mpmath.workdps(dps):
-        gm = mpmath.matrix(np.asarray(g, dtype=np.float64).tolist())
-        h = gm * mpmath.diag([mpmath.mpf(float(s)) for s in signs]) * gm.T
-        w = mpmath.eigsy(h, eigvals_only=True)
+        complex_ = np.iscomplexobj(g)
+        gm = mpmath.matrix(np.asarray(g, dtype=np.complex128 if complex_
+                                      else np.float64).tolist())
+        h = gm * mpmath.diag([mpmath.mpf(float(s)) for s in signs]) * gm.H
+        w = (mpmath.eighe if complex_ else mpmath.eigsy)(h, eigvals_only=True)
         return np.sort(np.array([float(x) for x in w]))
 
 

@@ -4,11 +4,12 @@ import numpy as np
 import pytest
 import scipy.linalg
 
+from gpusvd._core import tunables
 from gpusvd.jacobi import eigh_factored, hsvd
-from gpusvd.testing import haar_orthogonal, random_matrix
+from gpusvd.testing import haar_orthogonal, orthogonality, random_matrix
 from .jacobi_backends import OnCPU, OnGPU
 from .naive_jacobi import eigenvalues
-from .test_jacobi_svd import spectrum
+from .test_jacobi_svd import check_above_floor, graded_below_floor, spectrum
 
 
 def j_orthogonal(signs, rng, rotations=60):
@@ -78,6 +79,34 @@ class TestHSVD(OnCPU):
         ref = eigenvalues(g, signs, dps=40)
         assert np.abs(ref).min() / np.abs(ref).max() < 1e-15
         assert np.max(np.abs(w - ref) / np.abs(ref)) < 1e-12
+
+    @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+    @pytest.mark.parametrize("mixed", [False, True], ids=["plus", "mixed"])
+    def test_graded_far_below_the_floor(self, dtype, mixed):
+        """D·G·D whose columns reach far below U_FLOOR, as in the SVD's test of the name,
+        with J = I and with mixed signs, through the blocked path (b = 16): converges,
+        U and the eigenvectors orthonormal, G·V = U·S, V J-unitary, and the σ = √|λ|
+        above the floor relatively accurate with their signs."""
+        n = 40
+        g, kappa = graded_below_floor(n, dtype, "both", seed=n)
+        signs = np.where(np.arange(n) % 3 == 2, -1.0, 1.0) if mixed else np.ones(n)
+        with tunables.override(jacobi_block_width=16, jacobi_block_width_gpu=16):
+            u, s, v, j = self.run(hsvd, g, signs)
+            w, x = self.run(eigh_factored, g, signs)
+        assert all(np.isfinite(y).all() for y in (u, s, v, w, x))
+        assert orthogonality(u) < 30 and orthogonality(x) < 30
+        eps = float(np.finfo(dtype).eps)
+        gw, vw = g.astype(np.complex128), v.astype(np.complex128)
+        vn = np.linalg.norm(vw, 2)
+        assert np.abs(gw @ vw - u * s).max() < 30 * n * eps * np.abs(gw).max() * vn
+        assert np.abs(vw.conj().T @ (signs[:, None] * vw) - np.diag(j)).max() \
+            < 30 * n * eps * vn ** 2
+        h = (gw * signs) @ gw.conj().T
+        assert np.abs(h @ x - x * w).max() < 30 * n * eps * np.abs(w).max()
+        ref = eigenvalues(g, signs, dps=150)
+        ref = ref[np.argsort(-np.abs(ref), kind="stable")]
+        above = check_above_floor(s, np.sqrt(np.abs(ref)), dtype, kappa)
+        assert (j[above] == np.sign(ref[above])).all()
 
     @pytest.mark.parametrize("signs", [[1, 1], [1, 0, -1], [1, 2, 1], [[1, -1, 1]]])
     def test_bad_signs(self, signs):

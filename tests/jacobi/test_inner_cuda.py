@@ -17,6 +17,7 @@ import pytest
 
 from gpusvd._core import tunables
 from gpusvd.jacobi import inner
+from gpusvd.jacobi.inner import column_floor
 from gpusvd.jacobi.inner_cuda import _LANES, _MAX_THREADS, launch_config, shared_bytes
 from gpusvd.jacobi.rotations import orthogonality_tol
 from gpusvd.jacobi.strategies import pivot_strategy
@@ -88,6 +89,10 @@ def _problem(kind, batch, m, k, dtype, seed=0):
     if kind == "graded":  # columns scaled over 8 orders of magnitude: relative accuracy
         g = _stack(lambda s: graded(m, k, side="right", grading=1e-8, dtype=dtype, seed=s),
                    batch, seed)
+    elif kind == "below-floor":  # columns far below U_FLOOR: subnormal ones in single
+        grading = 1e-150 if real == np.float64 else 1e-40
+        g = _stack(lambda s: graded(m, k, side="right", grading=grading, dtype=dtype,
+                                    seed=s), batch, seed)
     else:
         g = random_matrix(batch * m, k, dtype=dtype, seed=seed).reshape(batch, m, k)
     if kind == "hyperbolic":
@@ -95,7 +100,7 @@ def _problem(kind, batch, m, k, dtype, seed=0):
     return g, signs
 
 
-def _run_twins(g0, signs, strategy="row-reverse", max_sweeps=MAX_SWEEPS):
+def _run_twins(g0, signs, strategy="row-reverse", max_sweeps=MAX_SWEEPS, floor2=0.0):
     import cupy
 
     from gpusvd.jacobi import inner_cuda
@@ -105,10 +110,10 @@ def _run_twins(g0, signs, strategy="row-reverse", max_sweeps=MAX_SWEEPS):
     tol = orthogonality_tol(signs.dtype, m)
     v0 = np.broadcast_to(np.eye(k, dtype=g0.dtype), (batch, k, k)).copy()
     g, v = g0.copy(), v0.copy()
-    rot, sw = inner.inner_jacobi(g, v, signs, pairs, max_sweeps, tol)
+    rot, sw = inner.inner_jacobi(g, v, signs, pairs, max_sweeps, tol, floor2)
     dg, dv = cupy.asarray(g0), cupy.asarray(v0)
     drot, dsw = inner_cuda.inner_jacobi(dg, dv, cupy.asarray(signs), cupy.asarray(pairs),
-                                        max_sweeps, tol)
+                                        max_sweeps, tol, floor2)
     assert drot.dtype == np.int64 and dsw.dtype == np.int32
     return (g, v, rot, sw), (dg.get(), dv.get(), drot.get(), dsw.get())
 
@@ -186,6 +191,38 @@ def test_graded_columns_keep_relative_accuracy(dtype):
                        MAX_SWEEPS, orthogonality_tol(np.float64, 64))
     s = _sorted_norms(g, signs)
     assert np.max(np.abs(norms - s) / s) <= NORMS_UNITS * 32 * _eps(g0)
+
+
+def _check_floor(g0, g, sweeps, floor2):
+    """Converged, and the columns of g0 at or below the floor found in g bit for bit (they
+    are swapped, never rotated)."""
+    assert (sweeps < MAX_SWEEPS).all(), sweeps
+    wide = np.complex128 if np.iscomplexobj(g0) else np.float64
+
+    def below(x):
+        return (np.abs(x.astype(wide)) ** 2).sum(axis=1) <= floor2
+
+    before, after = below(g0), below(g)
+    for b in range(len(g0)):
+        kept = {c.tobytes() for c in np.swapaxes(g0[b], 0, 1)[before[b]]}
+        assert kept == {c.tobytes() for c in np.swapaxes(g[b], 0, 1)[after[b]]}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+def test_floor_leaves_the_columns_below_it_alone(dtype):
+    """The blocked driver's floor2 (U_FLOOR²) on columns far below it: both twins converge
+    (without it single precision rotates subnormal columns at every sweep), leave those
+    columns as they were but for swaps, and agree on the column norms."""
+    g0, signs = _problem("below-floor", 8, 40, 32, dtype, seed=7)
+    floor2 = float(column_floor(dtype)) ** 2
+    (g, v, rot, sw), (dg, dv, drot, dsw) = _run_twins(g0, signs, floor2=floor2)
+    _check_floor(g0, g, sw, floor2)
+    _check_floor(g0, dg, dsw, floor2)
+    wide = np.complex128 if np.iscomplexobj(g0) else np.float64
+    n_cpu, n_gpu = (_sorted_norms(x.astype(wide), signs) for x in (g, dg))
+    scale = n_cpu.max(axis=1, keepdims=True)
+    assert np.all(np.abs(n_gpu - n_cpu) <= NORMS_UNITS * 32 * _eps(g0) * scale)
 
 
 @pytest.mark.gpu

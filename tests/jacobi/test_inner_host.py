@@ -1,14 +1,16 @@
 """The CUDA inner Jacobi kernel's source compiled for the host (host_kernel.py), no GPU.
 
 1. With one lane per pivot pair and no fma it must give the Numba twin's bits, for every
-   dtype, on random, hyperbolic, graded and rank-deficient batches: the kernel and its
-   twin compute the same steps in the same (float64) arithmetic.
+   dtype, on random, hyperbolic, graded and rank-deficient batches and on columns far
+   below U_FLOOR, with the blocked driver's floor2: the kernel and its twin compute the
+   same steps in the same (float64) arithmetic.
 2. The float32 contract cases that failed on the H100 while their CPU twins passed
    (2026-11-22: graded side="right"/"both" 45×33 and rank-7 50×40, pointwise and blocked
    with b = 16) run through the whole CPU driver with the host-built kernel in place of the
    twin and must meet the contract's bounds. A float32 kernel (steps 1–6 in the data's
    type, the state before the fix) gives ‖VᴴV − I‖ = 5·10⁵ n·ε on side="both" here: the
-   Gram sums of columns with entries near 1e-21 underflow in float32.
+   Gram sums of columns with entries near 1e-21 underflow in float32. A D·G·D far below
+   U_FLOOR runs there too: without the floor its subnormal columns rotate at every sweep.
 """
 
 import numpy as np
@@ -18,9 +20,11 @@ from gpusvd import testing
 from gpusvd._core import tunables
 from gpusvd.jacobi import blocked, inner
 from gpusvd.jacobi.driver import jacobi_svd
+from gpusvd.jacobi.inner import column_floor
 from gpusvd.jacobi.rotations import orthogonality_tol
 from gpusvd.jacobi.strategies import pivot_strategy
 from . import host_kernel
+from .test_jacobi_svd import graded_below_floor
 
 BOUND = 30          # the contract's bound in units of n·ε (tests/golub_reinsch/test_svd_gr.py)
 MAX_SWEEPS = 30
@@ -34,9 +38,14 @@ def host_inner(tmp_path_factory):
 
 def _problem(kind, batch, m, k, dtype, seed):
     """A batch of g and the signs: random, hyperbolic (half the signs −1), graded columns
-    (B·D, D from 1 to 1e-10) or rank-deficient (rank k/4)."""
+    (B·D, D from 1 to 1e-10), graded far below U_FLOOR (B·D, D from 1 to 1e-40 in single
+    and 1e-150 in double precision) or rank-deficient (rank k/4)."""
     real = np.finfo(dtype).dtype
-    if kind == "graded":
+    if kind == "below-floor":
+        grading = 1e-150 if real == np.float64 else 1e-40
+        g = np.stack([testing.graded(m, k, side="right", grading=grading, dtype=dtype,
+                                     seed=seed + i) for i in range(batch)])
+    elif kind == "graded":
         g = np.stack([testing.graded(m, k, side="right", dtype=dtype, seed=seed + i)
                       for i in range(batch)])
     elif kind == "rank":
@@ -52,16 +61,18 @@ def _problem(kind, batch, m, k, dtype, seed):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
-@pytest.mark.parametrize("kind", ["random", "hyperbolic", "graded", "rank"])
+@pytest.mark.parametrize("kind", ["random", "hyperbolic", "graded", "below-floor", "rank"])
 def test_host_build_equals_numba_bit_for_bit(host_inner, dtype, kind):
     m, k = 24, 16
     g0, signs = _problem(kind, 4, m, k, dtype, seed=11)
     pairs = pivot_strategy("row-reverse", k)
     tol = orthogonality_tol(dtype, m)
+    floor2 = float(column_floor(dtype)) ** 2
     results = []
     for run in (inner.inner_jacobi, host_inner):
         g, v = g0.copy(), np.broadcast_to(np.eye(k, dtype=dtype), (4, k, k)).copy()
-        rotations, sweeps = run(g, v, signs, pairs, MAX_SWEEPS, tol)
+        rotations, sweeps = run(g, v, signs, pairs, MAX_SWEEPS, tol, floor2)
+        assert (sweeps < MAX_SWEEPS).all()
         results.append((g, v, rotations, sweeps))
     for numba_out, host_out in zip(*results):
         np.testing.assert_array_equal(host_out, numba_out)
@@ -71,6 +82,7 @@ CONTRACT_CASES = {
     "graded-right": lambda: testing.graded(45, 33, side="right", dtype=np.float32, seed=3),
     "graded-both": lambda: testing.graded(45, 33, side="both", dtype=np.float32, seed=3),
     "rank": lambda: testing.low_rank(50, 40, 7, dtype=np.float32, seed=5),
+    "below-floor": lambda: graded_below_floor(40, np.float32, "both", seed=40)[0],
 }
 
 

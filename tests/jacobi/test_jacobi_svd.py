@@ -7,8 +7,10 @@ input on the device (the CUDA inner kernel, cuBLAS/cuSOLVER shortening and QR).
 import numpy as np
 import pytest
 
+from gpusvd import svd
 from gpusvd._core import tunables
 from gpusvd._dispatch import _jacobi as jacobi_stack
+from gpusvd.jacobi.inner import column_floor
 from gpusvd.testing import (graded, haar_orthogonal, low_rank, random_matrix,
                             with_condition)
 from gpusvd.testing.metrics import orthogonality, relative_sv_error, svd_residual
@@ -19,6 +21,43 @@ DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 OPTIONS = [dict(), dict(variant="block-oriented"), dict(shorten="qr"), dict(vectors="solve"),
            dict(strategy="brent-luk"), dict(strategy="modulus"), dict(strategy="column"),
            dict(strategy="row-cyclic"), dict(precondition=False)]
+
+
+# The last entry of D of the graded inputs that reach below U_FLOOR, by side, for single
+# and double precision: D·G·D and G·D whose smallest columns and singular values lie far
+# below U_FLOOR·σ₁ (2^-102 ≈ 2e-31 and 2^-242 ≈ 1e-73); G·D in single precision holds
+# subnormal entries.
+BELOW_FLOOR = {"both": (1e-30, 1e-150), "right": (1e-44, 1e-150)}
+
+
+def graded_below_floor(n, dtype, side, seed):
+    """D·G·D (``side="both"``) or G·D (``"right"``) with G n×n Gaussian and D from 1 down
+    to :data:`BELOW_FLOOR`, formed in float64 and rounded once to ``dtype``; with κ(G)."""
+    rng = np.random.default_rng(seed)
+    g = rng.standard_normal((n, n))
+    if np.dtype(dtype).kind == "c":
+        g = (g + 1j * rng.standard_normal((n, n))) / np.sqrt(2)
+    last = BELOW_FLOOR[side][np.finfo(dtype).dtype == np.float64]
+    d = np.logspace(0, np.log10(last), n)
+    a = g * d if side == "right" else d[:, None] * g * d
+    return a.astype(dtype), float(np.linalg.cond(g))
+
+
+def check_above_floor(s, ref, dtype, kappa):
+    """Every σ to 30·n·ε·σ₁, and those above U_FLOOR·σ₁/√ε to 30·n·ε·κ relatively;
+    returns where they are.
+
+    The columns at or below U_FLOOR are not rotated, so those just above it are not made
+    orthogonal to them, which moves their σ by about (U_FLOOR·σ₁/σ)² relatively (measured
+    at D·G·D and G·D of float64 n = 40, D to 1e-80: 1e5·n·ε at σ = 2^-240·σ₁, and 0.03 from
+    2^-233·σ₁ on); the σ at or below U_FLOOR·σ₁ are those of unorthogonalized columns.
+    """
+    n, eps = len(ref), float(np.finfo(dtype).eps)
+    assert np.abs(s - ref).max() <= 30 * n * eps * ref[0]
+    above = ref > ref[0] * float(column_floor(dtype)) / np.sqrt(eps)
+    assert ref[above][-1] < 1e-20 * ref[0]  # far beyond what ε·σ₁ accuracy resolves
+    assert relative_sv_error(s[above], ref[above]) <= 30 * n * eps * kappa
+    return above
 
 
 def spectrum(kind, n, rng):
@@ -121,6 +160,25 @@ class TestJacobiSVD(OnCPU):
         assert np.abs(s - ref).max() < 30 * n * eps * ref[0]
         if kind == "rank":
             assert s[7] <= 100 * eps * s[0]
+
+    @pytest.mark.parametrize("dtype", DTYPES)
+    @pytest.mark.parametrize("side", ["both", "right"])
+    @pytest.mark.parametrize("n", [24, 40], ids=["pointwise", "blocked"])
+    def test_graded_far_below_the_floor(self, n, side, dtype):
+        """Columns far below U_FLOOR (inner.py) are neither rotated nor divided by their σ:
+        the sweeps converge, U and V are orthonormal, and the σ above the floor stay
+        relatively accurate. Without the floor single precision rotates subnormal columns
+        at every sweep, double precision leaves such columns unorthogonalized (V 1e10 n·ε
+        from orthogonal) and complex64's G/σ overflows. b = 16 on both devices: n = 24
+        takes the pointwise path, n = 40 the blocked one."""
+        a, kappa = graded_below_floor(n, dtype, side, seed=n)
+        with tunables.override(jacobi_block_width=16, jacobi_block_width_gpu=16):
+            out = svd(self.put(a), method="jacobi", full_matrices=False, device=self.device)
+        u, s, vh = map(self.get, out)
+        assert all(np.isfinite(x).all() for x in (u, s, vh))
+        assert orthogonality(u) < 30 and orthogonality(vh, rows=True) < 30
+        assert svd_residual(a, u, s, vh) < 30
+        check_above_floor(s, singular_values(a, dps=100), dtype, kappa)
 
     def test_input_unchanged_and_deterministic(self):
         a = random_matrix(70, 40, seed=7)

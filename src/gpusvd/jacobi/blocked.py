@@ -38,6 +38,7 @@ from .._core.backend import to_host
 from .._core.errors import LinAlgError
 from . import block_copy_cuda, gram_cholesky_cuda, inner_cuda
 from . import inner as inner_numba
+from .inner import column_floor
 from .padding import drop_columns, kept_columns, pad_columns, pad_signs
 from .rotations import orthogonality_tol
 from .strategies import PARALLEL, block_count, padded_order, pivot_strategy
@@ -87,13 +88,22 @@ def factor_gram(xp, h, shift, dtype):
     """
     k = h.shape[-1]
     d = xp.sqrt(xp.diagonal(h, axis1=1, axis2=2).real)
-    ds = xp.where(d > 0, d, 1).astype(h.dtype)
-    hs = h / (ds[:, :, None] * ds[:, None, :])
+    ds = xp.where(d > 0, d, 1)
+    hs = _divided(h, ds[:, :, None] * ds[:, None, :])
     diag = xp.arange(k)
     hs[:, diag, diag] = 1 + shift
     low = _TWINS[xp.__name__].cholesky(xp, hs, shift)
     r = low.conj().transpose(0, 2, 1) * d[:, None, :].astype(h.dtype)
     return xp.ascontiguousarray(r.astype(dtype, copy=False))
+
+
+def _divided(h, s):
+    """h / s for real s, part by part where h is complex (the kernel's ``scaled``): NumPy's
+    complex quotient forms 1/s, which overflows where s is subnormal (the scale d_i·d_j
+    of two columns whose squared norms are)."""
+    if h.dtype.kind != "c":
+        return h / s
+    return h.real / s + 1j * (h.imag / s)
 
 
 def gram(xp, x):
@@ -210,6 +220,7 @@ def blocked_jacobi(gt, vt, signs, *, xp, strategy, variant, shorten, tol, max_sw
             vt[xp.arange(n, n_pad), xp.arange(n, n_pad)] = 1
     signs_pad = np.concatenate([signs, np.ones(n_pad - n, real)])
     tol = orthogonality_tol(dtype, k) if tol is None else tol
+    floor2 = float(column_floor(dtype)) ** 2
     gram_real = np.finfo(_GRAM_TYPE.get(np.dtype(dtype), dtype)).dtype
     shift = k * max(m, k) * float(np.finfo(gram_real).eps) / 2
     inner = inner_for(xp)
@@ -231,10 +242,12 @@ def blocked_jacobi(gt, vt, signs, *, xp, strategy, variant, shorten, tol, max_sw
                 r, _ = pad_columns(r, k_inner, xp)
             for members, pattern in groups.groups:
                 if members is None:
-                    rotations, _ = inner(r, vloc, pattern, inner_pairs, inner_sweeps, tol)
+                    rotations, _ = inner(r, vloc, pattern, inner_pairs, inner_sweeps, tol,
+                                         floor2)
                 else:
                     rs, vs = r[members], vloc[members]
-                    rotations, _ = inner(rs, vs, pattern, inner_pairs, inner_sweeps, tol)
+                    rotations, _ = inner(rs, vs, pattern, inner_pairs, inner_sweeps, tol,
+                                         floor2)
                     vloc[members] = vs
                 proper += rotations.sum()
             if k_inner > k:
@@ -347,7 +360,8 @@ def small_jacobi(g, signs, *, xp, strategy, tol, max_sweeps):
     signs_pad = pad_signs(signs, k)
     tol = orthogonality_tol(g.dtype, m) if tol is None else tol
     pairs = inner_strategy(strategy, k, xp)
-    _, sweeps = inner_for(xp)(gp, vp, xp.asarray(signs_pad), pairs, max_sweeps + 1, tol)
+    _, sweeps = inner_for(xp)(gp, vp, xp.asarray(signs_pad), pairs, max_sweeps + 1, tol,
+                              float(column_floor(g.dtype)) ** 2)
     worst = int(sweeps.max()) if batch else 0
     if worst > max_sweeps:
         raise LinAlgError(f"jacobi: no convergence in {max_sweeps} sweeps of the pointwise "

@@ -7,7 +7,8 @@
    pivoting, the Jacobi method on X = Rᴴ.
 3. One-sided Jacobi on the columns (:mod:`.orthogonalize`): small matrices in one batched
    pointwise call, larger ones by the blocked method of §2 and §4 (:mod:`.blocked`).
-4. σ = column norms (DRDSSQ), U = G·Σ⁻¹ completed to an orthonormal basis where σ = 0;
+4. σ = column norms (DRDSSQ), U = G·Σ⁻¹ completed to an orthonormal basis where σ is at
+   or below the floor of the columns the Jacobi method leaves alone (:data:`.inner.U_FLOOR`);
    V accumulated from the rotations, or solved from X·V = G (``vectors="solve"``, the
    paper's (5): triangular after preconditioning).
 """
@@ -23,6 +24,7 @@ from .._core.front_end import receive
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
 from .._core.results import SVDResult
 from .._core.threads import single_threaded_blas
+from .inner import column_floor
 from .orthogonalize import Options, orthogonalize
 from .precondition import inverse_permutation, precondition
 from .small_qr_cuda import stack_qr
@@ -59,25 +61,31 @@ def scale_to_unit(xp, a):
 
 
 def normalized(xp, g, s, k):
-    """U = G·Σ⁻¹ for each matrix, completed to k columns where σ = 0.
+    """U = G·Σ⁻¹ for each matrix of the scaled G, completed to k columns where σ is at or
+    below :data:`.inner.U_FLOOR`.
 
-    ``s`` is descending, so the columns to complete are the last ones. The whole stack is
-    completed at once (on the GPU in one launch for small matrices): by the columns of Q
-    of the Householder QR of U, whose reflectors for the zero columns of U are the
-    identity, so that Q's columns there are orthonormal to the columns with σ > 0; those
-    are kept as they are.
+    Those columns were not rotated (:mod:`.inner`), so they need not be orthogonal to
+    the others, and a complex64 one divided by its subnormal σ overflows; they are
+    completed as for σ = 0, their σ kept. ``s`` is descending, so the columns to complete
+    are the last ones. The whole stack is completed at once (on the GPU in one launch for
+    small matrices): by the columns of Q of the Householder QR of U with those columns
+    zero, whose reflectors for them are the identity, so that Q's columns there are
+    orthonormal to the columns above the floor; those are kept as they are.
     """
     batch, m, n = g.shape
-    safe = xp.where(s > 0, s, 1)
-    u = g / safe[:, None, :].astype(g.dtype)
+    floor = column_floor(g.dtype)
+    above = s > floor
+    u = g / xp.where(above, s, 1)[:, None, :].astype(g.dtype)
     # The one host synchronization. s is descending, so its column k − 1 says whether
-    # any of the first k is zero; read on the host, as CuPy's reductions compile a kernel
-    # per size class on their first use (6.6 s of the H100's first svd(method="jacobi")).
-    if k <= n and not (k and (to_host(s[:, k - 1]) == 0).any()):
+    # any of the first k is at or below the floor; read on the host, as CuPy's reductions
+    # compile a kernel per size class on their first use (6.6 s of the H100's first
+    # svd(method="jacobi")).
+    if k <= n and not (k and (to_host(s[:, k - 1]) <= floor).any()):
         return u[:, :, :k]
+    u = xp.where(above[:, None, :], u, 0)
     q = stack_qr(u, xp, max(k, n))[0][:, :, :k]
     keep = xp.zeros((batch, k), bool)
-    keep[:, :min(n, k)] = s[:, :k] > 0
+    keep[:, :min(n, k)] = above[:, :k]
     wide = xp.zeros_like(q)
     wide[:, :, :min(n, k)] = u[:, :, :k]
     return xp.where(keep[:, None, :], wide, q)
@@ -203,7 +211,11 @@ def jacobi_svd(a, full_matrices=True, compute_uv=True, *, strategy=DEFAULTS.stra
     """Singular value decomposition by the blocked one-sided Jacobi method (paper 003).
 
     Singular values are computed to high relative accuracy: for column-, row- and
-    two-sided-graded matrices each one to nearly full precision, however small.
+    two-sided-graded matrices each one to nearly full precision down to about 2^-90·σ₁
+    in single and 2^-216·σ₁ in double precision. Columns of norm below about 2^-102·σ₁
+    and 2^-242·σ₁ (:data:`gpusvd.jacobi.inner.U_FLOOR`) are not rotated: their σ are
+    accurate to ε·σ₁, their singular vectors are completed to an orthonormal basis, and
+    the σ just above them lose about (U_FLOOR·σ₁/σ)² relatively.
 
     Parameters
     ----------

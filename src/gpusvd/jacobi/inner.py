@@ -33,14 +33,16 @@ rank-deficient matrices leave columns of norm 1e-17 with entries of 1e-21, whose
 squares and products are subnormal or zero, and float32 dot products and updates of such
 columns miss the relative orthogonality u·√m by orders of magnitude (an emulation of a
 float32 kernel on graded 45×33 input: V orthogonal only to 5·10⁵ n·ε). Products of two
-float32 numbers are exact in float64 and cannot underflow there. The small SVD
-(:mod:`.small_svd`) asks for ``narrow``: there the columns are scaled and never rotated
-below its U_FLOOR (2^-102 for float32), where float32's absolute rounding 2^-150 lies below
-ε·‖g‖, so the rotation after (15) and the updates run in the data's real type (the Gram
-sums, the test and (15) stay in float64). The CUDA twin
-(``inner_cuda.py``) follows the same steps and differs only in the order of the sums of
-step 1 (a parallel reduction) and the contraction of the float64 updates into fma, so the
-two agree to rounding, not to the bit.
+float32 numbers are exact in float64 and cannot underflow there. Columns at or below
+:data:`U_FLOOR` of scaled data are not rotated at all (the callers' ``floor2``): float32
+ones have subnormal entries, and float64 pairs of them are left by step 2's underflow
+rule before they are orthogonal. The small SVD (:mod:`.small_svd`) asks for ``narrow``:
+its columns are scaled and never rotated below U_FLOOR (2^-102 for float32), where
+float32's absolute rounding 2^-150 lies below ε·‖g‖, so the rotation after (15) and the
+updates run in the data's real type (the Gram sums, the test and (15) stay in float64).
+The CUDA twin (``inner_cuda.py``) follows the same steps and differs only in the order of
+the sums of step 1 (a parallel reduction) and the contraction of the float64 updates into
+fma, so the two agree to rounding, not to the bit.
 """
 
 import numba
@@ -50,6 +52,30 @@ from numba.extending import overload
 
 from .._core.threads import single_threaded_blas
 from .rotations import _like, cot_2phi, rotation_of
+
+# The least column norm of a scaled G (largest entry in [1/2, 1)) that the Jacobi methods
+# rotate and divide by, by the real dtype's item size (small_svd.cu's u_floor): a pair is
+# not rotated once re² underflows in float64 (|h_pq| < 2^-537), which leaves
+# cos(g_p, g_q) <= 2^-53 only where ‖g_p‖·‖g_q‖ >= 2^-484; a float32 column below 2^-102
+# nears the subnormal range, whose absolute rounding (2^-150) the relative test cannot
+# see past, and its pairs may fail the test at every sweep (D·G·D, D from 1 to 1e-25,
+# n = 40: no convergence in 50 block sweeps). Columns at or below it are not rotated
+# (``floor2`` = U_FLOOR²) and are completed in U as for σ = 0, their σ kept: the residual
+# moves by less than 2^-101·‖A‖, and the σ just above the floor, not made orthogonal to
+# those columns, lose about (U_FLOOR/σ)² relatively (float64 G·D, D from 1 to 1e-80:
+# 1e5·n·ε at 2^-240, 0.03·n·ε from 2^-233 on).
+U_FLOOR = {4: np.float32(2.0 ** -102), 8: np.float64(2.0 ** -242)}
+
+
+def column_floor(dtype):
+    """:data:`U_FLOOR` of the real type of ``dtype`` (an instance of that type).
+
+    Examples
+    --------
+    >>> bool(column_floor(np.complex64) == 2.0 ** -102)
+    True
+    """
+    return U_FLOOR[np.finfo(dtype).dtype.itemsize]
 
 
 def _gram(x, y):
@@ -210,12 +236,12 @@ def inner_jacobi(g, v, signs, pairs, max_sweeps, tol, floor2=0.0, narrow=False):
     tol : float
         Relative orthogonality threshold c(ε) (:func:`~gpusvd.jacobi.rotations.orthogonality_tol`).
     floor2 : float, optional
-        A pair with h_pp or h_qq at or below it is never rotated (the small SVD's
-        columns below its U_FLOOR, :mod:`.small_svd`); 0 by default.
+        A pair with h_pp or h_qq at or below it is never rotated (the callers pass
+        :data:`U_FLOOR`² of the dtype for their scaled columns); 0 by default.
     narrow : bool, optional
         Compute the rotation after (15) and the updates in g's real type instead of
         float64 (the small SVD's, safe there because its columns are scaled and never
-        rotated below U_FLOOR; the kernel's ``Narrow``). False by default.
+        rotated below :data:`U_FLOOR`; the kernel's ``Narrow``). False by default.
 
     Returns
     -------

@@ -173,7 +173,7 @@ def rotations(app, aqq, apq_abs, hyperbolic):
     return cs, tn
 
 
-def inner_jacobi(g, v, signs, pairs, max_sweeps, tol):
+def inner_jacobi(g, v, signs, pairs, max_sweeps, tol, floor2=0.0):
     """One-sided Jacobi on each matrix of a batch on the GPU, in place (the pStep core).
 
     Same contract as the CPU twin :func:`gpusvd.jacobi.inner.inner_jacobi`, on CuPy
@@ -192,6 +192,8 @@ def inner_jacobi(g, v, signs, pairs, max_sweeps, tol):
         every parallel strategy; indices are not range-checked on the device.
     max_sweeps : int >= 1
     tol : float
+    floor2 : float, optional
+        A pair with h_pp or h_qq at or below it is never rotated, as in the CPU twin.
 
     Returns
     -------
@@ -235,6 +237,7 @@ def inner_jacobi(g, v, signs, pairs, max_sweeps, tol):
         real = g.real.dtype.type
         kernel((batch,), (config.threads,),
                (g, v, signs, pairs, np.int32(pairs.shape[0]), np.int32(pairs.shape[1]),
-                np.int32(m), np.int32(k), np.int32(max_sweeps), real(tol), rotations, sweeps),
+                np.int32(m), np.int32(k), np.int32(max_sweeps), real(tol), np.float64(floor2),
+                rotations, sweeps),
                shared_mem=config.shared_bytes)
     return rotations, sweeps

@@ -16,12 +16,12 @@ that X is m × n with m >= n:
 4. σ_j = ‖g_j‖, summed in float64 row by row and rounded to the real dtype (the input is
    scaled, so gesvd's accuracy ε·σ₁);
 5. the padding columns found from V, the others ranked by descending σ, ties by position;
-6. S = σ·2^e; U = G·Σ⁻¹ where σ > :data:`U_FLOOR` (of the scaled g), completed to ``ku``
-   orthonormal columns where σ <= U_FLOOR (and past n for ``full_matrices``): each new
-   column starts from the unit vector e_t of the row t of least weight Σ_j |U_tj|² so
-   far, whose component orthogonal to the columns before it has norm² >= (m − c)/m, is
-   orthogonalized against them by two passes of classical Gram–Schmidt in float64, and
-   normalized;
+6. S = σ·2^e; U = G·Σ⁻¹ where σ > :data:`.inner.U_FLOOR` (of the scaled g; the columns
+   below it were not rotated), completed to ``ku`` orthonormal columns where
+   σ <= U_FLOOR (and past n for ``full_matrices``): each new column starts from the unit
+   vector e_t of the row t of least weight Σ_j |U_tj|² so far, whose component
+   orthogonal to the columns before it has norm² >= (m − c)/m, is orthogonalized against
+   them by two passes of classical Gram–Schmidt in float64, and normalized;
 7. for a wide matrix U = V_x and Vh = U_xᴴ.
 
 Steps 4–6 are written as the kernel computes them with one thread (sums in index order,
@@ -34,7 +34,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from .inner import inner_jacobi
+from .inner import column_floor, inner_jacobi
 from .rotations import orthogonality_tol
 from .strategies import padded_order, pivot_strategy
 
@@ -42,13 +42,6 @@ STRATEGY = "row-reverse"
 # Sweeps allowed: the Jacobi driver's MAX_SWEEPS (the kernel runs one more, to tell).
 MAX_SWEEPS = 50
 NOT_FINITE, NOT_CONVERGED = 1, 2   # bits of the status
-# The least σ of the scaled G whose column of G·Σ⁻¹ is orthogonal to working accuracy, by
-# the real dtype's item size (the kernel's u_floor): a pair is not rotated once re²
-# underflows in float64 (|h_pq| < 2^-537), which leaves cos(g_p, g_q) <= 2^-53 only where
-# ‖g_p‖·‖g_q‖ >= 2^-484; a float32 column below 2^-102 has subnormal entries. Columns at or
-# below it are not rotated (inner_jacobi's floor2 = U_FLOOR²) and are completed as for
-# σ = 0, their σ kept (the residual moves by < 2^-101·‖A‖).
-U_FLOOR = {4: np.float32(2.0 ** -102), 8: np.float64(2.0 ** -242)}
 
 
 class Shape:
@@ -255,7 +248,7 @@ def small_svd(a, *, compute_uv, full_matrices, max_sweeps=MAX_SWEEPS):
     v = np.repeat(np.eye(k, dtype=a.dtype)[None], batch, axis=0)
     _, sweeps = inner_jacobi(g, v, np.ones(k, real), pivot_strategy(STRATEGY, k),
                              max_sweeps + 1, orthogonality_tol(a.dtype, m),
-                             float(U_FLOOR[real.itemsize]) ** 2, narrow=True)
+                             float(column_floor(real)) ** 2, narrow=True)
     status = (NOT_FINITE if not finite.all() else 0) | \
         (NOT_CONVERGED if (sweeps[finite] > max_sweeps).any() else 0)
     s = np.zeros((batch, n), real)
@@ -265,7 +258,7 @@ def small_svd(a, *, compute_uv, full_matrices, max_sweeps=MAX_SWEEPS):
         work = np.complex128 if a.dtype.kind == "c" else np.float64
         _finish(g, v, n, m, ku, compute_uv, s, u_x, v_x, np.zeros((batch, m), work),
                 np.zeros((batch, max(ku, 1)), work), np.zeros((batch, m)),
-                U_FLOOR[real.itemsize])
+                column_floor(real))
     s = np.ldexp(s, exponent[:, None])
     s[~finite] = np.nan
     if not compute_uv:

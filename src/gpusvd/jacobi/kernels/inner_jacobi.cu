@@ -221,7 +221,8 @@ __device__ __forceinline__ R group_sum(R v, unsigned mask)
 // Subphases 1-6 of §4.3 on columns gp, gq of g (m rows) and vp, vq of v (k rows), by the
 // L lanes of one group. Returns bit 0: the pair was rotated (it failed the orthogonality
 // test), bit 1: the rotation was proper (cs != 1). A pair with h_pp or h_qq at or below
-// floor2 is never rotated (the small SVD's columns below its u_floor; 0 elsewhere).
+// floor2 is never rotated (columns of scaled data at or below small_svd.cu's u_floor,
+// jacobi/inner.py's U_FLOOR, whose pairs could fail the test at every sweep).
 // Narrow (the small SVD): the rotation after (15) and the column updates in the data's
 // real type rather than in Work. For float data that removes four conversions to and
 // from double per updated entry, and is safe there because the small SVD's columns are
@@ -330,6 +331,7 @@ __device__ int pair_step(T *gp, T *gq, T *vp, T *vq, int m, int k, bool hyperbol
 
 // g: (batch, m, k) and v: (batch, k, k), C-contiguous, updated in place; signs: (k,) of
 // +-1; pairs: (steps, per_step, 2), per_step = k/2 for a parallel strategy;
+// floor2: a pair with a squared column norm at or below it is not rotated (pair_step);
 // rotations: (batch,) proper rotations; sweeps: (batch,) sweeps run.
 // blockDim.x = L * groups with 1 <= groups <= k/2; dynamic shared memory
 // (ldg * k + ldv * k) * sizeof(T) with ldg = m | 1, ldv = k | 1 (inner_cuda.py).
@@ -337,7 +339,8 @@ template <typename T, int L>
 __global__ void __launch_bounds__(INNER_MAX_THREADS, 1)
 inner_jacobi(T *g, T *v, const typename Scalar<T>::Real *__restrict__ signs,
              const int *__restrict__ pairs, int steps, int per_step, int m, int k,
-             int max_sweeps, typename Scalar<T>::Real tol, long long *rotations, int *sweeps)
+             int max_sweeps, typename Scalar<T>::Real tol, double floor2,
+             long long *rotations, int *sweeps)
 {
     typedef typename Scalar<T>::Real R;
     extern __shared__ __align__(16) unsigned char shared_raw[];
@@ -377,7 +380,7 @@ inner_jacobi(T *g, T *v, const typename Scalar<T>::Real *__restrict__ signs,
                 const R sp = __ldg(signs + p), sq = __ldg(signs + q);
                 const int r = pair_step<T, L>(gs + p * ldg, gs + q * ldg, vs + p * ldv,
                                               vs + q * ldv, m, k, sp != sq, sp, tol, lane,
-                                              mask);
+                                              mask, floor2);
                 rotated |= r & 1;
                 proper += r >> 1;
             }
