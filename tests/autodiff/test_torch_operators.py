@@ -175,21 +175,12 @@ def test_opcheck_of_the_derivative_operators(shape, device):
     torch.library.opcheck(library.polar_backward_op, (u, s, vh, w, gp + gp.mH))
 
 
-def _inductor_compiles_complex_svd_loss(x):
-    """Whether inductor compiles the backward of the losses' own operations (a complex
-    product with a real vector cast to complex, a matrix product, the real part of a
-    diagonal) without any SVD: where it does not, no SVD's loss of this form compiles
-    (torch's own SVD's does not on any device: its backward's allclose is not traced)."""
-    def loss(y):
-        s = torch.linalg.vector_norm(y, dim=-1)
-        return torch.diagonal((y * s.to(y.dtype)) @ y.mH, dim1=-2, dim2=-1).real.sum()
-    torch._dynamo.reset()
-    y = x.clone().requires_grad_()
-    try:
-        torch.autograd.grad(torch.compile(loss, fullgraph=True)(y), y)
-    except Exception:  # inductor's own error, whatever its class
-        return False
-    return True
+def _triton_lacks_complex(error):
+    """Whether inductor failed for want of a complex dtype in its Triton code generation
+    (``KeyError: 'complex128'`` from its kernel signatures): a limit of inductor on CUDA
+    that any complex loss of this form meets, torch's own SVD's included."""
+    text = f"{error!r} {error.__cause__!r}"
+    return "KeyError" in text and "complex" in text
 
 
 @pytest.mark.filterwarnings("ignore:.*is deprecated:FutureWarning")  # inductor's own
@@ -204,19 +195,26 @@ def test_compile_default_backend_gradient_equals_eager(dtype, device):
                                                          dim2=-1).real.sum())(
                   *gpusvd.svd(y, full_matrices=False))]
     x = _random((4, 4), dtype, device, seed=6)
-    if dtype.is_complex and not _inductor_compiles_complex_svd_loss(x):
-        pytest.skip("inductor does not compile this complex loss's backward on this "
-                    "device, SVD or not")
+    uncompiled = []
     for loss in losses:
         torch._dynamo.reset()
         compiled = torch.compile(loss, fullgraph=True)
         y = x.clone().requires_grad_()
-        (got,) = torch.autograd.grad(compiled(y), y)
+        try:
+            (got,) = torch.autograd.grad(compiled(y), y)
+        except Exception as error:  # inductor's own error class
+            if not (dtype.is_complex and _triton_lacks_complex(error)):
+                raise
+            uncompiled.append(loss)
+            continue
         (expected,) = torch.autograd.grad(loss(y), y)
         assert (got - expected).abs().max() <= 100 * 4 * 2.3e-16 * expected.abs().max()
     y = x.clone().requires_grad_()
     (got,) = torch.autograd.grad(losses[1](y), y)
     assert (got - torch.eye(4, dtype=dtype, device=device)).abs().max() <= 100 * 4 * 2.3e-16
+    if uncompiled:
+        pytest.skip(f"inductor's Triton code has no {dtype} ({len(uncompiled)} of "
+                    f"{len(losses)} losses not compiled)")
 
 
 def test_export_captures_the_operators():

@@ -53,17 +53,45 @@ template <typename T> __device__ __forceinline__ T real(T x) { return x; }
 template <typename R> __device__ __forceinline__ R real(Complex<R> x) { return x.re; }
 template <typename T> __device__ __forceinline__ T imag(T) { return T(0); }
 template <typename R> __device__ __forceinline__ R imag(Complex<R> x) { return x.im; }
-// |x|² and |x| in double, the Householder norm's terms: float data's squares and moduli
-// would underflow or be rounded to the subnormal grid in float (a graded matrix's columns
-// reach entries below 1e-19, whose squares are 0 in float; hypotf of a subnormal
-// complex64 entry is up to 11% off), and its reflectors with them were not unitary. The
-// real magnitude keeps x's sign (hypot ignores it).
-__device__ __forceinline__ double wide_abs2(float x) { return double(x) * double(x); }
-__device__ __forceinline__ double wide_abs2(double x) { return x * x; }
-template <typename R> __device__ __forceinline__ double wide_abs2(Complex<R> x)
+// The Householder norm's sum of squares in double, by Blue's three accumulators (as
+// LAPACK's dnrm2): float data's squares would underflow in float (a graded matrix's
+// columns reach entries below 1e-19, whose squares are 0 in float) and double data's
+// below 1e-154 in double, and the reflectors made from them were not unitary. Entries
+// below 2^-511 are summed scaled up by 2^537, those above 2^486 scaled down by 2^-538.
+#define SSQ_TSML 0x1p-511
+#define SSQ_TBIG 0x1p486
+#define SSQ_SSML 0x1p537
+#define SSQ_SBIG 0x1p-538
+struct SumSq {
+    double sml, med, big;
+};
+__device__ __forceinline__ void add_square(SumSq &s, double x)
 {
-    return double(x.re) * double(x.re) + double(x.im) * double(x.im);
+    const double ax = fabs(x);
+    if (ax > SSQ_TBIG) s.big += (ax * SSQ_SBIG) * (ax * SSQ_SBIG);
+    else if (ax < SSQ_TSML) s.sml += (ax * SSQ_SSML) * (ax * SSQ_SSML);
+    else s.med += ax * ax;
 }
+__device__ __forceinline__ void add_square(SumSq &s, float x) { add_square(s, double(x)); }
+template <typename R> __device__ __forceinline__ void add_square(SumSq &s, Complex<R> x)
+{
+    add_square(s, double(x.re));
+    add_square(s, double(x.im));
+}
+// sqrt of the sum the three accumulators hold, without overflow or underflow.
+__device__ __forceinline__ double root_of(SumSq s)
+{
+    if (s.big > 0.0) return sqrt(s.big + (s.med * SSQ_SBIG) * SSQ_SBIG) / SSQ_SBIG;
+    if (s.sml > 0.0) {
+        if (!(s.med > 0.0)) return sqrt(s.sml) / SSQ_SSML;
+        const double a = sqrt(s.med), b = sqrt(s.sml) / SSQ_SSML;
+        const double hi = fmax(a, b), lo = fmin(a, b);
+        return hi * sqrt(1.0 + (lo / hi) * (lo / hi));
+    }
+    return sqrt(s.med);
+}
+// |x| in double; the real magnitude keeps x's sign (hypot ignores it). hypotf of a
+// subnormal complex64 entry is up to 11% off.
 template <typename T> __device__ __forceinline__ double magnitude(T x) { return double(x); }
 template <typename R> __device__ __forceinline__ double magnitude(Complex<R> x)
 {
@@ -139,6 +167,26 @@ __device__ T block_sum(T v, T *shm)
     return v;
 }
 
+// A block's three accumulators, summed (the block-wide result in every thread).
+__device__ SumSq block_sums(SumSq s, double *shm)
+{
+    s.sml = block_sum(s.sml, shm);
+    s.med = block_sum(s.med, shm);
+    s.big = block_sum(s.big, shm);
+    return s;
+}
+
+// Thread 0's record of the block's accumulators in partials (three doubles per block).
+__device__ void record_partial(SumSq s, double *shm, double *partials)
+{
+    s = block_sums(s, shm);
+    if (threadIdx.x == 0) {
+        partials[3 * blockIdx.x] = s.sml;
+        partials[3 * blockIdx.x + 1] = s.med;
+        partials[3 * blockIdx.x + 2] = s.big;
+    }
+}
+
 // Independent partial sums per lane: enough loads in flight to approach the memory
 // bandwidth (one dependent FMA chain per warp reached only 14-23% of it, NOTES.md).
 // Complex elements are twice as wide, so half as many sums keep as many bytes in flight,
@@ -172,16 +220,20 @@ __device__ T warp_sum(T v)
 }
 
 // Householder scalars from alpha and the per-block partial sums of squares (dlarfg,
-// zlarfg; the NumPy twin is bidiagonalize._householder), in double (wide_abs2). Every
-// block computes them the same way. beta is real; a complex alpha alone still takes a
-// reflector, to make it real.
+// zlarfg; the NumPy twin is bidiagonalize._householder), in double (SumSq, three doubles
+// per block in partials). Every block computes them the same way. beta is real; a complex
+// alpha alone still takes a reflector, to make it real.
 template <typename T, typename R>
 __device__ void householder(T alpha, const double *partials, double *shm, R &beta, T &tau,
                             T &scale)
 {
-    double s = 0;
-    for (int i = threadIdx.x; i < gridDim.x; i += blockDim.x) s += partials[i];
-    const double xnorm = sqrt(block_sum(s, shm));
+    SumSq s = {0.0, 0.0, 0.0};
+    for (int i = threadIdx.x; i < gridDim.x; i += blockDim.x) {
+        s.sml += partials[3 * i];
+        s.med += partials[3 * i + 1];
+        s.big += partials[3 * i + 2];
+    }
+    const double xnorm = root_of(block_sums(s, shm));
     if (xnorm == 0.0 && imag(alpha) == R(0)) {
         beta = real(alpha); tau = Make<T>::of(R(0)); scale = Make<T>::of(R(1));
     } else {
@@ -205,9 +257,9 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
     extern __shared__ unsigned char smem_raw[];
     T *sh = reinterpret_cast<T *>(smem_raw);  // 4 * nb values
     T *scal = work;
-    // gridDim.x doubles, in the room of (8 / sizeof(T) rounded up) T's each
+    // 3 gridDim.x doubles, in the room of (8 / sizeof(T) rounded up) T's each
     double *partials = reinterpret_cast<double *>(work + S_END);
-    T *t = work + S_END + gridDim.x * ((sizeof(double) + sizeof(T) - 1) / sizeof(T));  // N
+    T *t = work + S_END + 3 * gridDim.x * ((sizeof(double) + sizeof(T) - 1) / sizeof(T));
     T *w1 = t + N, *w2 = w1 + nb, *z1 = w2 + nb;
     T *t2 = z1 + nb;                         // nchunks x M: partial a(:, j+1:) u
 #define A(r, c) a[(r) + (long long)(c) * lda]
@@ -239,7 +291,7 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
             }
         }
         __syncthreads();
-        double part = 0;
+        SumSq part = {0.0, 0.0, 0.0};
         for (long long r = (j > 0 ? j : 0) + gtid; r < M; r += nthreads) {
             if (j > 0) {
                 T s = zero;
@@ -253,7 +305,7 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
                 for (int k = 0; k < j; ++k) v -= A(r, k) * syr[k] + X(r, k) * sac[k];
                 A(r, j) = v;
                 if (r == j) scal[S_ALPHA] = v;
-                else part += wide_abs2(v);
+                else add_square(part, v);
             }
         }
         if (j > 0) {  // u(p) scaled, and conjugated back: row p of W holds conj(u)
@@ -262,8 +314,7 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
                 A(p, c) = conj(A(p, c) * scale2);
         }
         if (j == nb) break;
-        part = block_sum(part, shm);
-        if (threadIdx.x == 0) partials[blockIdx.x] = part;
+        record_partial(part, shm, partials);
         grid.sync();
 
         // ---- B(j): H_j, then t = a(j:, j+1:)' v, w1 = a(j:, :j)' v, w2 = x(j:, :j)' v --
@@ -295,7 +346,7 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
             srow[k] = k == j ? one : A(j, k);
         }
         __syncthreads();
-        part = 0;
+        part = SumSq{0.0, 0.0, 0.0};
         for (long long c = j + 1 + gtid; c < N; c += nthreads) {
             T yv = t[c];
             for (int k = 0; k < j; ++k) yv -= Y(c, k) * sw1[k] + conj(A(k, c)) * sw2[k];
@@ -307,11 +358,10 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
             rv = conj(rv);  // G_j's Householder vector is made from the conjugated row
             A(j, c) = rv;
             if (c == j + 1) scal[S_ALPHA2] = rv;
-            else part += wide_abs2(rv);
+            else add_square(part, rv);
         }
         for (long long r = j + 1 + gtid; r < M; r += nthreads) A(r, j) *= scale;
-        part = block_sum(part, shm);
-        if (threadIdx.x == 0) partials[blockIdx.x] = part;
+        record_partial(part, shm, partials);
         grid.sync();
 
         // ---- D(j): G_j, z1 = y(j+1:, :j+1)' u, partial a(r, j+1:) u by column chunks ----
