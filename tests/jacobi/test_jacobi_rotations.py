@@ -50,18 +50,38 @@ def test_orthogonality_tol():
     assert orthogonality_tol(np.complex64, 4) == 2.0 ** -23
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
-def test_column_norms_over_the_exponent_range(dtype):
+def _column_norms_over_the_exponent_range(dtype, xp):
     finfo = np.finfo(dtype)
     big, tiny = float(finfo.max) / 4, float(finfo.tiny) * 4
-    cols = [[3.0, 4.0], [big, big], [tiny, tiny], [big, tiny], [0.0, 0.0], [tiny / 16, 0.0]]
+    sub = float(finfo.smallest_subnormal)
+    cols = [[3.0, 4.0], [big, big], [tiny, tiny], [big, tiny], [0.0, 0.0], [tiny / 16, 0.0],
+            [sub * 3, sub * 4], [tiny / 64, sub * 5], [1.0, sub]]
     a = np.array(cols, dtype=dtype).T
-    got = column_norms(a)
+    got = column_norms(xp.asarray(a), xp)
+    got = got.get() if xp is not np else got
     assert got.dtype == finfo.dtype
     with mpmath.workdps(40):
         for c, value in zip(cols, got):
             ref = mpmath.sqrt(sum(mpmath.mpf(v) ** 2 for v in c))
-            assert abs(mpmath.mpf(float(value)) - ref) <= 4 * float(finfo.eps) * ref + 1e-320
+            assert abs(mpmath.mpf(float(value)) - ref) <= 4 * float(finfo.eps) * ref + sub
+
+
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_column_norms_over_the_exponent_range(dtype):
+    """Each norm to 4ε, columns of subnormal entries included (the last ones)."""
+    _column_norms_over_the_exponent_range(dtype, np)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_column_norms_over_the_exponent_range_on_the_gpu(dtype):
+    """As on the CPU (norms of columns of subnormal float32 entries that came out 0 left
+    the Jacobi SVD's U = G·Σ⁻¹ of graded input 2000 n·ε from orthogonal)."""
+    import cupy
+    _column_norms_over_the_exponent_range(dtype, cupy)
 
 
 def test_column_norms_of_random_stacks():

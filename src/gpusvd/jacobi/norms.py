@@ -13,6 +13,8 @@ is itself representable. Complex entries count as their real and imaginary parts
 Every column is reduced with array operations of ``xp`` (NumPy or CuPy), so the same code
 runs on the CPU and the GPU; the three partial sums are always formed (no data-dependent
 branch, no host synchronization), which costs three passes over the data instead of one.
+Single-precision data skip the ranges: their squares are exact in float64 and summed
+there in one pass.
 """
 
 import numpy as np
@@ -37,12 +39,38 @@ def _exponent_to(xp, f, t, up):
     The paper's frexp fragment: with f = fy·2^fe and t = ty·2^te,
     j = (te − fe) + (fy < ty) going up, (te − fe) − (fy > ty) going down.
     """
-    fy, fe = xp.frexp(f)
+    # f·2^shift is normal where f is subnormal (an exact product): the exponent comes from
+    # normal numbers only, as the frexp of a subnormal is not exact on every device.
+    shift = np.finfo(f.dtype).nmant + 1 if up else 0
+    fy, fe = xp.frexp(f * f.dtype.type(2.0 ** shift))
     ty, te = np.frexp(t)
-    base = int(te) - fe.astype(np.int32)
+    base = int(te) - (fe.astype(np.int32) - shift)
     if up:
         return base + (fy < ty).astype(np.int32)
     return base - (fy > ty).astype(np.int32)
+
+
+def widened(x, xp):
+    """float32 ``x`` in float64, exactly, subnormals included, from its bits.
+
+    CuPy's float32 arithmetic and conversions flush subnormal operands to zero (its
+    kernels are compiled with flush-to-zero): ``astype``, ``abs``, ``frexp`` and ``ldexp``
+    of 2^-130 give 0 there. Integer operations and float64 arithmetic keep them.
+    """
+    bits = x.view(np.uint32).astype(np.int64)
+    exponent = (bits >> 23) & 0xFF
+    mantissa = (bits & 0x7FFFFF) | xp.where(exponent > 0, 1 << 23, 0)
+    wide = xp.ldexp(mantissa.astype(np.float64), (xp.maximum(exponent, 1) - 150).astype(np.int32))
+    wide = xp.where(bits & (1 << 31) != 0, -wide, wide)
+    return xp.where(exponent == 0xFF, x.astype(np.float64), wide)  # inf and NaN as they are
+
+
+def narrowed(v, xp):
+    """float64 ``v`` >= 0 rounded to float32, its subnormal results included (CuPy's
+    conversion flushes them to zero, :func:`widened`): those are formed from their bits."""
+    tiny = np.float64(np.finfo(np.float32).tiny)
+    sub = xp.rint(xp.minimum(v, tiny) * 2.0 ** 149).astype(np.int32).view(np.float32)
+    return xp.where(v < tiny, sub, v.astype(np.float32))
 
 
 def column_norms(a, xp=np):
@@ -65,11 +93,16 @@ def column_norms(a, xp=np):
     >>> column_norms(a)
     array([5.e+300, 1.e-300])
     """
-    x = xp.abs(a) if not xp.iscomplexobj(a) else xp.concatenate(
-        (xp.abs(a.real), xp.abs(a.imag)), axis=-2)
+    x = a if not xp.iscomplexobj(a) else xp.concatenate((a.real, a.imag), axis=-2)
     real = x.dtype
     if x.shape[-2] == 0:
         return xp.zeros(x.shape[:-2] + x.shape[-1:], real)
+    if real == np.float32:
+        # Squares of float32 numbers are exact in float64, which neither underflows nor
+        # overflows on them: one pass, no scaling, one rounding of the root.
+        wide = widened(x, xp)
+        return narrowed(xp.sqrt((wide * wide).sum(axis=-2)), xp)
+    x = xp.abs(x)
     lo, hi = _bounds(real, x.shape[-2])
     big_m = x.max(axis=-2)
     small_m = xp.where(x > 0, x, xp.asarray(np.finfo(real).max, real)).min(axis=-2)
