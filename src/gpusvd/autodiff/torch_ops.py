@@ -15,8 +15,11 @@ double backward, ``vmap`` through the operators' rule. A Function whose input is
 tensor in eager code calls gpusvd's eager function itself, without the dispatcher's
 layers (0.2 ms of a 64² call on an H200); traced, wrapped or subclassed input takes the
 operator. Dynamo does not trace a Function
-with a custom ``jvp``; under ``torch.compile`` the same Functions without it run, so
-forward mode is eager only. The polar decomposition's derivative is its own
+with a custom ``jvp``; under ``torch.compile`` the same Functions without it run, and
+a tensor with a tangent (forward mode: ``torch.func.jvp``, ``jacfwd``, dual tensors)
+leaves the graph: Dynamo breaks it there and the call runs eagerly, with its ``jvp``
+(under ``fullgraph=True`` that is Dynamo's error). Forward mode is never traced, and
+never silently zero. The polar decomposition's derivative is its own
 (:func:`.formulas.polar_backward`), exact at repeated singular values; its factors come
 from the SVD when a derivative is needed, from gpusvd's polar method otherwise.
 
@@ -67,12 +70,25 @@ def _library():
     return True
 
 
+def _compiled_forward_mode(a):
+    """Whether Dynamo traces ``a`` with a tangent (``torch.func.jvp``, ``jacfwd``, dual
+    tensors): the Functions' ``jvp`` is not traced, and the operators have no forward
+    mode, so the call must run eagerly (:data:`.torch_library.EAGER_FORWARD_MODE`)."""
+    torch = _torch()
+    return (torch.compiler.is_compiling()
+            and torch.autograd.forward_ad.unpack_dual(a).tangent is not None)
+
+
 def svd(a, *, full_matrices, compute_uv, gauge_invariant, broadening, kw):
     """gpusvd's SVD of the tensor ``a`` (:func:`handles`) with the keywords ``kw``,
     through the operators, with its derivatives."""
     _library()
     from . import torch_library as library
 
+    if _compiled_forward_mode(a):
+        return library.EAGER_FORWARD_MODE["svd"](
+            a, full_matrices=full_matrices, compute_uv=compute_uv,
+            gauge_invariant=gauge_invariant, broadening=broadening, kw=kw)
     options = library.encode(kw)
     svd_fn, _ = library.FUNCTIONS[_torch().compiler.is_compiling()]
     if not compute_uv:
@@ -89,6 +105,9 @@ def polar(a, *, side, broadening, kw_polar, kw_svd):
     _library()
     from . import torch_library as library
 
+    if _compiled_forward_mode(a):
+        return library.EAGER_FORWARD_MODE["polar"](a, side=side, broadening=broadening,
+                                                   kw_polar=kw_polar, kw_svd=kw_svd)
     if not _needs_derivative(a):
         options = library.encode({"svd": kw_svd, "polar": kw_polar})
         return _torch().ops.gpusvd.polar(a, side, options)
