@@ -199,10 +199,27 @@ def torch_use(a):
         return "differentiated"
     if torch.compiler.is_compiling():
         return "compiled"
-    if (torch.autograd.forward_ad.unpack_dual(a).tangent is not None
+    if (_tangent(torch, a) is not None
             or torch._C._functorch.is_functorch_wrapped_tensor(a)):
         return "differentiated"
     return None
+
+
+def _tangent(torch, a):
+    """The forward-mode tangent of ``a``, or None. Below autograd (inside an operator's
+    implementation) a tensor with a tangent fails PyTorch's internal assertion: that is
+    compiled code handing gpusvd's operator a dual tensor, which it has no forward mode
+    for, and it is refused here in words."""
+    try:
+        return torch.autograd.forward_ad.unpack_dual(a).tangent
+    except RuntimeError as e:
+        if not torch._C._dispatch_tls_is_dispatch_key_excluded(
+                torch._C.DispatchKey.AutogradFunctionality):
+            raise
+        raise NotImplementedError(
+            "gpusvd: a forward-mode derivative (torch.func.jvp or dual tensors) inside "
+            "torch.compile reached gpusvd's operator, which has none; take it outside "
+            "the compiled function (torch.func.jacfwd and vmap of jvp work compiled)") from e
 
 
 def _torch_refusal(a):

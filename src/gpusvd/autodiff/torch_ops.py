@@ -18,8 +18,9 @@ operator. Dynamo does not trace a Function
 with a custom ``jvp``; under ``torch.compile`` the same Functions without it run, and
 a tensor with a tangent (forward mode: ``torch.func.jvp``, ``jacfwd``, dual tensors)
 leaves the graph: Dynamo breaks it there and the call runs eagerly, with its ``jvp``
-(under ``fullgraph=True`` that is Dynamo's error). Forward mode is never traced, and
-never silently zero. The polar decomposition's derivative is its own
+(``jacfwd``, ``vmap`` of ``jvp``; ``jvp`` and dual tensors reach the operator as dual
+tensors and are refused, and ``fullgraph=True`` is Dynamo's error). Forward mode is never
+traced, and never silently zero. The polar decomposition's derivative is its own
 (:func:`.formulas.polar_backward`), exact at repeated singular values; its factors come
 from the SVD when a derivative is needed, from gpusvd's polar method otherwise.
 
