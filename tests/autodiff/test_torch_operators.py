@@ -327,31 +327,45 @@ def _dual_tangent(loss):
     return tangent
 
 
-_FORWARD_MODES = {
-    "jvp": lambda loss: lambda y, t: func.jvp(loss, (y,), (t,))[1],
-    "jacfwd": lambda loss: lambda y, t: (func.jacfwd(loss)(y) * t).sum(),
-    "dual": _dual_tangent,
-    "vmap-jvp": lambda loss: lambda y, t: func.vmap(
+# Each transform's derivative of a loss along t, and whether it is of second order
+# (t·H·t, against the central difference of the gradient along t).
+_TRANSFORMS = {
+    "jvp": (lambda loss: lambda y, t: func.jvp(loss, (y,), (t,))[1], False),
+    "jacfwd": (lambda loss: lambda y, t: (func.jacfwd(loss)(y) * t).sum(), False),
+    "dual": (_dual_tangent, False),
+    "vmap-jvp": (lambda loss: lambda y, t: func.vmap(
         lambda a, b: func.jvp(loss, (a,), (b,))[1])(torch.stack([y, -y]),
-                                                    torch.stack([t, t]))[0],
+                                                    torch.stack([t, t]))[0], False),
+    "grad": (lambda loss: lambda y, t: (func.grad(loss)(y) * t).sum(), False),
+    "jacrev": (lambda loss: lambda y, t: (func.jacrev(loss)(y) * t).sum(), False),
+    "vmap-grad": (lambda loss: lambda y, t: (func.vmap(func.grad(loss))(
+        torch.stack([y, -y]))[0] * t).sum(), False),
+    "hessian": (lambda loss: lambda y, t: torch.tensordot(
+        torch.tensordot(func.hessian(loss)(y), t, dims=2), t, dims=2), True),
 }
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # Dynamo's graph-break warnings
 @pytest.mark.parametrize("fullgraph", [False, True], ids=["graph-break", "fullgraph"])
-@pytest.mark.parametrize("mode", list(_FORWARD_MODES))
+@pytest.mark.parametrize("mode", list(_TRANSFORMS))
 @pytest.mark.parametrize("loss", list(_FORWARD_LOSSES))
-def test_compiled_forward_mode_is_right_or_refused(loss, mode, fullgraph, device):
-    """Forward mode under torch.compile (Dynamo traces no Function's jvp, and the operators
-    have none): the directional derivative equals the central difference, or the call
-    raises; never a wrong finite value (it was 0: the operators' outputs counted as
-    constants). Eager forward mode is checked against finite differences too."""
+def test_compiled_transforms_are_right_or_refused(loss, mode, fullgraph, device):
+    """torch.func's derivatives under torch.compile (Dynamo traces no Function's jvp, the
+    operators have no forward mode, and PyTorch's custom operators refuse a transform's
+    wrapped tensor): each equals the central difference, or the call raises; never a
+    wrong finite value (forward mode gave 0: the operators' outputs counted as
+    constants). The eager transforms are checked against finite differences too."""
     f = _FORWARD_LOSSES[loss]
     x = _random((5, 4), torch.float64, device, seed=30)
     t = _random((5, 4), torch.float64, device, seed=31)
     h = 1e-6
-    expected = float((f(x + h * t) - f(x - h * t)) / (2 * h))
-    transform = _FORWARD_MODES[mode](f)
+    make, second = _TRANSFORMS[mode]
+    if second:
+        expected = float(((func.grad(f)(x + h * t) - func.grad(f)(x - h * t)) * t).sum()
+                         / (2 * h))
+    else:
+        expected = float((f(x + h * t) - f(x - h * t)) / (2 * h))
+    transform = make(f)
     tol = 1e-6 * max(abs(expected), 1)
     assert abs(float(transform(x, t)) - expected) <= tol
     torch._dynamo.reset()

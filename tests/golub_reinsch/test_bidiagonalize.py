@@ -365,3 +365,27 @@ def test_graded_matrices_keep_unitary_reflectors_on_the_gpu(dtype, grading):
     assert testing.orthogonality(u) < SLACK and testing.orthogonality(vh, rows=True) < SLACK
     eps = np.finfo(dtype).eps
     assert np.linalg.norm((u * s) @ vh - a) <= SLACK * n * eps * np.linalg.norm(a)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+def test_zero_and_tiny_columns_on_the_gpu(dtype):
+    """The panel kernel's norms where a column's plain sum of squares is zero (triangular
+    input, zero rows and columns: no second pass) or underflows (entries of 1e-170 beside
+    ones, summed again by Blue's accumulators in double data): U and V orthonormal, A
+    rebuilt, the values as LAPACK's."""
+    import cupy
+    from gpusvd import svd, testing
+
+    n = 300
+    a = np.triu(_random((n, n), dtype, seed=7))
+    a[:, 5] = 0
+    a[9, :] = 0
+    a[40:, 60] *= 1e-170 if np.finfo(dtype).eps < 1e-10 else 1e-25
+    u, s, vh = (x.get() for x in svd(cupy.asarray(a), method="gr", reduction="one-stage"))
+    eps = np.finfo(dtype).eps
+    assert testing.orthogonality(u) < SLACK and testing.orthogonality(vh, rows=True) < SLACK
+    assert np.linalg.norm((u * s) @ vh - a) <= SLACK * n * eps * np.linalg.norm(a)
+    ref = np.linalg.svd(a.astype(np.complex128), compute_uv=False)
+    assert np.abs(s - ref).max() <= SLACK * n * eps * ref[0]
+

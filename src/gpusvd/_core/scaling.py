@@ -111,7 +111,7 @@ def unit_exponent(anrm):
     return -math.frexp(anrm)[1] if anrm else 0
 
 
-def _float32_as_float64(x, xp):
+def float32_as_float64(x, xp):
     """Real float32 ``x`` as float64, exactly, from its bits: integer operations flush no
     subnormal, where the GPU's float32 arithmetic and conversions do. Finite ``x`` only."""
     bits = xp.ascontiguousarray(x).view(np.int32)
@@ -124,7 +124,7 @@ def _float32_as_float64(x, xp):
     return xp.where(bits < 0, -magnitude, magnitude)
 
 
-def _float64_as_float32(v, xp):
+def float64_as_float32(v, xp):
     """float64 ``v`` rounded to float32, subnormal results included: below the smallest
     normal float32 the bits are built from the integer rint(|v|·2^149) (round half to even,
     as the hardware rounds), and 2^23 there is the smallest normal's own encoding."""
@@ -189,7 +189,7 @@ def times_power_of_two(a, k, xp):
     ``k`` is an int or a host integer array that broadcasts against ``a`` (one exponent
     per matrix of a stack: shape (batch, 1, 1)). float64: two factors of about k/2 each,
     so that neither over- or underflows. float32 (and complex64) scaled by more than
-    2^±_F32_EXACT_BEYOND: through float64 built from the bits (:func:`_float32_as_float64`),
+    2^±_F32_EXACT_BEYOND: through float64 built from the bits (:func:`float32_as_float64`),
     since the GPU flushes float32 subnormals in and out of its arithmetic, and only there
     can an entry that matters (≥ ε·max|A|) be subnormal on one side; a smaller k takes
     the plain product, with no float64 copy (a 2.2e9-entry float32 matrix ran the H100 out
@@ -200,9 +200,9 @@ def times_power_of_two(a, k, xp):
     if not k.any():
         return a
     if real == np.float32 and int(np.abs(k).max(initial=0)) > _F32_EXACT_BEYOND:
-        wide = _float32_as_float64(_real_parts(a, xp), xp)
+        wide = float32_as_float64(_real_parts(a, xp), xp)
         wide = wide * (xp.asarray(np.ldexp(1.0, k)) if k.ndim else float(np.ldexp(1.0, k)))
-        out = _float64_as_float32(wide, xp)
+        out = float64_as_float32(wide, xp)
         return out.view(a.dtype) if a.dtype.kind == "c" else out
     half = k // 2
     first, second = np.ldexp(np.ones((), real), half), np.ldexp(np.ones((), real), k - half)

@@ -388,14 +388,3 @@ class RightPolarWithJvp(RightPolar):
 # The Functions by whether Dynamo traces them (then without jvp).
 FUNCTIONS = {False: (SVDWithJvp, RightPolarWithJvp), True: (SVD, RightPolar)}
 
-
-def _eagerly(name):
-    """torch_ops's ``name`` (svd or polar) where Dynamo does not trace it: the Functions
-    with ``jvp`` then run (``is_compiling()`` is False inside)."""
-    from . import torch_ops
-
-    return torch.compiler.disable(getattr(torch_ops, name))
-
-
-# Forward mode met under torch.compile: a graph break and the eager call (torch_ops).
-EAGER_FORWARD_MODE = {"svd": _eagerly("svd"), "polar": _eagerly("polar")}

@@ -16,11 +16,12 @@ tensor in eager code calls gpusvd's eager function itself, without the dispatche
 layers (0.2 ms of a 64² call on an H200); traced, wrapped or subclassed input takes the
 operator. Dynamo does not trace a Function
 with a custom ``jvp``; under ``torch.compile`` the same Functions without it run, and
-a tensor with a tangent (forward mode: ``torch.func.jvp``, ``jacfwd``, dual tensors)
-leaves the graph: Dynamo breaks it there and the call runs eagerly, with its ``jvp``
-(``jacfwd``, ``vmap`` of ``jvp``; ``jvp`` and dual tensors reach the operator as dual
-tensors and are refused, and ``fullgraph=True`` is Dynamo's error). Forward mode is never
-traced, and never silently zero. The polar decomposition's derivative is its own
+a tensor with a tangent (forward mode: ``torch.func.jvp``, ``jacfwd``, dual tensors) or
+under a ``torch.func`` transform's derivative (``grad``, ``jacrev``, ``hessian``) leaves
+the graph: Dynamo breaks it there and the call runs eagerly (``grad``, ``jacrev``,
+``hessian``, ``jacfwd``, ``vmap`` of ``jvp`` right; ``jvp`` and dual tensors reach the
+operator as dual tensors and are refused, and ``fullgraph=True`` is Dynamo's error).
+Compiled derivatives are right or refused, never silently zero. The polar decomposition's derivative is its own
 (:func:`.formulas.polar_backward`), exact at repeated singular values; its factors come
 from the SVD when a derivative is needed, from gpusvd's polar method otherwise.
 
@@ -71,13 +72,40 @@ def _library():
     return True
 
 
-def _compiled_forward_mode(a):
+def _compiled_transform(a):
     """Whether Dynamo traces ``a`` with a tangent (``torch.func.jvp``, ``jacfwd``, dual
-    tensors): the Functions' ``jvp`` is not traced, and the operators have no forward
-    mode, so the call must run eagerly (:data:`.torch_library.EAGER_FORWARD_MODE`)."""
+    tensors) or differentiated by a ``torch.func`` transform (``grad``, ``jacrev``,
+    ``hessian``): Dynamo traces no Function's ``jvp``, the operators have no forward
+    mode, and under a transform it hands the operator the transform's wrapped tensor,
+    which PyTorch's custom operators refuse; so the call runs eagerly (:func:`_eagerly`).
+    ``vmap`` alone stays traced (the operators' rule)."""
     torch = _torch()
-    return (torch.compiler.is_compiling()
-            and torch.autograd.forward_ad.unpack_dual(a).tangent is not None)
+    if not torch.compiler.is_compiling():
+        return False
+    if torch.autograd.forward_ad.unpack_dual(a).tangent is not None:
+        return True
+    if not torch._C._are_functorch_transforms_active():  # Dynamo traces these two calls
+        return False
+    from torch._functorch.pyfunctorch import retrieve_current_functorch_interpreter
+
+    return retrieve_current_functorch_interpreter().key() != _vmap_transform()
+
+
+@_constant_for_dynamo
+def _vmap_transform():
+    return _torch()._C._functorch.TransformType.Vmap
+
+
+_EAGERLY = {}
+
+
+def _eagerly(name):
+    """This module's ``name`` (svd or polar) where Dynamo does not trace it
+    (``torch.compiler.disable``: a graph break): the Functions with ``jvp`` then run, on
+    the transforms' tensors as eager code has them (``is_compiling()`` is False inside)."""
+    if name not in _EAGERLY:
+        _EAGERLY[name] = _torch().compiler.disable(globals()[name])
+    return _EAGERLY[name]
 
 
 def svd(a, *, full_matrices, compute_uv, gauge_invariant, broadening, kw):
@@ -86,8 +114,8 @@ def svd(a, *, full_matrices, compute_uv, gauge_invariant, broadening, kw):
     _library()
     from . import torch_library as library
 
-    if _compiled_forward_mode(a):
-        return library.EAGER_FORWARD_MODE["svd"](
+    if _compiled_transform(a):
+        return _eagerly("svd")(
             a, full_matrices=full_matrices, compute_uv=compute_uv,
             gauge_invariant=gauge_invariant, broadening=broadening, kw=kw)
     options = library.encode(kw)
@@ -106,8 +134,8 @@ def polar(a, *, side, broadening, kw_polar, kw_svd):
     _library()
     from . import torch_library as library
 
-    if _compiled_forward_mode(a):
-        return library.EAGER_FORWARD_MODE["polar"](a, side=side, broadening=broadening,
+    if _compiled_transform(a):
+        return _eagerly("polar")(a, side=side, broadening=broadening,
                                                    kw_polar=kw_polar, kw_svd=kw_svd)
     if not _needs_derivative(a):
         options = library.encode({"svd": kw_svd, "polar": kw_polar})

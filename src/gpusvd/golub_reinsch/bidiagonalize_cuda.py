@@ -43,7 +43,7 @@ def reduce_panel(a, nb, x, y, d, e, tauq, taup):
     grid = _BLOCKS_PER_SM * sms
     tiles = -(-m // _THREADS)
     nchunks = int(max(1, min(-(-grid // tiles), n // _CHUNK_MIN_COLUMNS)))
-    partials = 3 * grid * -(-8 // a.dtype.itemsize)  # 3 grid doubles, in a's elements
+    partials = 4 * grid * -(-8 // a.dtype.itemsize)  # 4 grid doubles, in a's elements
     work = cupy.empty(_SCALARS + partials + n + 3 * nb + nchunks * m, dtype=a.dtype)
     kernel((grid,), (_THREADS,),
            (a, np.int64(lda), np.int32(m), np.int32(n), np.int32(nb), x, np.int64(ldx), y,

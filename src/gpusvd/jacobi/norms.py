@@ -19,6 +19,8 @@ there in one pass.
 
 import numpy as np
 
+from .._core.scaling import float32_as_float64, float64_as_float32
+
 
 def _bounds(dtype, n):
     finfo = np.finfo(dtype)
@@ -50,29 +52,6 @@ def _exponent_to(xp, f, t, up):
     return base - (fy > ty).astype(np.int32)
 
 
-def widened(x, xp):
-    """float32 ``x`` in float64, exactly, subnormals included, from its bits.
-
-    CuPy's float32 arithmetic and conversions flush subnormal operands to zero (its
-    kernels are compiled with flush-to-zero): ``astype``, ``abs``, ``frexp`` and ``ldexp``
-    of 2^-130 give 0 there. Integer operations and float64 arithmetic keep them.
-    """
-    bits = x.view(np.uint32).astype(np.int64)
-    exponent = (bits >> 23) & 0xFF
-    mantissa = (bits & 0x7FFFFF) | xp.where(exponent > 0, 1 << 23, 0)
-    wide = xp.ldexp(mantissa.astype(np.float64), (xp.maximum(exponent, 1) - 150).astype(np.int32))
-    wide = xp.where(bits & (1 << 31) != 0, -wide, wide)
-    return xp.where(exponent == 0xFF, x.astype(np.float64), wide)  # inf and NaN as they are
-
-
-def narrowed(v, xp):
-    """float64 ``v`` >= 0 rounded to float32, its subnormal results included (CuPy's
-    conversion flushes them to zero, :func:`widened`): those are formed from their bits."""
-    tiny = np.float64(np.finfo(np.float32).tiny)
-    sub = xp.rint(xp.minimum(v, tiny) * 2.0 ** 149).astype(np.int32).view(np.float32)
-    return xp.where(v < tiny, sub, v.astype(np.float32))
-
-
 def column_norms(a, xp=np):
     """2-norms of the columns of ``a`` (..., m, n), accurate over the whole exponent range.
 
@@ -100,8 +79,9 @@ def column_norms(a, xp=np):
     if real == np.float32:
         # Squares of float32 numbers are exact in float64, which neither underflows nor
         # overflows on them: one pass, no scaling, one rounding of the root.
-        wide = widened(x, xp)
-        return narrowed(xp.sqrt((wide * wide).sum(axis=-2)), xp)
+        # (Through the bits: the GPU's float32 arithmetic flushes subnormals to zero.)
+        wide = float32_as_float64(x, xp)
+        return float64_as_float32(xp.sqrt((wide * wide).sum(axis=-2)), xp)
     x = xp.abs(x)
     lo, hi = _bounds(real, x.shape[-2])
     big_m = x.max(axis=-2)

@@ -53,11 +53,44 @@ template <typename T> __device__ __forceinline__ T real(T x) { return x; }
 template <typename R> __device__ __forceinline__ R real(Complex<R> x) { return x.re; }
 template <typename T> __device__ __forceinline__ T imag(T) { return T(0); }
 template <typename R> __device__ __forceinline__ R imag(Complex<R> x) { return x.im; }
-// The Householder norm's sum of squares in double, by Blue's three accumulators (as
-// LAPACK's dnrm2): float data's squares would underflow in float (a graded matrix's
-// columns reach entries below 1e-19, whose squares are 0 in float) and double data's
-// below 1e-154 in double, and the reflectors made from them were not unitary. Entries
-// below 2^-511 are summed scaled up by 2^537, those above 2^486 scaled down by 2^-538.
+// |x|² and |x| in double, the Householder norm's terms: float data's squares and moduli
+// would underflow or be rounded to the subnormal grid in float (a graded matrix's columns
+// reach entries below 1e-19, whose squares are 0 in float; hypotf of a subnormal
+// complex64 entry is up to 11% off), and its reflectors with them were not unitary. The
+// real magnitude keeps x's sign (hypot ignores it).
+__device__ __forceinline__ double wide_abs2(float x) { return double(x) * double(x); }
+__device__ __forceinline__ double wide_abs2(double x) { return x * x; }
+template <typename R> __device__ __forceinline__ double wide_abs2(Complex<R> x)
+{
+    return double(x.re) * double(x.re) + double(x.im) * double(x.im);
+}
+template <typename T> __device__ __forceinline__ bool nonzero(T x) { return x != T(0); }
+template <typename R> __device__ __forceinline__ bool nonzero(Complex<R> x)
+{
+    return x.re != R(0) || x.im != R(0);
+}
+// wide_abs2, or the smallest subnormal where a nonzero x's square underflows to zero: a
+// column of such entries then sums to a positive total below SSQ_LO, which grid_norm
+// sums again, while a column of zeros keeps its total of zero.
+template <typename T> __device__ __forceinline__ double flagged_abs2(T x)
+{
+    const double q = wide_abs2(x);
+    return q == 0.0 && nonzero(x) ? 0x1p-1074 : q;
+}
+template <typename T> __device__ __forceinline__ double magnitude(T x) { return double(x); }
+template <typename R> __device__ __forceinline__ double magnitude(Complex<R> x)
+{
+    return hypot(double(x.re), double(x.im));
+}
+// A column's or row's sum of squares is first the plain one in double (flagged_abs2).
+// Where it is not zero and lands outside (2^-900, 2^1000), squares may have underflowed
+// (double data's entries below 1e-154) or overflowed, and the reflectors made from it
+// would not be unitary: the grid then sums again by Blue's three accumulators (as
+// LAPACK's dnrm2), entries below 2^-511 scaled up by 2^537 and those above 2^486 down by
+// 2^-538. Inside that range the lost squares (each below 2^-1022) are below 2^-100 of
+// the sum; a total of zero is a column of zeros.
+#define SSQ_LO 0x1p-900
+#define SSQ_HI 0x1p1000
 #define SSQ_TSML 0x1p-511
 #define SSQ_TBIG 0x1p486
 #define SSQ_SSML 0x1p537
@@ -89,13 +122,6 @@ __device__ __forceinline__ double root_of(SumSq s)
         return hi * sqrt(1.0 + (lo / hi) * (lo / hi));
     }
     return sqrt(s.med);
-}
-// |x| in double; the real magnitude keeps x's sign (hypot ignores it). hypotf of a
-// subnormal complex64 entry is up to 11% off.
-template <typename T> __device__ __forceinline__ double magnitude(T x) { return double(x); }
-template <typename R> __device__ __forceinline__ double magnitude(Complex<R> x)
-{
-    return hypot(double(x.re), double(x.im));
 }
 // The element of value r (real r).
 template <typename T> struct Make {
@@ -167,26 +193,6 @@ __device__ T block_sum(T v, T *shm)
     return v;
 }
 
-// A block's three accumulators, summed (the block-wide result in every thread).
-__device__ SumSq block_sums(SumSq s, double *shm)
-{
-    s.sml = block_sum(s.sml, shm);
-    s.med = block_sum(s.med, shm);
-    s.big = block_sum(s.big, shm);
-    return s;
-}
-
-// Thread 0's record of the block's accumulators in partials (three doubles per block).
-__device__ void record_partial(SumSq s, double *shm, double *partials)
-{
-    s = block_sums(s, shm);
-    if (threadIdx.x == 0) {
-        partials[3 * blockIdx.x] = s.sml;
-        partials[3 * blockIdx.x + 1] = s.med;
-        partials[3 * blockIdx.x + 2] = s.big;
-    }
-}
-
 // Independent partial sums per lane: enough loads in flight to approach the memory
 // bandwidth (one dependent FMA chain per warp reached only 14-23% of it, NOTES.md).
 // Complex elements are twice as wide, so half as many sums keep as many bytes in flight,
@@ -220,20 +226,12 @@ __device__ T warp_sum(T v)
 }
 
 // Householder scalars from alpha and the per-block partial sums of squares (dlarfg,
-// zlarfg; the NumPy twin is bidiagonalize._householder), in double (SumSq, three doubles
-// per block in partials). Every block computes them the same way. beta is real; a complex
-// alpha alone still takes a reflector, to make it real.
+// zlarfg; the NumPy twin is bidiagonalize._householder), in double (grid_norm). Every
+// block computes them the same way. beta is real; a complex alpha alone still takes a
+// reflector, to make it real.
 template <typename T, typename R>
-__device__ void householder(T alpha, const double *partials, double *shm, R &beta, T &tau,
-                            T &scale)
+__device__ void householder(T alpha, double xnorm, R &beta, T &tau, T &scale)
 {
-    SumSq s = {0.0, 0.0, 0.0};
-    for (int i = threadIdx.x; i < gridDim.x; i += blockDim.x) {
-        s.sml += partials[3 * i];
-        s.med += partials[3 * i + 1];
-        s.big += partials[3 * i + 2];
-    }
-    const double xnorm = root_of(block_sums(s, shm));
     if (xnorm == 0.0 && imag(alpha) == R(0)) {
         beta = real(alpha); tau = Make<T>::of(R(0)); scale = Make<T>::of(R(1));
     } else {
@@ -242,6 +240,49 @@ __device__ void householder(T alpha, const double *partials, double *shm, R &bet
         tau = tau_of(alpha, wide);
         scale = inverse_of_difference(alpha, wide);
     }
+}
+
+// The norm of the entries x(i) = at[i·stride], i0 <= i < n, i != skip, each thread
+// reading the i of its own stride (those it wrote), from the blocks' plain sums of
+// squares in partials[0 .. gridDim.x): their total's root where it is safely inside
+// (SSQ_LO, SSQ_HI) or zero, else Blue's sums, through partials[gridDim.x ..) and one
+// more grid synchronization. The branch is the same in every block. Not inlined: its
+// sums kept the kernel's complex<double> build from fitting 128 registers.
+template <typename T>
+__device__ __noinline__ double grid_norm(const T *at, long long stride, long long i0,
+                                        long long n, long long skip,
+                                        const double *partials, double *shm,
+                                        cg::grid_group &grid)
+{
+    double s = 0;
+    for (int i = threadIdx.x; i < gridDim.x; i += blockDim.x) s += partials[i];
+    s = block_sum(s, shm);
+    if (s == 0.0 || (s > SSQ_LO && s < SSQ_HI)) return sqrt(s);
+    SumSq mine = {0.0, 0.0, 0.0};
+    const long long gtid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long nthreads = (long long)gridDim.x * blockDim.x;
+    for (long long i = i0 + gtid; i < n; i += nthreads)
+        if (i != skip) add_square(mine, at[i * stride]);
+    mine.sml = block_sum(mine.sml, shm);
+    mine.med = block_sum(mine.med, shm);
+    mine.big = block_sum(mine.big, shm);
+    double *blue = const_cast<double *>(partials) + gridDim.x;
+    if (threadIdx.x == 0) {
+        blue[3 * blockIdx.x] = mine.sml;
+        blue[3 * blockIdx.x + 1] = mine.med;
+        blue[3 * blockIdx.x + 2] = mine.big;
+    }
+    grid.sync();
+    SumSq all = {0.0, 0.0, 0.0};
+    for (int i = threadIdx.x; i < gridDim.x; i += blockDim.x) {
+        all.sml += blue[3 * i];
+        all.med += blue[3 * i + 1];
+        all.big += blue[3 * i + 2];
+    }
+    all.sml = block_sum(all.sml, shm);
+    all.med = block_sum(all.med, shm);
+    all.big = block_sum(all.big, shm);
+    return root_of(all);
 }
 
 template <typename T>
@@ -257,9 +298,9 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
     extern __shared__ unsigned char smem_raw[];
     T *sh = reinterpret_cast<T *>(smem_raw);  // 4 * nb values
     T *scal = work;
-    // 3 gridDim.x doubles, in the room of (8 / sizeof(T) rounded up) T's each
+    // 4 gridDim.x doubles (grid_norm), in the room of (8 / sizeof(T) rounded up) T's each
     double *partials = reinterpret_cast<double *>(work + S_END);
-    T *t = work + S_END + 3 * gridDim.x * ((sizeof(double) + sizeof(T) - 1) / sizeof(T));
+    T *t = work + S_END + 4 * gridDim.x * ((sizeof(double) + sizeof(T) - 1) / sizeof(T));
     T *w1 = t + N, *w2 = w1 + nb, *z1 = w2 + nb;
     T *t2 = z1 + nb;                         // nchunks x M: partial a(:, j+1:) u
 #define A(r, c) a[(r) + (long long)(c) * lda]
@@ -291,7 +332,7 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
             }
         }
         __syncthreads();
-        SumSq part = {0.0, 0.0, 0.0};
+        double part = 0;
         for (long long r = (j > 0 ? j : 0) + gtid; r < M; r += nthreads) {
             if (j > 0) {
                 T s = zero;
@@ -305,7 +346,7 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
                 for (int k = 0; k < j; ++k) v -= A(r, k) * syr[k] + X(r, k) * sac[k];
                 A(r, j) = v;
                 if (r == j) scal[S_ALPHA] = v;
-                else add_square(part, v);
+                else part += flagged_abs2(v);
             }
         }
         if (j > 0) {  // u(p) scaled, and conjugated back: row p of W holds conj(u)
@@ -314,13 +355,15 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
                 A(p, c) = conj(A(p, c) * scale2);
         }
         if (j == nb) break;
-        record_partial(part, shm, partials);
+        part = block_sum(part, shm);
+        if (threadIdx.x == 0) partials[blockIdx.x] = part;
         grid.sync();
 
         // ---- B(j): H_j, then t = a(j:, j+1:)' v, w1 = a(j:, :j)' v, w2 = x(j:, :j)' v --
         R beta;
         T tau, scale;
-        householder(scal[S_ALPHA], partials, shm, beta, tau, scale);
+        householder(scal[S_ALPHA], grid_norm(&A(0, j), 1, j, M, j, partials, shm, grid),
+                    beta, tau, scale);
         if (gtid == 0) {
             d[j] = beta; tauq[j] = tau; A(j, j) = one;
             scal[S_TAU] = tau; scal[S_SCALE] = scale;
@@ -346,7 +389,7 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
             srow[k] = k == j ? one : A(j, k);
         }
         __syncthreads();
-        part = SumSq{0.0, 0.0, 0.0};
+        part = 0;
         for (long long c = j + 1 + gtid; c < N; c += nthreads) {
             T yv = t[c];
             for (int k = 0; k < j; ++k) yv -= Y(c, k) * sw1[k] + conj(A(k, c)) * sw2[k];
@@ -358,14 +401,16 @@ bidiagonalize_panel(T *a, long long lda, int M, int N, int nb, T *x, long long l
             rv = conj(rv);  // G_j's Householder vector is made from the conjugated row
             A(j, c) = rv;
             if (c == j + 1) scal[S_ALPHA2] = rv;
-            else add_square(part, rv);
+            else part += flagged_abs2(rv);
         }
         for (long long r = j + 1 + gtid; r < M; r += nthreads) A(r, j) *= scale;
-        record_partial(part, shm, partials);
+        part = block_sum(part, shm);
+        if (threadIdx.x == 0) partials[blockIdx.x] = part;
         grid.sync();
 
         // ---- D(j): G_j, z1 = y(j+1:, :j+1)' u, partial a(r, j+1:) u by column chunks ----
-        householder(scal[S_ALPHA2], partials, shm, beta, tau, scale);
+        householder(scal[S_ALPHA2], grid_norm(&A(j, 0), lda, j + 1, N, j + 1, partials, shm,
+                                              grid), beta, tau, scale);
         if (gtid == 0) {
             e[j] = beta; taup[j] = tau; A(j, j + 1) = one;
             scal[S_TAU2] = tau; scal[S_SCALE2] = scale;
