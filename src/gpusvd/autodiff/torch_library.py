@@ -387,4 +387,3 @@ class RightPolarWithJvp(RightPolar):
 
 # The Functions by whether Dynamo traces them (then without jvp).
 FUNCTIONS = {False: (SVDWithJvp, RightPolarWithJvp), True: (SVD, RightPolar)}
-
