@@ -84,11 +84,21 @@ def _compiled_transform(a):
         return False
     if torch.autograd.forward_ad.unpack_dual(a).tangent is not None:
         return True
-    if not torch._C._are_functorch_transforms_active():  # Dynamo traces these two calls
-        return False
+    if not (_resumes_reverse_transforms() and torch._C._are_functorch_transforms_active()):
+        return False  # (Dynamo traces these calls)
     from torch._functorch.pyfunctorch import retrieve_current_functorch_interpreter
 
     return retrieve_current_functorch_interpreter().key() != _vmap_transform()
+
+
+@_constant_for_dynamo
+def _resumes_reverse_transforms():
+    """Whether Dynamo resumes ``torch.func.jacrev`` right after a graph break inside it:
+    from PyTorch 2.13 (2.11 returns a wrong finite Jacobian after any break there, a
+    function of torch's own included; gpusvd's operator then stays in the graph and
+    fails loudly, as PyTorch's custom operators do under a compiled transform)."""
+    version = tuple(int(p) for p in _torch().__version__.split("+")[0].split(".")[:2])
+    return version >= (2, 13)
 
 
 @_constant_for_dynamo
