@@ -330,19 +330,29 @@ def test_graded_matrices_keep_unitary_reflectors(dtype, grading):
     entries' squares underflow, and complex64 moduli of tiny entries are rounded to the
     subnormal grid. The reflectors stay unitary: the one-stage SVD's U and V orthonormal
     to n·ε (they were up to 6e5 n·ε off in float32, NaN in complex64), A rebuilt."""
-    from gpusvd import svd, testing
+    from gpusvd import svd
 
-    n = 120
+    a = _graded(120, dtype, grading)
+    _check_unitary(a, *svd(a, method="gr", reduction="one-stage", device="cpu"))
+
+
+def _graded(n, dtype, grading):
+    """G·D (``grading="columns"``) or D·G·D (``"both"``), D from 1 down to 1e-30 (single
+    precision) or 1e-150 (double)."""
     low = -30 if np.finfo(dtype).eps > 1e-10 else -150
     d = np.logspace(0, low, n)
     a = _random((n, n), dtype, seed=5) * d[None, :]
-    if grading == "both":
-        a = d[:, None] * a
-    u, s, vh = svd(a, method="gr", reduction="one-stage", device="cpu")
+    return d[:, None] * a if grading == "both" else a
+
+
+def _check_unitary(a, u, s, vh):
+    """U and V finite and orthonormal to n·ε, A rebuilt to n·ε·‖A‖."""
+    from gpusvd import testing
+
     assert np.isfinite(u).all() and np.isfinite(vh).all()
     assert testing.orthogonality(u) < SLACK and testing.orthogonality(vh, rows=True) < SLACK
-    eps = np.finfo(dtype).eps
-    assert np.linalg.norm((u * s) @ vh - a) <= SLACK * n * eps * np.linalg.norm(a)
+    eps = np.finfo(a.dtype).eps
+    assert np.linalg.norm((u * s) @ vh - a) <= SLACK * len(s) * eps * np.linalg.norm(a)
 
 
 @pytest.mark.gpu
@@ -352,19 +362,11 @@ def test_graded_matrices_keep_unitary_reflectors_on_the_gpu(dtype, grading):
     """The panel kernel's reflectors on graded matrices (its sums of squares and scalars
     in double): U and V orthonormal to n·ε, A rebuilt, as on the host."""
     import cupy
-    from gpusvd import svd, testing
+    from gpusvd import svd
 
-    n = 300  # panels of the kernel, then the host's tail
-    low = -30 if np.finfo(dtype).eps > 1e-10 else -150
-    d = np.logspace(0, low, n)
-    a = _random((n, n), dtype, seed=5) * d[None, :]
-    if grading == "both":
-        a = d[:, None] * a
-    u, s, vh = (x.get() for x in svd(cupy.asarray(a), method="gr", reduction="one-stage"))
-    assert np.isfinite(u).all() and np.isfinite(vh).all()
-    assert testing.orthogonality(u) < SLACK and testing.orthogonality(vh, rows=True) < SLACK
-    eps = np.finfo(dtype).eps
-    assert np.linalg.norm((u * s) @ vh - a) <= SLACK * n * eps * np.linalg.norm(a)
+    a = _graded(300, dtype, grading)  # panels of the kernel, then the host's tail
+    _check_unitary(a, *(x.get() for x in svd(cupy.asarray(a), method="gr",
+                                              reduction="one-stage")))
 
 
 @pytest.mark.gpu
@@ -375,7 +377,7 @@ def test_zero_and_tiny_columns_on_the_gpu(dtype):
     ones, summed again by Blue's accumulators in double data): U and V orthonormal, A
     rebuilt, the values as LAPACK's."""
     import cupy
-    from gpusvd import svd, testing
+    from gpusvd import svd
 
     n = 300
     a = np.triu(_random((n, n), dtype, seed=7))
@@ -383,9 +385,7 @@ def test_zero_and_tiny_columns_on_the_gpu(dtype):
     a[9, :] = 0
     a[40:, 60] *= 1e-170 if np.finfo(dtype).eps < 1e-10 else 1e-25
     u, s, vh = (x.get() for x in svd(cupy.asarray(a), method="gr", reduction="one-stage"))
-    eps = np.finfo(dtype).eps
-    assert testing.orthogonality(u) < SLACK and testing.orthogonality(vh, rows=True) < SLACK
-    assert np.linalg.norm((u * s) @ vh - a) <= SLACK * n * eps * np.linalg.norm(a)
+    _check_unitary(a, u, s, vh)
     ref = np.linalg.svd(a.astype(np.complex128), compute_uv=False)
-    assert np.abs(s - ref).max() <= SLACK * n * eps * ref[0]
+    assert np.abs(s - ref).max() <= SLACK * n * np.finfo(dtype).eps * ref[0]
 
