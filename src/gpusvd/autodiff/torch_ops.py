@@ -16,12 +16,13 @@ tensor in eager code calls gpusvd's eager function itself, without the dispatche
 layers (0.2 ms of a 64² call on an H200); traced, wrapped or subclassed input takes the
 operator. Dynamo does not trace a Function
 with a custom ``jvp``; under ``torch.compile`` the same Functions without it run, and
-a tensor with a tangent (forward mode: ``torch.func.jvp``, ``jacfwd``, dual tensors) or
-under a ``torch.func`` transform's derivative (``grad``, ``jacrev``, ``hessian``) leaves
-the graph: Dynamo breaks it there and the call runs eagerly (``grad``, ``jacrev``,
-``hessian``, ``jacfwd``, ``vmap`` of ``jvp`` right; ``jvp`` and dual tensors reach the
-operator as dual tensors and are refused, and ``fullgraph=True`` is Dynamo's error).
-Compiled derivatives are right or refused, never silently zero. The polar decomposition's derivative is its own
+a tensor with a tangent (forward mode: ``torch.func.jvp``, ``jacfwd``, dual tensors) or,
+from PyTorch 2.13, under a ``torch.func`` transform's derivative (``grad``, ``jacrev``,
+``hessian``) leaves the graph: Dynamo breaks it there and the call runs eagerly
+(``grad``, ``jacrev``, ``hessian``, ``jacfwd``, ``vmap`` of ``jvp`` right; ``jvp`` and
+dual tensors reach the operator as dual tensors and are refused; ``fullgraph=True`` is
+Dynamo's error). Compiled derivatives are right or refused, never silently wrong.
+The polar decomposition's derivative is its own
 (:func:`.formulas.polar_backward`), exact at repeated singular values; its factors come
 from the SVD when a derivative is needed, from gpusvd's polar method otherwise.
 
@@ -145,8 +146,8 @@ def polar(a, *, side, broadening, kw_polar, kw_svd):
     from . import torch_library as library
 
     if _compiled_transform(a):
-        return _eagerly("polar")(a, side=side, broadening=broadening,
-                                                   kw_polar=kw_polar, kw_svd=kw_svd)
+        return _eagerly("polar")(a, side=side, broadening=broadening, kw_polar=kw_polar,
+                                 kw_svd=kw_svd)
     if not _needs_derivative(a):
         options = library.encode({"svd": kw_svd, "polar": kw_polar})
         return _torch().ops.gpusvd.polar(a, side, options)

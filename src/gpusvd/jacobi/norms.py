@@ -41,12 +41,9 @@ def _exponent_to(xp, f, t, up):
     The paper's frexp fragment: with f = fy·2^fe and t = ty·2^te,
     j = (te − fe) + (fy < ty) going up, (te − fe) − (fy > ty) going down.
     """
-    # f·2^shift is normal where f is subnormal (an exact product): the exponent comes from
-    # normal numbers only, as the frexp of a subnormal is not exact on every device.
-    shift = np.finfo(f.dtype).nmant + 1 if up else 0
-    fy, fe = xp.frexp(f * f.dtype.type(2.0 ** shift))
+    fy, fe = xp.frexp(f)
     ty, te = np.frexp(t)
-    base = int(te) - (fe.astype(np.int32) - shift)
+    base = int(te) - fe.astype(np.int32)
     if up:
         return base + (fy < ty).astype(np.int32)
     return base - (fy > ty).astype(np.int32)
