@@ -310,7 +310,7 @@ def test_forward_mode_dual_tensor(device):
     assert tangent is not None and (tangent - expected).abs().max() <= 1e-13
 
 
-_FORWARD_LOSSES = {
+_TRANSFORMED_LOSSES = {
     "svdvals": lambda y: gpusvd.svdvals(y).pow(3).sum(),
     "svd": lambda y: (lambda u, s, vh: (u[0] * vh[:, 0]).sum() * s.sum())(
         *gpusvd.svd(y, full_matrices=False)),
@@ -348,14 +348,16 @@ _TRANSFORMS = {
 @pytest.mark.filterwarnings("ignore::UserWarning")  # Dynamo's graph-break warnings
 @pytest.mark.parametrize("fullgraph", [False, True], ids=["graph-break", "fullgraph"])
 @pytest.mark.parametrize("mode", list(_TRANSFORMS))
-@pytest.mark.parametrize("loss", list(_FORWARD_LOSSES))
+@pytest.mark.parametrize("loss", list(_TRANSFORMED_LOSSES))
 def test_compiled_transforms_are_right_or_refused(loss, mode, fullgraph, device):
     """torch.func's derivatives under torch.compile (Dynamo traces no Function's jvp, the
     operators have no forward mode, and PyTorch's custom operators refuse a transform's
     wrapped tensor): each equals the central difference, or the call raises; never a
     wrong finite value (forward mode gave 0: the operators' outputs counted as
-    constants). The eager transforms are checked against finite differences too."""
-    f = _FORWARD_LOSSES[loss]
+    constants). Behind the graph break (no ``fullgraph``) ``jacfwd``, ``vmap`` of ``jvp``
+    and, from PyTorch 2.13, the reverse transforms must come out right, not refused. The
+    eager transforms are checked against finite differences too."""
+    f = _TRANSFORMED_LOSSES[loss]
     x = _random((5, 4), torch.float64, device, seed=30)
     t = _random((5, 4), torch.float64, device, seed=31)
     h = 1e-6
@@ -372,8 +374,17 @@ def test_compiled_transforms_are_right_or_refused(loss, mode, fullgraph, device)
     try:
         got = torch.compile(transform, fullgraph=fullgraph, backend="aot_eager")(x, t)
     except Exception:  # Dynamo's or torch's own error: refused, loudly
+        assert not (not fullgraph and mode in _compiled_right()), "refused, expected right"
         return
     assert got is not None and abs(float(got) - expected) <= tol
+
+
+def _compiled_right():
+    """The transforms that come out right behind the graph break (from PyTorch 2.13 the
+    reverse ones too: torch_ops._resumes_reverse_transforms)."""
+    version = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+    reverse = {"grad", "jacrev", "vmap-grad", "hessian"} if version >= (2, 13) else set()
+    return {"jacfwd", "vmap-jvp"} | reverse
 
 
 # --- the rule at repeated values ------------------------------------------------------
