@@ -56,8 +56,8 @@ template <typename R> __device__ __forceinline__ R imag(Complex<R> x) { return x
 // |x|² and |x| in double, the Householder norm's terms: float data's squares and moduli
 // would underflow or be rounded to the subnormal grid in float (a graded matrix's columns
 // reach entries below 1e-19, whose squares are 0 in float; hypotf of a subnormal
-// complex64 entry is up to 11% off), and its reflectors with them were not unitary. The
-// real magnitude keeps x's sign (hypot ignores it).
+// complex64 entry is up to 11% off), and reflectors made from such terms are not
+// unitary. The real magnitude keeps x's sign (hypot ignores it).
 __device__ __forceinline__ double wide_abs2(float x) { return double(x) * double(x); }
 __device__ __forceinline__ double wide_abs2(double x) { return x * x; }
 template <typename R> __device__ __forceinline__ double wide_abs2(Complex<R> x)
