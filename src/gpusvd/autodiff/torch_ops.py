@@ -65,11 +65,23 @@ def handles(a):
     return torch_use(a) is not None
 
 
+# This module's svd and polar where Dynamo does not trace them (``torch.compiler.disable``:
+# a graph break): the Functions with ``jvp`` then run, on the transforms' tensors as
+# eager code has them (``is_compiling()`` is False inside). Filled by :func:`_library`.
+_EAGERLY = {}
+
+
 @_constant_for_dynamo
 def _library():
     """Imports :mod:`.torch_library`, which registers the operators; Dynamo runs this
     rather than tracing it."""
     importlib.import_module(".torch_library", __package__)
+    if not _EAGERLY:
+        for name in ("svd", "polar"):
+            _EAGERLY[name] = _torch().compiler.disable(
+                globals()[name],
+                reason=f"gpusvd.{name} under a torch.func derivative or forward mode runs "
+                       f"eagerly (a graph break, which fullgraph=True refuses)")
     return True
 
 
@@ -78,7 +90,7 @@ def _compiled_transform(a):
     tensors) or differentiated by a ``torch.func`` transform (``grad``, ``jacrev``,
     ``hessian``): Dynamo traces no Function's ``jvp``, the operators have no forward
     mode, and under a transform it hands the operator the transform's wrapped tensor,
-    which PyTorch's custom operators refuse; so the call runs eagerly (:func:`_eagerly`).
+    which PyTorch's custom operators refuse; so the call runs eagerly (``_EAGERLY``).
     ``vmap`` alone stays traced (the operators' rule)."""
     torch = _torch()
     if not torch.compiler.is_compiling():
@@ -107,18 +119,6 @@ def _vmap_transform():
     return _torch()._C._functorch.TransformType.Vmap
 
 
-_EAGERLY = {}
-
-
-def _eagerly(name):
-    """This module's ``name`` (svd or polar) where Dynamo does not trace it
-    (``torch.compiler.disable``: a graph break): the Functions with ``jvp`` then run, on
-    the transforms' tensors as eager code has them (``is_compiling()`` is False inside)."""
-    if name not in _EAGERLY:
-        _EAGERLY[name] = _torch().compiler.disable(globals()[name])
-    return _EAGERLY[name]
-
-
 def svd(a, *, full_matrices, compute_uv, gauge_invariant, broadening, kw):
     """gpusvd's SVD of the tensor ``a`` (:func:`handles`) with the keywords ``kw``,
     through the operators, with its derivatives."""
@@ -126,7 +126,7 @@ def svd(a, *, full_matrices, compute_uv, gauge_invariant, broadening, kw):
     from . import torch_library as library
 
     if _compiled_transform(a):
-        return _eagerly("svd")(
+        return _EAGERLY["svd"](
             a, full_matrices=full_matrices, compute_uv=compute_uv,
             gauge_invariant=gauge_invariant, broadening=broadening, kw=kw)
     options = library.encode(kw)
@@ -146,7 +146,7 @@ def polar(a, *, side, broadening, kw_polar, kw_svd):
     from . import torch_library as library
 
     if _compiled_transform(a):
-        return _eagerly("polar")(a, side=side, broadening=broadening, kw_polar=kw_polar,
+        return _EAGERLY["polar"](a, side=side, broadening=broadening, kw_polar=kw_polar,
                                  kw_svd=kw_svd)
     if not _needs_derivative(a):
         options = library.encode({"svd": kw_svd, "polar": kw_polar})
