@@ -373,9 +373,9 @@ def test_graded_matrices_keep_unitary_reflectors_on_the_gpu(dtype, grading):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
 def test_zero_and_tiny_columns_on_the_gpu(dtype):
     """The panel kernel's norms where a column's plain sum of squares is zero (triangular
-    input, zero rows and columns: no second pass) or underflows (entries of 1e-170 beside
-    ones, summed again by Blue's accumulators in double data): U and V orthonormal, A
-    rebuilt, the values as LAPACK's."""
+    input, zero rows and columns: no second pass) or loses the squares of tiny entries
+    beside normal ones (1e-170 in double data, below ε of the sum): U and V orthonormal,
+    A rebuilt, the values as LAPACK's. The second pass itself is the graded test's."""
     import cupy
     from gpusvd import svd
 

@@ -110,8 +110,7 @@ def _resumes_reverse_transforms():
     from PyTorch 2.13 (2.11 returns a wrong finite Jacobian after any break there, a
     function of torch's own included; gpusvd's operator then stays in the graph and
     fails loudly, as PyTorch's custom operators do under a compiled transform)."""
-    version = tuple(int(p) for p in _torch().__version__.split("+")[0].split(".")[:2])
-    return version >= (2, 13)
+    return _torch().__version__ >= "2.13"  # a TorchVersion, compared as a version
 
 
 @_constant_for_dynamo
