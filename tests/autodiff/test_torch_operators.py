@@ -101,6 +101,46 @@ def test_gradgradcheck(shape, dtype, device):
                                         check_batched_grad=True)
 
 
+def _operator_invariants(x):
+    """Outputs of the operators called directly (``torch.ops.gpusvd.*``) that do not
+    depend on the vectors' signs or phases, as one real tensor."""
+    ops = torch.ops.gpusvd
+    u, s, vh = ops.svd(x, False, "{}")
+    top = u[..., :2] @ u[..., :2].conj().transpose(-1, -2)
+    options = '{"polar": {}, "svd": {}}'
+    parts = [s, ops.svdvals(x, "{}"), top, *ops.polar(x, "right", options),
+             *ops.polar(x, "left", options)]
+    flat = [torch.view_as_real(t) if t.is_complex() else t for t in parts]
+    return torch.cat([t.flatten() for t in flat])
+
+
+@pytest.mark.parametrize("shape, dtype", [((5, 5), torch.float64), ((6, 4), torch.float64),
+                                          ((4, 6), torch.float64), ((6, 4), torch.complex128)],
+                         ids=str)
+def test_the_operators_have_every_derivative(shape, dtype, device):
+    """Reverse, forward and second-order derivatives of the operators themselves, and
+    ``torch.func.jvp`` of them against central differences: a ``custom_op`` gives a zero
+    tangent there, silently."""
+    x = _random(shape, dtype, device, seed=11).requires_grad_()
+    assert torch.autograd.gradcheck(_operator_invariants, (x,), check_forward_ad=True,
+                                    check_batched_grad=True,
+                                    check_batched_forward_grad=not x.is_complex())
+    assert torch.autograd.gradgradcheck(_operator_invariants, (x,), check_fwd_over_rev=True)
+    x, t = x.detach(), _random(shape, dtype, device, seed=12)
+    _, tangent = func.jvp(_operator_invariants, (x,), (t,))
+    h = 1e-6
+    expected = (_operator_invariants(x + h * t) - _operator_invariants(x - h * t)) / (2 * h)
+    assert (tangent - expected).abs().max() <= 1e-6 * expected.abs().max()
+    assert expected.abs().max() > 0.1
+    if not x.is_complex():
+        forward = func.jacfwd(_operator_invariants)(x)
+        reverse = func.jacrev(_operator_invariants)(x)
+        assert (forward - reverse).abs().max() <= 1e-10 * reverse.abs().max()
+        batched = func.vmap(lambda d: func.jvp(_operator_invariants, (x,), (d,))[1])(
+            torch.stack([t, 2 * t]))
+        assert (batched[1] - 2 * tangent).abs().max() <= 1e-10 * tangent.abs().max()
+
+
 def test_full_matrices_derivative_of_the_first_columns(device):
     x = _random((6, 4), torch.float64, device, seed=3).requires_grad_()
     assert torch.autograd.gradcheck(
@@ -342,6 +382,10 @@ _TRANSFORMS = {
         torch.stack([y, -y]))[0] * t).sum(), False),
     "hessian": (lambda loss: lambda y, t: torch.tensordot(
         torch.tensordot(func.hessian(loss)(y), t, dims=2), t, dims=2), True),
+    "grad-vmap": (lambda loss: lambda y, t: (func.grad(lambda z: func.vmap(loss)(
+        torch.stack([z, z])).sum() / 2)(y) * t).sum(), False),
+    "grad-grad": (lambda loss: lambda y, t: func.grad(func.grad(
+        lambda r: loss(y + r * t)))(torch.zeros((), dtype=y.dtype, device=y.device)), True),
 }
 
 
@@ -350,13 +394,11 @@ _TRANSFORMS = {
 @pytest.mark.parametrize("mode", list(_TRANSFORMS))
 @pytest.mark.parametrize("loss", list(_TRANSFORMED_LOSSES))
 def test_compiled_transforms_are_right_or_refused(loss, mode, fullgraph, device):
-    """torch.func's derivatives under torch.compile (Dynamo traces no Function's jvp, the
-    operators have no forward mode, and PyTorch's custom operators refuse a transform's
-    wrapped tensor): each equals the central difference, or the call raises; never a
-    wrong finite value (forward mode gave 0: the operators' outputs counted as
-    constants). Behind the graph break (no ``fullgraph``) ``jacfwd``, ``vmap`` of ``jvp``
-    and, from PyTorch 2.13, the reverse transforms must come out right, not refused. The
-    eager transforms are checked against finite differences too."""
+    """torch.func's derivatives under torch.compile: each equals the central
+    difference, or the call raises; never a wrong finite value (forward mode gave 0: the
+    operators' outputs counted as constants). Those of :func:`_compiled_right` must come
+    out right, not refused. The eager transforms are checked against finite differences
+    too."""
     f = _TRANSFORMED_LOSSES[loss]
     x = _random((5, 4), torch.float64, device, seed=30)
     t = _random((5, 4), torch.float64, device, seed=31)
@@ -374,17 +416,21 @@ def test_compiled_transforms_are_right_or_refused(loss, mode, fullgraph, device)
     try:
         got = torch.compile(transform, fullgraph=fullgraph, backend="aot_eager")(x, t)
     except Exception:  # Dynamo's or torch's own error: refused, loudly
-        assert not (not fullgraph and mode in _compiled_right()), "refused, expected right"
+        assert mode not in _compiled_right(fullgraph), "refused, expected right"
         return
     assert got is not None and abs(float(got) - expected) <= tol
 
 
-def _compiled_right():
-    """The transforms that come out right behind the graph break (from PyTorch 2.13 the
-    reverse ones too: torch_ops._resumes_reverse_transforms)."""
-    reverse = {"grad", "jacrev", "vmap-grad", "hessian"} if torch.__version__ >= "2.13" \
-        else set()
-    return {"jacfwd", "vmap-jvp"} | reverse
+def _compiled_right(fullgraph):
+    """The transforms that come out right compiled: one reverse transform in the graph;
+    forward mode behind the graph break, and from PyTorch 2.13 nested transforms too
+    (torch_ops._resumes_reverse_transforms)."""
+    right = {"grad", "jacrev", "grad-vmap"}
+    if not fullgraph:
+        right |= {"jacfwd", "vmap-jvp"}
+        if torch.__version__ >= "2.13":
+            right |= {"vmap-grad", "hessian", "grad-grad"}
+    return right
 
 
 # --- the rule at repeated values ------------------------------------------------------

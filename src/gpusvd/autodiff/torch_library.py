@@ -8,6 +8,8 @@ import json
 
 import torch
 from torch import Tensor
+from torch._functorch.utils import enable_single_level_autograd_function
+from torch._subclasses.fake_tensor import is_fake
 
 from .._core.arrays import plain_torch_tensor
 from . import EAGER, formulas
@@ -75,14 +77,26 @@ def _to_front(a, dim):
 
 
 # --- the operators ---------------------------------------------------------------------
+# Defined by schema, with an Autograd kernel of gpusvd's own (``_autograd``): a
+# ``torch.library.custom_op`` has reverse mode only, and its Autograd kernel hands a tensor
+# with a forward-mode tangent to the implementation, whose results then carry a zero
+# tangent (``torch.func.jvp``, ``jacfwd``), silently.
 
-@torch.library.custom_op("gpusvd::svd", mutates_args=())
-def svd_op(a: Tensor, full_matrices: bool, options: str) -> tuple[Tensor, Tensor, Tensor]:
-    return _svd_eager(a, full_matrices, options)
+_LIB = torch.library.Library("gpusvd", "FRAGMENT")
 
 
-@svd_op.register_fake
-def _(a, full_matrices, options):
+def _operator(schema, implementation, fake):
+    """The operator ``gpusvd::<schema>`` with its implementation on every device (which
+    Dynamo does not trace) and its fake implementation; its Autograd kernel is
+    :func:`_autograd`'s."""
+    name = schema.partition("(")[0]
+    _LIB.define(schema, tags=(torch.Tag.pt2_compliant_tag,))
+    torch.library.register_kernel(f"gpusvd::{name}", None, implementation, lib=_LIB)
+    torch.library.register_fake(f"gpusvd::{name}", fake, lib=_LIB)
+    return getattr(torch.ops.gpusvd, name).default
+
+
+def _svd_fake(a, full_matrices, options):
     *batch, m, n = a.shape
     k = min(m, n)
     vectors, values = _dtypes(a.dtype)
@@ -91,41 +105,84 @@ def _(a, full_matrices, options):
             a.new_empty((*batch, n if full_matrices else k, n), dtype=vectors))
 
 
-@torch.library.custom_op("gpusvd::svdvals", mutates_args=())
-def svdvals_op(a: Tensor, options: str) -> Tensor:
+def _svdvals_impl(a, options):
     return _own((EAGER["svd"](a, full_matrices=False, compute_uv=False,
                               **_decode(options)),), a)[0]
 
 
-@svdvals_op.register_fake
-def _(a, options):
+def _svdvals_fake(a, options):
     *batch, m, n = a.shape
     return a.new_empty((*batch, min(m, n)), dtype=_dtypes(a.dtype)[1])
 
 
-@torch.library.custom_op("gpusvd::polar", mutates_args=())
-def polar_op(a: Tensor, side: str, options: str) -> tuple[Tensor, Tensor]:
+def _polar_impl(a, side, options):
     return _own(EAGER["polar"](a, side=side, **_decode(options)["polar"]), a)
 
 
-@polar_op.register_fake
-def _(a, side, options):
+def _polar_fake(a, side, options):
     *batch, m, n = a.shape
     k = n if side == "right" else m
     dtype = _dtypes(a.dtype)[0]
     return a.new_empty(a.shape, dtype=dtype), a.new_empty((*batch, k, k), dtype=dtype)
 
 
+svd_op = _operator(
+    "svd(Tensor a, bool full_matrices, str options) -> (Tensor, Tensor, Tensor)",
+    _svd_eager, _svd_fake)
+svdvals_op = _operator("svdvals(Tensor a, str options) -> Tensor", _svdvals_impl, _svdvals_fake)
+polar_op = _operator("polar(Tensor a, str side, str options) -> (Tensor, Tensor)",
+                     _polar_impl, _polar_fake)
+
 torch.library.register_vmap(svd_op, lambda info, dims, a, full_matrices, options: (
-    svd_op(_to_front(a, dims[0]), full_matrices, options), (0, 0, 0)))
+    svd_op(_to_front(a, dims[0]), full_matrices, options), (0, 0, 0)), lib=_LIB)
 torch.library.register_vmap(svdvals_op, lambda info, dims, a, options: (
-    svdvals_op(_to_front(a, dims[0]), options), 0))
+    svdvals_op(_to_front(a, dims[0]), options), 0), lib=_LIB)
 torch.library.register_vmap(polar_op, lambda info, dims, a, side, options: (
-    polar_op(_to_front(a, dims[0]), side, options), (0, 0)))
+    polar_op(_to_front(a, dims[0]), side, options), (0, 0)), lib=_LIB)
 
 
-# --- the operators' reverse mode, called directly (``torch.ops.gpusvd.*``): the default
-# rule of :mod:`.formulas`; ``svdvals`` and ``polar`` compute the SVD again -------------
+_DERIVATIVES = (torch._C._functorch.TransformType.Grad, torch._C._functorch.TransformType.Jvp)
+
+
+def _refuse_nested_trace(a):
+    """Refuses to trace a derivative of ``a`` under nested ``torch.func`` transforms
+    (``hessian``, ``grad`` of ``grad``, ``vmap`` of ``grad``), which PyTorch 2.11 compiles
+    to wrong values (a zero second derivative); from 2.13 gpusvd runs them eagerly behind
+    a graph break (:func:`.torch_ops._compiled_transform`) and they never reach this."""
+    level = torch._C._functorch.maybe_current_level()
+    if (level is not None and level > 1 and is_fake(a)
+            and torch._C._functorch.peek_interpreter_stack().key() in _DERIVATIVES):
+        raise NotImplementedError(
+            "gpusvd: nested torch.func transforms (hessian, grad of grad, vmap of grad) of "
+            "gpusvd inside torch.compile need PyTorch 2.13 or later; apply the outer "
+            "transform outside the compiled function")
+
+
+def _autograd(op, function):
+    """Registers the Autograd kernel of ``op``: ``function`` (an autograd Function with
+    ``backward`` and ``jvp``) where the input requires grad or carries a tangent, the
+    implementation below autograd otherwise (``function``'s forward calls ``op`` again,
+    which lands there: a Function runs its forward without grad or tangents).
+
+    ``function`` is applied at one level, as autograd alone would: here, under a
+    ``torch.func`` transform, the dispatcher has already lowered the call to the
+    transform's level, where the tensors are that level's (``Function.apply`` would hand
+    them to the transforms once more)."""
+    apply = super(torch.autograd.Function, function).apply
+
+    def kernel(keyset, a, *args):
+        _refuse_nested_trace(a)
+        if ((a.requires_grad and torch.is_grad_enabled())
+                or torch.autograd.forward_ad.unpack_dual(a).tangent is not None):
+            with enable_single_level_autograd_function():
+                return apply(a, *args)
+        with torch._C._AutoDispatchBelowAutograd():
+            return op.redispatch(keyset & torch._C._after_autograd_keyset, a, *args)
+
+    _LIB.impl(op.name().partition("::")[2], kernel, "Autograd", with_keyset=True)
+
+
+# --- the SVD's derivative, shared by the operators and the Functions -----------------
 
 def _svd_grad(u, s, vh, gu, gs, gvh, k, rule, opaque=False):
     """Ā of an SVD whose U and Vh may be full (of which the first k columns and rows, an
@@ -142,46 +199,6 @@ def _svd_grad(u, s, vh, gu, gs, gvh, k, rule, opaque=False):
     for reads in reads_extra:
         grad = torch.where(reads[..., None, None], float("nan"), grad)
     return grad
-
-
-def _svd_context(ctx, inputs, output):
-    k = min(inputs[0].shape[-2:])
-    u, s, vh = output
-    ctx.k = k
-    ctx.save_for_backward(u[..., :k], s, vh[..., :k, :])
-
-
-def _svd_backward(ctx, gu, gs, gvh):
-    u, s, vh = ctx.saved_tensors
-    return _svd_grad(u, s, vh, gu, gs, gvh, ctx.k, {}), None, None
-
-
-def _recompute_context(ctx, inputs, output):
-    ctx.options = inputs[-1]
-    ctx.side = inputs[1] if len(inputs) == 3 else "right"
-    ctx.save_for_backward(inputs[0])
-
-
-def _svdvals_backward(ctx, gs):
-    (a,) = ctx.saved_tensors
-    u, s, vh = svd_op(a, False, ctx.options)
-    return formulas.svd_backward(OPS, u, s, vh, None, gs, None), None
-
-
-def _polar_backward(ctx, gw, gp):
-    (a,) = ctx.saved_tensors
-    left = ctx.side == "left"
-    u, s, vh = svd_op(_ct(a) if left else a, False, encode(_decode(ctx.options)["svd"]))
-    if left:
-        gw = None if gw is None else _ct(gw)
-        return _ct(formulas.polar_backward(OPS, u, s, vh, gw, gp)), None, None
-    return formulas.polar_backward(OPS, u, s, vh, gw, gp), None, None
-
-
-torch.library.register_autograd(svd_op, _svd_backward, setup_context=_svd_context)
-torch.library.register_autograd(svdvals_op, _svdvals_backward,
-                                setup_context=_recompute_context)
-torch.library.register_autograd(polar_op, _polar_backward, setup_context=_recompute_context)
 
 
 # --- the derivatives of complex data as operators, for compiled code -------------------
@@ -387,3 +404,90 @@ class RightPolarWithJvp(RightPolar):
 
 # The Functions by whether Dynamo traces them (then without jvp).
 FUNCTIONS = {False: (SVDWithJvp, RightPolarWithJvp), True: (SVD, RightPolar)}
+
+
+# --- the operators' own Functions (:func:`_autograd`): the default rule of
+# :mod:`.formulas`; ``svdvals`` and ``polar`` compute the SVD again ----------------------
+
+class _SVDOperator(SVDWithJvp):
+    @staticmethod
+    def forward(a, full_matrices, options):
+        return svd_op(a, full_matrices, options)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        SVD.setup_context(ctx, (*inputs, False, None), output)
+
+    @staticmethod
+    def backward(ctx, gu, gs, gvh):
+        return SVDWithJvp.backward(ctx, gu, gs, gvh)[:3]
+
+
+def _input_svd(ctx):
+    """The economy SVD of the operator's saved input (of its conjugate transpose for the
+    left polar decomposition), recomputed: differentiable, for second derivatives."""
+    (a,) = ctx.saved_tensors
+    options = _decode(ctx.options)
+    if ctx.side is None:
+        return svd_op(a, False, ctx.options)
+    return svd_op(_ct(a) if ctx.side == "left" else a, False, encode(options["svd"]))
+
+
+class _SVDValsOperator(torch.autograd.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(a, options):
+        return svdvals_op(a, options)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.options, ctx.side = inputs[1], None
+        ctx.save_for_backward(inputs[0])
+        ctx.save_for_forward(inputs[0])
+
+    @staticmethod
+    def backward(ctx, gs):
+        u, s, vh = _input_svd(ctx)
+        return formulas.svd_backward(OPS, u, s, vh, None, gs, None), None
+
+    @staticmethod
+    def jvp(ctx, da, _):
+        u, s, vh = _input_svd(ctx)
+        return formulas.svd_jvp(OPS, u, s, vh, da)[1]
+
+
+class _PolarOperator(torch.autograd.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(a, side, options):
+        return polar_op(a, side, options)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.options, ctx.side = inputs[2], inputs[1]
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(inputs[0])
+        ctx.save_for_forward(inputs[0])
+
+    @staticmethod
+    def backward(ctx, gw, gp):
+        u, s, vh = _input_svd(ctx)
+        if ctx.side == "left":
+            gw = None if gw is None else _ct(gw)
+            return _ct(formulas.polar_backward(OPS, u, s, vh, gw, gp)), None, None
+        return formulas.polar_backward(OPS, u, s, vh, gw, gp), None, None
+
+    @staticmethod
+    def jvp(ctx, da, *_):
+        u, s, vh = _input_svd(ctx)
+        if ctx.side == "left":
+            dw, dp = formulas.polar_jvp(OPS, u, s, vh, _ct(da))
+            return _ct(dw), dp
+        return formulas.polar_jvp(OPS, u, s, vh, da)
+
+
+_autograd(svd_op, _SVDOperator)
+_autograd(svdvals_op, _SVDValsOperator)
+_autograd(polar_op, _PolarOperator)

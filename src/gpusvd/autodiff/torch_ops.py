@@ -1,27 +1,29 @@
 """PyTorch operators ``gpusvd::svd``, ``gpusvd::svdvals`` and ``gpusvd::polar``, and the
 autograd of ``gpusvd.svd``, ``svdvals`` and ``polar`` on tensors.
 
-Each decomposition is a ``torch.library.custom_op`` whose implementation is gpusvd's
-eager code on the tensor's device, with a fake (meta) implementation, so that
+Each decomposition is a torch operator whose implementation is gpusvd's eager code on
+the tensor's device, with a fake (meta) implementation, so that
 ``torch.compile(fullgraph=True)`` and ``torch.export`` capture it without a graph break;
-a vmap rule that maps a batch onto gpusvd's stack engine (one call, no loop); and a
-reverse-mode derivative (:mod:`.formulas`, written in differentiable torch operations,
-so that ``gradgradcheck`` passes), so that the operator alone passes
-``torch.library.opcheck``.
+a vmap rule that maps a batch onto gpusvd's stack engine (one call, no loop); and an
+Autograd kernel of its own with reverse and forward mode (:mod:`.formulas`, written in
+differentiable torch operations, so that ``gradgradcheck`` passes) that serves the
+``torch.func`` transforms too, so that the operator alone passes
+``torch.library.opcheck`` and ``gradcheck`` with forward mode.
 
 ``gpusvd.svd`` and friends reach the operators through ``torch.autograd.Function`` s with
 ``setup_context`` (what ``torch.func`` needs): reverse mode, forward mode (``jvp``),
 double backward, ``vmap`` through the operators' rule. A Function whose input is a plain
 tensor in eager code calls gpusvd's eager function itself, without the dispatcher's
 layers (0.2 ms of a 64² call on an H200); traced, wrapped or subclassed input takes the
-operator. Dynamo does not trace a Function
-with a custom ``jvp``; under ``torch.compile`` the same Functions without it run, and
-a tensor with a tangent (forward mode: ``torch.func.jvp``, ``jacfwd``, dual tensors) or,
-from PyTorch 2.13, under a ``torch.func`` transform's derivative (``grad``, ``jacrev``,
-``hessian``) leaves the graph: Dynamo breaks it there and the call runs eagerly
-(``grad``, ``jacrev``, ``hessian``, ``jacfwd``, ``vmap`` of ``jvp`` right; ``jvp`` and
-dual tensors reach the operator as dual tensors and are refused; ``fullgraph=True`` is
-Dynamo's error). Compiled derivatives are right or refused, never silently wrong.
+operator. Dynamo does not trace a Function with a custom ``jvp``; under
+``torch.compile`` the same Functions without it run. One ``torch.func.grad`` or
+``jacrev``, ``vmap`` of it and ``vmap`` alone stay in the graph (``fullgraph=True``
+included). A tensor with a tangent (``torch.func.jvp``, ``jacfwd``, dual tensors) or,
+from PyTorch 2.13, nested transforms (``hessian``, ``vmap`` of ``grad``) leave the
+graph: Dynamo breaks it there and the call runs eagerly (``hessian``, ``vmap`` of
+``grad``, ``jacfwd``, ``vmap`` of ``jvp`` right; ``jvp`` and dual tensors reach the
+operator as dual tensors and are refused; ``fullgraph=True`` is Dynamo's error).
+Compiled derivatives are right or refused, never silently wrong.
 The polar decomposition's derivative is its own
 (:func:`.formulas.polar_backward`), exact at repeated singular values; its factors come
 from the SVD when a derivative is needed, from gpusvd's polar method otherwise.
@@ -87,11 +89,11 @@ def _library():
 
 def _compiled_transform(a):
     """Whether Dynamo traces ``a`` with a tangent (``torch.func.jvp``, ``jacfwd``, dual
-    tensors) or differentiated by a ``torch.func`` transform (``grad``, ``jacrev``,
-    ``hessian``): Dynamo traces no Function's ``jvp``, the operators have no forward
-    mode, and under a transform it hands the operator the transform's wrapped tensor,
-    which PyTorch's custom operators refuse; so the call runs eagerly (``_EAGERLY``).
-    ``vmap`` alone stays traced (the operators' rule)."""
+    tensors) or under nested ``torch.func`` transforms (``hessian``, ``vmap`` of
+    ``grad``), where the call runs eagerly (``_EAGERLY``): Dynamo traces no Function's
+    ``jvp``, and its traced forward mode of the operators fails. One ``grad`` or
+    ``jacrev``, and ``vmap`` alone, stay traced: the operators' Autograd kernel and vmap
+    rule serve the transforms' tensors."""
     torch = _torch()
     if not torch.compiler.is_compiling():
         return False
@@ -101,15 +103,16 @@ def _compiled_transform(a):
         return False  # (Dynamo traces these calls)
     from torch._functorch.pyfunctorch import retrieve_current_functorch_interpreter
 
-    return retrieve_current_functorch_interpreter().key() != _vmap_transform()
+    interpreter = retrieve_current_functorch_interpreter()
+    return interpreter.key() != _vmap_transform() and interpreter.level() > 1
 
 
 @_constant_for_dynamo
 def _resumes_reverse_transforms():
     """Whether Dynamo resumes ``torch.func.jacrev`` right after a graph break inside it:
     from PyTorch 2.13 (2.11 returns a wrong finite Jacobian after any break there, a
-    function of torch's own included; gpusvd's operator then stays in the graph and
-    fails loudly, as PyTorch's custom operators do under a compiled transform)."""
+    function of torch's own included; gpusvd's operator then stays in the graph, right
+    under one reverse transform and ``vmap`` of it, refused loudly under ``hessian``)."""
     return _torch().__version__ >= "2.13"  # a TorchVersion, compared as a version
 
 
