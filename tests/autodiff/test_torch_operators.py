@@ -125,7 +125,9 @@ def test_the_operators_have_every_derivative(shape, dtype, device):
     assert torch.autograd.gradcheck(_operator_invariants, (x,), check_forward_ad=True,
                                     check_batched_grad=True,
                                     check_batched_forward_grad=not x.is_complex())
-    assert torch.autograd.gradgradcheck(_operator_invariants, (x,), check_fwd_over_rev=True)
+    if shape == (5, 5) and not x.is_complex():  # (each check is hundreds of calls)
+        assert torch.autograd.gradgradcheck(_operator_invariants, (x,),
+                                            check_fwd_over_rev=True)
     x, t = x.detach(), _random(shape, dtype, device, seed=12)
     _, tangent = func.jvp(_operator_invariants, (x,), (t,))
     h = 1e-6
