@@ -7,6 +7,7 @@ from .naive_quic import cosine_split, length_squared_pick
 
 from gpusvd import svd_lowrank, testing
 from gpusvd._core import tunables
+from gpusvd._core.backend import to_host
 from gpusvd.quic import monte_carlo
 from gpusvd.quic.cosine_tree import Node, row_norms2, split_nodes
 from gpusvd.quic.extraction import extract, project, small_svd, truncation_rank
@@ -89,15 +90,15 @@ def test_blocked_gram_schmidt_orthonormal_and_drops_dependent(dtype):
     assert np.linalg.norm(proj) <= 100 * np.finfo(dtype).eps * np.linalg.norm(seen)
 
 
-def _counting_qr(monkeypatch):
+def _counting_qr(monkeypatch, xp=np):
     calls = []
-    qr = np.linalg.qr
+    qr = xp.linalg.qr
 
     def counted(x, *args, **kw):
         calls.append(x.shape)
         return qr(x, *args, **kw)
 
-    monkeypatch.setattr(np.linalg, "qr", counted)
+    monkeypatch.setattr(xp.linalg, "qr", counted)
     return calls
 
 
@@ -145,11 +146,13 @@ def test_gram_schmidt_nearly_dependent_block(dtype):
             assert grow(0) > 1e6
 
 
+@pytest.mark.parametrize("where", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("case", ["fresh", "near", "graded", "trailing"])
-def test_gram_schmidt_cholesky_qr_as_householder(case, monkeypatch):
+def test_gram_schmidt_cholesky_qr_as_householder(case, where, monkeypatch):
     """float32 blocks take the Cholesky QR of their Gram matrix (formed in float64): the
     same kept count as the Householder QR, V̂ orthonormal to a few k·u, the same span;
     a dependent candidate inside the block (not last) falls back to Householder."""
+    xp = pytest.importorskip("cupy") if where == "gpu" else np
     rng = np.random.default_rng(21)
     n, dtype = 500, np.float32
     fresh = rng.standard_normal((n, 12))
@@ -160,14 +163,14 @@ def test_gram_schmidt_cholesky_qr_as_householder(case, monkeypatch):
          }[case]
     results = []
     for cholesky in (True, False):
-        basis = Basis(n, dtype, np, limit=n)
-        basis.extend(rng.standard_normal((n, 30)).astype(dtype))
-        calls = _counting_qr(monkeypatch)
+        basis = Basis(n, dtype, xp, limit=n)
+        basis.extend(xp.asarray(rng.standard_normal((n, 30)).astype(dtype)))
+        calls = _counting_qr(monkeypatch, xp)
         if not cholesky:
             monkeypatch.setattr(Basis, "_cholesky_qr", lambda *args: None)
-        added = basis.extend(x.astype(dtype))
+        added = basis.extend(xp.asarray(x.astype(dtype)))
         results.append(added)
-        v = basis.v
+        v = to_host(basis.v)
         assert orthogonality(v) < 2
         proj = x - v @ (v.T @ x)
         assert np.linalg.norm(proj) <= 100 * np.finfo(dtype).eps * np.linalg.norm(x)
@@ -175,10 +178,11 @@ def test_gram_schmidt_cholesky_qr_as_householder(case, monkeypatch):
             assert len(calls) == 0
         monkeypatch.undo()
     assert results[0] == results[1] == 12
-    basis = Basis(n, dtype, np, limit=n)
-    calls = _counting_qr(monkeypatch)
+    basis = Basis(n, dtype, xp, limit=n)
+    calls = _counting_qr(monkeypatch, xp)
     middle = np.column_stack([fresh[:, :3], fresh[:, :2].sum(1), fresh[:, 3:]])
-    assert basis.extend(middle.astype(dtype)) == 12 and len(calls) == 2  # (and R's columns)
+    assert basis.extend(xp.asarray(middle.astype(dtype))) == 12
+    assert len(calls) == 2  # (the block's QR and that of R's kept columns)
 
 
 def test_growth_takes_one_qr_per_step(monkeypatch):
