@@ -283,18 +283,6 @@ def cholesky_factor(xp, g):
     return _TWINS[xp.__name__][2](g)
 
 
-def cholesky_factor_info(xp, g):
-    """(factor, info) of :func:`cholesky_factor`: ``info`` (an int32 array of one, on
-    ``g``'s device) is nonzero where ``g`` is not positive definite, and the factor is then
-    not to be used; nothing raises and nothing synchronizes."""
-    if xp.__name__ == "cupy":
-        return g, _potrf_cuda(g)
-    try:
-        return np.linalg.cholesky(g), np.zeros(1, np.int32)
-    except np.linalg.LinAlgError:
-        return np.full_like(g, np.nan), np.ones(1, np.int32)
-
-
 def cholesky_qr_solve(xp, w, factor):
     """W·L⁻ᵀ for W (rows×n, overwritten on the GPU) and ``factor`` = L of WᵀW (or of a
     shifted WᵀW) from :func:`cholesky_factor`: one pass of Cholesky QR.

@@ -45,8 +45,9 @@ and one block is two large GEMMs instead of k/20 launches of memory-bound ones.
 import math
 
 import numpy as np
+import scipy.linalg
 
-from .._core import libraries, tunables
+from .._core import tunables
 from .._core.backend import array_namespace, to_host
 
 # A remainder below DROP_FACTOR·u·sqrt(k + c)·‖x‖ is what one projection against k + c
@@ -197,36 +198,34 @@ class Basis:
 
     def _cholesky_qr(self, x, norms0, norms1, drop_level):
         """The same from R of the Gram matrix of the projected float32 ``x``, formed and
-        factored in float64 on ``x``'s device, where the kept candidates are its first
-        ones and R is well enough conditioned; else None (the Householder QR then). R's
-        diagonal is good to about c·u₆₄/|r_jj| of a column's length, far below float32's
-        drop level; Q = X·R⁻¹ is orthonormal to about u·κ(R), made orthonormal to working
-        precision by Newton–Schulz steps. One host read, as the Householder QR's."""
+        factored in float64, where the kept candidates are its first ones and R is well
+        enough conditioned; else None (the Householder QR then). R's diagonal is
+        good to about c·u₆₄/|r_jj| of a column's length, far below float32's drop
+        level; Q = X·R⁻¹ is orthonormal to about u·κ(R), made orthonormal to working
+        precision by Newton–Schulz steps."""
         xp = self.xp
-        c = x.shape[1]
         x64 = x.astype(np.float64)
-        gram = x64.T @ x64
-        lengths2 = xp.diagonal(gram).copy()  # (factored in place on the GPU)
-        factor, info = libraries.cholesky_factor_info(xp, gram)
-        r_inverse = libraries.cholesky_qr_solve(xp, xp.eye(c, dtype=np.float64), factor)
-        diagonal = xp.abs(xp.diagonal(factor))
-        scaled2 = xp.cumsum(xp.sum((diagonal[:, None] * r_inverse) ** 2, axis=0))
-        host = to_host(xp.concatenate([
-            xp.stack([diagonal, lengths2, scaled2, norms0.astype(np.float64),
-                      norms1.astype(np.float64)]).ravel(), info.astype(np.float64)]))
-        if host[-1] != 0:
+        gram = to_host(xp.concatenate([(x64.T @ x64).ravel(),
+                                       xp.stack([norms0, norms1]).astype(np.float64).ravel()]))
+        c = x.shape[1]
+        norms0, norms1 = gram[c * c:].reshape(2, c)
+        try:
+            r = np.linalg.cholesky(gram[:c * c].reshape(c, c)).T
+        except np.linalg.LinAlgError:
             return None
-        kept, lengths2, scaled2, norms0, norms1 = host[:-1].reshape(5, c)
+        kept = np.abs(np.diagonal(r))
         keep = self._kept(norms0, kept, drop_level)
         added = int(np.count_nonzero(keep))
         if added == 0 or not keep[:added].all():
             return None
+        r = r[:added, :added]
+        r_inverse = scipy.linalg.solve_triangular(r, np.eye(added))
+        scale = kept[:added]
         u = float(np.finfo(self.dtype).eps)
-        # u·‖R·D⁻¹‖_F·‖D·R⁻¹‖_F of the kept block: R's column j has X's length j.
-        error = u * math.sqrt(np.sum(lengths2[:added] / kept[:added] ** 2) * scaled2[added - 1])
-        if not error <= CHOLESKY_QR_MAX_ERROR:
+        error = u * np.linalg.norm(r / scale) * np.linalg.norm(r_inverse * scale[:, None])
+        if error > CHOLESKY_QR_MAX_ERROR:
             return None
-        q_keep = x[:, :added] @ r_inverse[:added, :added].astype(self.dtype)
+        q_keep = x[:, :added] @ xp.asarray(r_inverse.astype(self.dtype))
         near = self._near(kept[:added], norms1[:added])
         if not near:
             steps = 0
