@@ -19,12 +19,7 @@ and one block is two large GEMMs instead of k/20 launches of memory-bound ones.
    basis by a small fraction of its length); the second pass leaves components of order
    u·‖X'‖.
 2. One Householder QR, X'' = Q·R (stable, one library call: the paper adds one vector
-   at a time, the driver a block of them). float32 candidates take a Cholesky QR
-   instead, where it serves: R from the Gram matrix of X'' formed and factored in
-   float64 (its diagonal good to about c·u₆₄/|r_jj| of a column's length, far finer
-   than float32's drop level below), Q = X''·R⁻¹ by one GEMM and made orthonormal by
-   Newton–Schulz steps; where a dropped candidate comes before a kept one, or R is
-   ill-conditioned (``CHOLESKY_QR_MAX_ERROR``), the Householder QR runs.
+   at a time, the driver a block of them).
 3. Drops, from R's diagonal against the candidates' original norms (one host
    synchronization): a candidate whose |r_jj| is at the rounding level of the
    projection is already represented by the basis.
@@ -45,7 +40,6 @@ and one block is two large GEMMs instead of k/20 launches of memory-bound ones.
 import math
 
 import numpy as np
-import scipy.linalg
 
 from .._core import tunables
 from .._core.backend import array_namespace, to_host
@@ -60,9 +54,6 @@ DROP_FACTOR = 16.0
 # each step maps e to about 1.5·e² (1/512 → 6e-6 → 5e-11): two reach any working
 # precision down to float64's 1.1e-16 within a factor of a few.
 NEWTON_SCHULZ_STEPS = 2
-# The Cholesky QR's largest u·κ_F(R) (R's columns scaled to unit diagonal): Q = X·R⁻¹ is
-# then orthonormal to about this, which Newton–Schulz steps take to u (two from 1e-2).
-CHOLESKY_QR_MAX_ERROR = 1e-2
 
 
 def _column_norms(x, xp):
@@ -158,83 +149,24 @@ class Basis:
         x = self.project_out(x)
         norms1 = _column_norms(x, xp)
         x = self.project_out(x)
-        u = float(np.finfo(self.dtype).eps)
-        drop_level = DROP_FACTOR * u * math.sqrt(self.k + c)
-        factored = self._cholesky_qr(x, norms0, norms1, drop_level) \
-            if self.dtype == np.float32 else None
-        if factored is None:
-            factored = self._householder_qr(x, norms0, norms1, drop_level)
-        q_keep, added, near = factored
-        if added == 0:
-            return 0
-        if near:
-            q_keep = _newton_schulz(self.project_out(q_keep), NEWTON_SCHULZ_STEPS)
-        self._reserve(added)
-        self._v[:, self.k:self.k + added] = q_keep
-        self.k += added
-        return added
-
-    def _kept(self, norms0, r_diagonal, drop_level):
-        keep = (norms0 > 0) & (r_diagonal > drop_level * norms0)
-        return keep & (np.cumsum(keep) <= self.limit - self.k)
-
-    def _householder_qr(self, x, norms0, norms1, drop_level):
-        """(the kept columns of Q, their count, whether one was nearly dependent) from
-        a Householder QR of the projected ``x`` (steps 2–5 of the module docstring)."""
-        xp = self.xp
         q, r = xp.linalg.qr(x)
         kept = xp.abs(xp.diagonal(r))
         norms0, norms1, kept = to_host(xp.stack([norms0, norms1, kept]).astype(xp.float64))
-        keep = self._kept(norms0, kept, drop_level)
+        u = float(np.finfo(self.dtype).eps)
+        drop_level = DROP_FACTOR * u * math.sqrt(self.k + c)
+        keep = (norms0 > 0) & (kept > drop_level * norms0)
+        keep &= np.cumsum(keep) <= self.limit - self.k
         added = int(np.count_nonzero(keep))
         if added == 0:
-            return None, 0, False
+            return 0
         if keep[:added].all():
             q_keep = q[:, :added]
         else:
             q_small, _ = xp.linalg.qr(r[:, xp.asarray(np.flatnonzero(keep))])
             q_keep = q @ q_small
-        return q_keep, added, self._near(kept[keep], norms1[keep])
-
-    def _cholesky_qr(self, x, norms0, norms1, drop_level):
-        """The same from R of the Gram matrix of the projected float32 ``x``, formed and
-        factored in float64, where the kept candidates are its first ones and R is well
-        enough conditioned; else None (the Householder QR then). R's diagonal is
-        good to about c·u₆₄/|r_jj| of a column's length, far below float32's drop
-        level; Q = X·R⁻¹ is orthonormal to about u·κ(R), made orthonormal to working
-        precision by Newton–Schulz steps."""
-        xp = self.xp
-        x64 = x.astype(np.float64)
-        gram = to_host(xp.concatenate([(x64.T @ x64).ravel(),
-                                       xp.stack([norms0, norms1]).astype(np.float64).ravel()]))
-        c = x.shape[1]
-        norms0, norms1 = gram[c * c:].reshape(2, c)
-        try:
-            r = np.linalg.cholesky(gram[:c * c].reshape(c, c)).T
-        except np.linalg.LinAlgError:
-            return None
-        kept = np.abs(np.diagonal(r))
-        keep = self._kept(norms0, kept, drop_level)
-        added = int(np.count_nonzero(keep))
-        if added == 0 or not keep[:added].all():
-            return None
-        r = r[:added, :added]
-        r_inverse = scipy.linalg.solve_triangular(r, np.eye(added))
-        scale = kept[:added]
-        u = float(np.finfo(self.dtype).eps)
-        error = u * np.linalg.norm(r / scale) * np.linalg.norm(r_inverse * scale[:, None])
-        if error > CHOLESKY_QR_MAX_ERROR:
-            return None
-        q_keep = x[:, :added] @ xp.asarray(r_inverse.astype(self.dtype))
-        near = self._near(kept[:added], norms1[:added])
-        if not near:
-            steps = 0
-            while error > u:  # each step maps an error e to about 1.5·e²
-                error, steps = 1.5 * error * error, steps + 1
-            q_keep = _newton_schulz(q_keep, steps)
-        return q_keep, added, near
-
-    @staticmethod
-    def _near(kept, norms1):
-        """Whether a kept candidate was nearly dependent on the others (step 5)."""
-        return bool((kept < tunables.get().quic_reorthogonalize_below * norms1).any())
+        if (kept[keep] < tunables.get().quic_reorthogonalize_below * norms1[keep]).any():
+            q_keep = _newton_schulz(self.project_out(q_keep), NEWTON_SCHULZ_STEPS)
+        self._reserve(added)
+        self._v[:, self.k:self.k + added] = q_keep
+        self.k += added
+        return added
