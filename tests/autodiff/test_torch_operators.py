@@ -120,7 +120,7 @@ def _operator_invariants(x):
 def test_the_operators_have_every_derivative(shape, dtype, device):
     """Reverse, forward and second-order derivatives of the operators themselves, and
     ``torch.func.jvp`` of them against central differences: a ``custom_op`` gives a zero
-    tangent there, silently."""
+    tangent there, silently. Nested derivative transforms are refused."""
     x = _random(shape, dtype, device, seed=11).requires_grad_()
     assert torch.autograd.gradcheck(_operator_invariants, (x,), check_forward_ad=True,
                                     check_batched_grad=True,
@@ -141,6 +141,12 @@ def test_the_operators_have_every_derivative(shape, dtype, device):
         batched = func.vmap(lambda d: func.jvp(_operator_invariants, (x,), (d,))[1])(
             torch.stack([t, 2 * t]))
         assert (batched[1] - 2 * tangent).abs().max() <= 1e-10 * tangent.abs().max()
+        mapped = func.vmap(func.jacrev(_operator_invariants))(torch.stack([x, x]))
+        assert (mapped[1] - reverse).abs().max() <= 1e-10 * reverse.abs().max()
+        for nested in (func.jacrev(func.jacrev(_operator_invariants)),
+                       func.jacfwd(func.jacrev(_operator_invariants))):
+            with pytest.raises(NotImplementedError, match="nested torch.func derivatives"):
+                nested(x)  # (the outer derivative would be lost: zero or wrong)
 
 
 def test_full_matrices_derivative_of_the_first_columns(device):

@@ -217,9 +217,10 @@ def _tangent(torch, a):
                 torch._C.DispatchKey.AutogradFunctionality):
             raise
         raise NotImplementedError(
-            "gpusvd: a forward-mode derivative (torch.func.jvp or dual tensors) inside "
-            "torch.compile reached gpusvd's operator, which has none; take it outside "
-            "the compiled function (torch.func.jacfwd and vmap of jvp work compiled)") from e
+            "gpusvd: a forward-mode derivative (torch.func.jvp or dual tensors) traced by "
+            "torch.compile (or torch.func.linearize) reached gpusvd's operator below its "
+            "derivatives; take it outside the compiled function (torch.func.jacfwd and "
+            "vmap of jvp work compiled)") from e
 
 
 def _torch_refusal(a):

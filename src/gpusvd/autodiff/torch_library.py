@@ -9,7 +9,7 @@ import json
 import torch
 from torch import Tensor
 from torch._functorch.utils import enable_single_level_autograd_function
-from torch._subclasses.fake_tensor import is_fake
+from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
 
 from .._core.arrays import plain_torch_tensor
 from . import EAGER, formulas
@@ -144,18 +144,21 @@ torch.library.register_vmap(polar_op, lambda info, dims, a, side, options: (
 _DERIVATIVES = (torch._C._functorch.TransformType.Grad, torch._C._functorch.TransformType.Jvp)
 
 
-def _refuse_nested_trace(a):
-    """Refuses to trace a derivative of ``a`` under nested ``torch.func`` transforms
-    (``hessian``, ``grad`` of ``grad``, ``vmap`` of ``grad``), which PyTorch 2.11 compiles
-    to wrong values (a zero second derivative); from 2.13 gpusvd runs them eagerly behind
-    a graph break (:func:`.torch_ops._compiled_transform`) and they never reach this."""
-    level = torch._C._functorch.maybe_current_level()
-    if (level is not None and level > 1 and is_fake(a)
-            and torch._C._functorch.peek_interpreter_stack().key() in _DERIVATIVES):
+def _refuse_nested(a):
+    """Refuses a derivative of ``a`` under two or more ``torch.func`` derivative
+    transforms (``hessian``, ``jacrev`` of ``jacrev``, ``jvp`` of ``grad``): the Function
+    that :func:`_autograd` applies at one level records the inner level's derivative
+    but not the outer's (a zero or wrong second derivative, eager and compiled). gpusvd's
+    own ``svd``, ``svdvals`` and ``polar`` serve them through ``torch.func``'s rules
+    (eagerly; in compiled code from PyTorch 2.13, behind a graph break); ``vmap`` of one
+    derivative passes."""
+    derivatives = sum(i.key() in _DERIVATIVES for i in retrieve_all_functorch_interpreters())
+    if derivatives > 1:
         raise NotImplementedError(
-            "gpusvd: nested torch.func transforms (hessian, grad of grad, vmap of grad) of "
-            "gpusvd inside torch.compile need PyTorch 2.13 or later; apply the outer "
-            "transform outside the compiled function")
+            "gpusvd: nested torch.func derivatives (hessian, jacrev of jacrev, jvp of grad) "
+            "of gpusvd's torch operators are not supported: differentiate gpusvd.svd, "
+            "svdvals or polar (inside torch.compile, with PyTorch 2.13 or later), or apply "
+            "the outer transform outside the compiled function")
 
 
 def _autograd(op, function):
@@ -171,7 +174,7 @@ def _autograd(op, function):
     apply = super(torch.autograd.Function, function).apply
 
     def kernel(keyset, a, *args):
-        _refuse_nested_trace(a)
+        _refuse_nested(a)
         if ((a.requires_grad and torch.is_grad_enabled())
                 or torch.autograd.forward_ad.unpack_dual(a).tangent is not None):
             with enable_single_level_autograd_function():
