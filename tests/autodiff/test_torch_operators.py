@@ -392,6 +392,8 @@ _TRANSFORMS = {
         torch.tensordot(func.hessian(loss)(y), t, dims=2), t, dims=2), True),
     "grad-vmap": (lambda loss: lambda y, t: (func.grad(lambda z: func.vmap(loss)(
         torch.stack([z, z])).sum() / 2)(y) * t).sum(), False),
+    "jacfwd-vmap": (lambda loss: lambda y, t: (func.jacfwd(lambda z: func.vmap(loss)(
+        torch.stack([z, z])).sum() / 2)(y) * t).sum(), False),
     "grad-grad": (lambda loss: lambda y, t: func.grad(func.grad(
         lambda r: loss(y + r * t)))(torch.zeros((), dtype=y.dtype, device=y.device)), True),
 }

@@ -199,8 +199,8 @@ def torch_use(a):
         return "differentiated"
     if torch.compiler.is_compiling():
         return "compiled"
-    if (_tangent(torch, a) is not None
-            or torch._C._functorch.is_functorch_wrapped_tensor(a)):
+    if (torch._C._functorch.is_functorch_wrapped_tensor(a)  # (first: a batched tensor
+            or _tangent(torch, a) is not None):                # has no unpack_dual)
         return "differentiated"
     return None
 
