@@ -265,6 +265,26 @@ def test_compile_default_backend_gradient_equals_eager(dtype, device):
                     f"{len(losses)} losses not compiled)")
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")  # inductor's skipped CUDA graphs
+def test_compile_reduce_overhead_computes_each_call(device):
+    """``mode="reduce-overhead"`` records CUDA graphs and replays them; gpusvd's operators
+    decide on the host (routing, convergence) and are tagged ``cudagraph_unsafe``, so each
+    call decomposes its own data, forward and backward."""
+    torch._dynamo.reset()
+    loss = torch.compile(lambda y: (gpusvd.svdvals(y) ** 2).sum() + gpusvd.polar(y)[1].sum(),
+                         mode="reduce-overhead")
+    for seed in (7, 8, 9, 7, 8, 9):
+        x = _random((6, 4), torch.float64, device, seed=seed).requires_grad_()
+        got = loss(x)
+        (grad,) = torch.autograd.grad(got, x)
+        y = x.detach().requires_grad_()
+        expected = (torch.linalg.svdvals(y) ** 2).sum() + (lambda u, s, vh: (
+            vh.mT * s[None, :]) @ vh)(*torch.linalg.svd(y, full_matrices=False)).sum()
+        (grad_expected,) = torch.autograd.grad(expected, y)
+        assert abs(float(got) - float(expected)) <= 1e-12 * abs(float(expected))
+        assert (grad - grad_expected).abs().max() <= 1e-10 * grad_expected.abs().max()
+
+
 def test_export_captures_the_operators():
     x = _random((6, 4), torch.float64, "cpu")
 

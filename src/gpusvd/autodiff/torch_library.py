@@ -88,9 +88,10 @@ _LIB = torch.library.Library("gpusvd", "FRAGMENT")
 def _operator(schema, implementation, fake):
     """The operator ``gpusvd::<schema>`` with its implementation on every device (which
     Dynamo does not trace) and its fake implementation; its Autograd kernel is
-    :func:`_autograd`'s."""
+    :func:`_autograd`'s. Tagged ``cudagraph_unsafe``: gpusvd decides on the host
+    (routing, convergence), so a recorded CUDA graph would replay one input's work."""
     name = schema.partition("(")[0]
-    _LIB.define(schema, tags=(torch.Tag.pt2_compliant_tag,))
+    _LIB.define(schema, tags=(torch.Tag.pt2_compliant_tag, torch.Tag.cudagraph_unsafe))
     torch.library.register_kernel(f"gpusvd::{name}", None, implementation, lib=_LIB)
     torch.library.register_fake(f"gpusvd::{name}", fake, lib=_LIB)
     return getattr(torch.ops.gpusvd, name).default
