@@ -208,8 +208,8 @@ def torch_use(a):
 def _tangent(torch, a):
     """The forward-mode tangent of ``a``, or None. Below autograd (inside an operator's
     implementation) a tensor with a tangent fails PyTorch's internal assertion: that is
-    compiled code handing gpusvd's operator a dual tensor, which it has no forward mode
-    for, and it is refused here in words."""
+    traced code handing gpusvd's operator a dual tensor below its derivatives, refused
+    here in words."""
     try:
         return torch.autograd.forward_ad.unpack_dual(a).tangent
     except RuntimeError as e:
