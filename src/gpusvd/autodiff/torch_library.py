@@ -431,10 +431,10 @@ def _input_svd(ctx):
     """The economy SVD of the operator's saved input (of its conjugate transpose for the
     left polar decomposition), recomputed: differentiable, for second derivatives."""
     (a,) = ctx.saved_tensors
-    options = _decode(ctx.options)
     if ctx.side is None:
         return svd_op(a, False, ctx.options)
-    return svd_op(_ct(a) if ctx.side == "left" else a, False, encode(options["svd"]))
+    return svd_op(_ct(a) if ctx.side == "left" else a, False,
+                  encode(_decode(ctx.options)["svd"]))
 
 
 class _SVDValsOperator(torch.autograd.Function):
