@@ -174,6 +174,70 @@ def test_cupy_matches_numpy(n, b, group, dtype):
         assert _oracle_units(got.get(), apply(bd.reflectors, c, group=group), c) < BOUND_ORACLE
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n, b", CASES)
+def test_pass_twin_matches_the_oracle(n, b, dtype):
+    """The pass kernel's NumPy twin (kernels/chase_back.cu's order: passes of g sweeps, the
+    last first, each sliding down the rows) at g = 1, 3, b and 2b, on the raw reflectors
+    (v junk past row n, τ NaN on windows wholly past it: neither may be read)."""
+    c = testing.random_matrix(n, 4, dtype=dtype, seed=n + b)
+    v, tau = _synthetic(n, b, max(n - 1, 0), dtype, seed=n * b)
+    ref = naive.apply_reflectors(v, np.nan_to_num(tau), b, c)
+    for g in (1, 3, b, 2 * b):
+        got = chase_back._passes_host(v, tau, b, g, c.copy())
+        assert _oracle_units(got, ref, c) < BOUND_ORACLE
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", (np.float32, np.float64))
+@pytest.mark.parametrize("b", (16, 32))
+@pytest.mark.parametrize("n, m", [(1, 3), (2, 1), (17, 33), (33, 31), (100, 64),
+                                  (257, 40), (700, 97)])
+def test_pass_kernel_matches_its_twin(n, m, b, dtype):
+    """kernels/chase_back.cu against _passes_host on raw synthetic reflectors, at each
+    instantiated g and 1, 2 and 8 warps (passes at once; a short last trip), C of m columns
+    (a partial last slab); the same bits twice, the reflectors untouched. Then through
+    apply_q and apply_p (the wired path) against NumPy's wavefront."""
+    import cupy
+
+    from gpusvd.condensed import chase_back_cuda
+
+    v, tau = _synthetic(n, b, max(n - 1, 0), dtype, seed=n + m)
+    c = testing.random_matrix(n, m, dtype=dtype, seed=n * m)
+    names = kernels_for(b, dtype)
+    v_gpu, tau_gpu = cupy.asarray(v), cupy.asarray(tau)
+    for g in names:
+        ref = chase_back._passes_host(v, tau, b, g, c.copy())
+        for warps in (1, 2, 4):
+            got = cupy.asarray(c)
+            chase_back_cuda.passes(got, v_gpu, tau_gpu, b, g, warps)
+            again = cupy.asarray(c)
+            chase_back_cuda.passes(again, v_gpu, tau_gpu, b, g, warps)
+            assert cupy.array_equal(got, again)
+            assert _oracle_units(got.get(), ref, c) < BOUND_ORACLE
+    np.testing.assert_array_equal(v_gpu.get(), v)
+    np.testing.assert_array_equal(tau_gpu.get(), tau)
+    u, sigma = _synthetic(n, b, max(n - 1, 0), dtype, seed=n + m + 1)
+    refl_host = bulge.ChaseReflectors(v, tau, u, sigma, b)
+    refl = bulge.ChaseReflectors(*map(cupy.asarray, refl_host[:4]), b)
+    for apply in (chase_back.apply_q, chase_back.apply_p):
+        c_gpu = cupy.asarray(np.asfortranarray(c))
+        got = apply(refl, c_gpu)
+        np.testing.assert_array_equal(c_gpu.get(), c)
+        assert _oracle_units(got.get(), apply(refl_host, c), c) < BOUND_ORACLE
+
+
+def kernels_for(b, dtype):
+    """The sweeps per pass g instantiated for bandwidth b and the real ``dtype``."""
+    from gpusvd._core import kernels
+
+    ctype = kernels.CTYPE[np.dtype(dtype)]
+    prefix = f"chase_back_passes<{ctype}, {b}, "
+    return [int(name[len(prefix):-1])
+            for name in kernels.REGISTRY["condensed/kernels/chase_back.cu"].names
+            if name.startswith(prefix)]
+
+
 def _emulate(gemm, buffers, count):
     """cublas<t>gemmStridedBatched (no transposes) of a chase_back_cuda.StridedGemm on flat
     NumPy buffers: column-major matrices at offset + i·stride with leading dimension ld."""

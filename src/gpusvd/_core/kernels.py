@@ -62,6 +62,10 @@ REGISTRY = {
         f"gram_cholesky<{ctype}>" for ctype in _ALL)),
     "jacobi/kernels/small_qr.cu": KernelFile(tuple(f"small_qr<{ctype}>" for ctype in _ALL)),
     "condensed/kernels/bulge.cu": KernelFile(tuple(f"chase_band<{ctype}>" for ctype in _ALL)),
+    "condensed/kernels/chase_back.cu": KernelFile(tuple(
+        f"chase_back_passes<{ctype}, {b}, {g}>"
+        for ctype, b, g in (("double", 32, 16), ("float", 32, 32), ("double", 16, 16),
+                            ("float", 16, 16)))),
     "condensed/kernels/wy.cu": KernelFile(tuple(
         f"{kernel}<{ctype}>" for kernel in ("unit_lower", "larft_gram") for ctype in _ALL)),
     "bidiagonal/kernels/apply_rotations.cu": KernelFile(tuple(
