@@ -153,6 +153,8 @@ def _route(shape, dtype, xp, *, compute_uv=True, fits=lambda: True):
          and k >= t.auto_vectors_gr_min_n_gpu_complex, "gr"),
         (lambda: compute_uv and dtype == np.float64
          and k >= t.auto_vectors_gr_min_n_gpu_float64, "gr"),
+        (lambda: compute_uv and dtype == np.float32
+         and k >= t.auto_vectors_gr_min_n_gpu_float32, "gr"),
         (lambda: k <= 2 * block_width(xp) and fits(), _SMALL),
         (lambda: True, "polar"),
     )
@@ -334,7 +336,7 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
       (1024): the polar method through the batched engine, every step over the whole
       stack (batched QDWH, then one batched Hermitian eigensolver);
     - on the GPU, from min(M, N) = 8192 for real values only, 4096 for complex values,
-      8192 for complex vectors, 16384 for float64 vectors (the tunables
+      8192 for complex and float64 vectors, 16384 for float32 vectors (the tunables
       ``auto_*_gr_min_n_gpu*``): ``"gr"`` through the two-stage reduction;
     - anything else: ``"polar"``, one matrix at a time (up to 1024 real columns: a CUDA
       graph, replayed from the second call of a shape on).

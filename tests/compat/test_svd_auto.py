@@ -67,7 +67,6 @@ def test_rule_on_the_gpu(shape, dtype, expected):
 ])
 def test_rule_for_values_only_on_the_gpu(shape, dtype, expected):
     assert _dispatch._route(shape, np.dtype(dtype), GPU, compute_uv=False) == expected
-    assert _dispatch._route(shape, np.dtype(dtype), GPU) in ("polar", "small-jacobi")
     with tunables.override(auto_values_gr_min_n_gpu=50):
         small = _dispatch._route((60, 50), np.dtype(np.float64), GPU, compute_uv=False)
         assert small == "gr"
@@ -81,18 +80,24 @@ def test_rule_for_values_only_on_the_gpu(shape, dtype, expected):
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 def test_rule_for_complex_vectors_on_the_gpu(shape, dtype, expected):
     assert _dispatch._route(shape, np.dtype(dtype), GPU) == expected
-    assert _dispatch._route(shape, np.dtype(dtype).type(0).real.dtype, GPU) == "polar"
+    real = np.dtype(dtype).type(0).real.dtype  # float64 takes gr from 8192 too
+    assert _dispatch._route(shape, real, GPU) == (
+        "gr" if real == np.float64 and min(shape[-2:]) >= 8192 else "polar")
     with tunables.override(auto_vectors_gr_min_n_gpu_complex=10 ** 6):
         assert _dispatch._route(shape, np.dtype(dtype), GPU) == "polar"
 
 
 @pytest.mark.parametrize(("shape", "dtype", "expected"), [
-    ((16384, 16384), np.float64, "gr"), ((2, 20000, 16384), np.float64, "gr"),
-    ((16383, 16384), np.float64, "polar"), ((16384, 16384), np.float32, "polar"),
+    ((8192, 8192), np.float64, "gr"), ((2, 20000, 8192), np.float64, "gr"),
+    ((8191, 8192), np.float64, "polar"), ((8192, 8192), np.float32, "polar"),
+    ((16384, 16384), np.float32, "gr"), ((16383, 16384), np.float32, "polar"),
 ])
-def test_rule_for_large_float64_vectors_on_the_gpu(shape, dtype, expected):
+def test_rule_for_large_real_vectors_on_the_gpu(shape, dtype, expected):
     assert _dispatch._route(shape, np.dtype(dtype), GPU) == expected
-    with tunables.override(auto_vectors_gr_min_n_gpu_float64=10 ** 6):
+    assert _dispatch._route(shape, np.dtype(dtype), GPU, compute_uv=False) == (
+        "gr" if min(shape[-2:]) >= 8192 else "polar")
+    with tunables.override(auto_vectors_gr_min_n_gpu_float64=10 ** 6,
+                           auto_vectors_gr_min_n_gpu_float32=10 ** 6):
         assert _dispatch._route(shape, np.dtype(dtype), GPU) == "polar"
 
 

@@ -182,10 +182,13 @@ class Tunables:
     # the GPU": values from 4096, vectors only from 8192).
     auto_values_gr_min_n_gpu_complex: int = 4096
     auto_vectors_gr_min_n_gpu_complex: int = 8192
-    # The SVD with vectors of a float64 matrix: "gr" from min(m, n) >= this, where it
-    # overtakes polar; polar leads at 8192, and float32 stays with polar (BENCHMARKS.md,
-    # "Exact SVD of one square matrix on the GPU").
-    auto_vectors_gr_min_n_gpu_float64: int = 16384
+    # The SVD with vectors of a real matrix: "gr" from min(m, n) >= these, where it
+    # overtakes polar (H200, one run, bench/results/exact_gr_h200.json): float64 8192
+    # 1.02 s against 1.10 (4096: 0.370 against 0.219), 16384 4.18 against 6.34; float32
+    # 8192 0.895 against 0.773, 16384 3.22 against 4.05 (BENCHMARKS.md, "Exact SVD of one
+    # square matrix on the GPU").
+    auto_vectors_gr_min_n_gpu_float64: int = 8192
+    auto_vectors_gr_min_n_gpu_float32: int = 16384
     # Share of the GPU's free memory (with CuPy's pool's free blocks) that one chunk of a
     # stack may take in the polar SVD (polar/svd.py); a larger stack is
     # decomposed chunk by chunk rather than running out of memory. A half leaves room
