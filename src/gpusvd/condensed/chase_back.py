@@ -51,6 +51,8 @@ n = 8192 (C of n columns) float64 0.089 s against the wavefront's 0.182, float32
 against 0.133 (``bench/back_transform.py``). Complex C keeps the wavefront.
 """
 
+import numpy as np
+
 from .._core import tunables
 from .._core.backend import array_namespace
 from . import chase_back_cuda
@@ -159,8 +161,9 @@ def _kernel_group(xp, b, dtype, group):
     """The sweeps a pass of chase_back_cuda.passes for this call, or None where the
     wavefront serves it: complex C, the NumPy namespace, a bandwidth without an
     instantiation, or a ``group`` other than the kernel's."""
-    g = chase_back_cuda.PASS_GROUPS.get((b, xp.dtype(dtype))) if xp.__name__ == "cupy" \
-        else None
+    if xp.__name__ != "cupy":
+        return None
+    g = chase_back_cuda.PASS_GROUPS.get((b, np.dtype(dtype)))
     return g if g is not None and group in (None, g) else None
 
 

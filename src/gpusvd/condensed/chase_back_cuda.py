@@ -118,6 +118,9 @@ def passes(c, v, tau, b, g, warps=PASS_WARPS):
         return
     if not c.flags.c_contiguous:
         raise ValueError("passes works on a C-ordered c")
+    if not 1 <= warps <= PASS_WARPS:
+        raise ValueError(f"warps must be 1 to {PASS_WARPS} (the kernel's launch bound), "
+                         f"got {warps}")
     ctype = kernels.CTYPE[np.dtype(c.dtype)]
     kernel = kernels.get_kernel(_KERNEL_FILE, f"chase_back_passes<{ctype}, {b}, {g}>")
     shared = warps * (2 * g * b + 2 * g + 32 * b) * c.itemsize  # kernel's PassShared
