@@ -184,9 +184,9 @@ class Tunables:
     auto_vectors_gr_min_n_gpu_complex: int = 8192
     # The SVD with vectors of a real matrix: "gr" from min(m, n) >= these, where it
     # overtakes polar (H200, one run, bench/results/exact_gr_h200.json): float64 8192
-    # 1.02 s against 1.10 (4096: 0.370 against 0.219), 16384 4.18 against 6.34; float32
-    # 8192 0.895 against 0.773, 16384 3.22 against 4.05 (BENCHMARKS.md, "Exact SVD of one
-    # square matrix on the GPU").
+    # 1.02 s against 1.10 (another run: 1.042 each; 4096: 0.370 against 0.219), 16384
+    # 4.18 against 6.34; float32 8192 0.895 against 0.773, 16384 3.22 against 4.05
+    # (BENCHMARKS.md, "Exact SVD of one square matrix on the GPU").
     auto_vectors_gr_min_n_gpu_float64: int = 8192
     auto_vectors_gr_min_n_gpu_float32: int = 16384
     # Share of the GPU's free memory (with CuPy's pool's free blocks) that one chunk of a
