@@ -29,6 +29,7 @@ max|A| into that range by the same rule, so the scale here is 1 and nothing is s
 twice.
 """
 
+import functools
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -140,13 +141,39 @@ def _divide_and_conquer_on_host(d, e, xp, real):
     return xp.asarray(u_b.astype(real, copy=False)), xp.asarray(vt_b.T.astype(real)), s
 
 
+@functools.cache
+def _side_stream(device_id):
+    """A CuPy stream of its own on the device, that does not wait on the default one."""
+    import cupy
+
+    with cupy.cuda.Device(device_id):
+        return cupy.cuda.Stream(non_blocking=True)
+
+
 def _divide_and_conquer_on_device(d, e, xp, real):
     """(U_B, V_B, s) by our divide and conquer (bidiagonal/dc_svd.py: U, V and the merges'
     GEMMs in ``xp``, O(n) work per merge on the host) and the values by bisection where U
     lies (each to 4·n·ε·σ relative, in float64, as ``svdvals`` takes them: the divide and
-    conquer's own are accurate to n·ε·σ₁ only)."""
+    conquer's own are accurate to n·ε·σ₁ only).
+
+    On a GPU the bisection (one launch, a thread per value) runs on a stream of its own
+    while the host drives the merges, which leave the device idle much of their time; the
+    current stream waits for it, copies the values, and the side stream waits for that
+    copy before it runs anything else (so that CuPy's pool, which keeps the side
+    stream's blocks for it, reuses them only after)."""
+    if xp.__name__ != "cupy":
+        u_b, _, vt_b = bidiagonal_svd_dc(d, e, xp=xp)
+        return u_b, vt_b.T, bidiagonal_singular_values_bisection(xp.asarray(d), xp.asarray(e))
+    side = _side_stream(xp.cuda.Device().id)
+    side.wait_event(xp.cuda.get_current_stream().record())
+    with side:
+        s = bidiagonal_singular_values_bisection(xp.asarray(d), xp.asarray(e))
+        found = side.record()
     u_b, _, vt_b = bidiagonal_svd_dc(d, e, xp=xp)
-    s = bidiagonal_singular_values_bisection(xp.asarray(d), xp.asarray(e))
+    current = xp.cuda.get_current_stream()
+    current.wait_event(found)
+    s = s.copy()
+    side.wait_event(current.record())
     return u_b, vt_b.T, s
 
 
