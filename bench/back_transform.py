@@ -11,7 +11,8 @@ the GEMM rate measured here on n×n×n.
 
 For each n and dtype, on one Gaussian A reduced as gr reduces it (bandwidth
 ``two_stage_bandwidth``), C an n×n Gaussian: stage 2's Q₂·C and P₂·C as gr computes them
-(``q2``, ``p2``: for real C the pass kernel of ``condensed/kernels/chase_back.cu``) and by
+(``q2``, ``p2``: by passes, on the GPU for real C the kernel of
+``condensed/kernels/chase_back.cu``) and by
 the wavefront of GEMMs at each ``--groups`` g, stage 1's Q₁·C and P₁·C at each
 ``--block-columns``; median seconds of
 ``--repeat`` calls after a warm-up, the device synchronized around each
@@ -63,7 +64,7 @@ def run_case(n, dtype, repeat, seed, groups, block_columns, xp):
     out["gemm"] = timed(lambda: c @ c)  # each product's floor: 2n³ flops, one such GEMM
     for side, apply in (("q2", chase_back.apply_q), ("p2", chase_back.apply_p)):
         ref = None
-        with mock.patch.object(chase_back, "_kernel_group", lambda *_: None):
+        with mock.patch.object(chase_back, "_pass_group", lambda *_: None):
             for g in groups:  # the wavefront of GEMMs
                 out[f"{side}_g{g}"] = timed(lambda: apply(refl, c, group=g))
                 x = apply(refl, c, group=g)

@@ -177,14 +177,15 @@ def test_cupy_matches_numpy(n, b, group, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n, b", CASES)
 def test_pass_twin_matches_the_oracle(n, b, dtype):
-    """The pass kernel's NumPy twin (kernels/chase_back.cu's order: passes of g sweeps, the
-    last first, each sliding down the rows) at g = 1, 3, b and 2b, on the raw reflectors
-    (v junk past row n, τ NaN on windows wholly past it: neither may be read)."""
+    """The pass kernel's Numba twin, the CPU's product (kernels/chase_back.cu's order:
+    passes of g sweeps, the last first, each sliding down the rows) at g = 1, 3, b and
+    2b, slabs of 64, 3, 1 and 2 columns, on the raw reflectors (v junk past row n, τ NaN on
+    windows wholly past it: neither may be read)."""
     c = testing.random_matrix(n, 4, dtype=dtype, seed=n + b)
     v, tau = _synthetic(n, b, max(n - 1, 0), dtype, seed=n * b)
     ref = naive.apply_reflectors(v, np.nan_to_num(tau), b, c)
-    for g in (1, 3, b, 2 * b):
-        got = chase_back._passes_host(v, tau, b, g, c.copy())
+    for g, columns in ((1, 64), (3, 3), (b, 1), (2 * b, 2)):
+        got = chase_back._passes_host(v, tau, b, g, c.copy(), columns)
         assert _oracle_units(got, ref, c) < BOUND_ORACLE
 
 
@@ -207,7 +208,7 @@ def test_pass_kernel_matches_its_twin(n, m, b, dtype):
     names = kernels_for(b, dtype)
     v_gpu, tau_gpu = cupy.asarray(v), cupy.asarray(tau)
     for g in names:
-        ref = chase_back._passes_host(v, tau, b, g, c.copy())
+        ref = chase_back._passes_host(v, tau, b, g, np.array(c), 32)
         for warps in (1, 2, 4):
             got = cupy.asarray(c)
             chase_back_cuda.passes(got, v_gpu, tau_gpu, b, g, warps)

@@ -92,6 +92,11 @@ def calls(dtype, device="cpu"):
            (f"jacobi_svd {dtype}", lambda: gpusvd.jacobi_svd(tall, **cpu)),
            (f"hsvd {dtype}", lambda: gpusvd.hsvd(tall, signs, **cpu)),
            (f"eigh_factored {dtype}", lambda: gpusvd.eigh_factored(tall, signs, **cpu))]
+    if device == "cpu":  # C wider than one slab of stage 2's back-transformation: its
+        # threads (condensed/chase_back.py), from n = 16 in the two-stage range of gr
+        wide = rng.standard_normal((tuned.chase_back_panel_columns_cpu + 1,) * 2)
+        out.append((f"svd gr slabs {dtype}",
+                    lambda: gpusvd.svd(wide.astype(dtype), method="gr", **cpu)))
     if device == "gpu":  # auto takes it from n = 4096 there: the bidiagonal divide and
         # conquer's host loops (deflation) are reached only through it
         out.append((f"svd gr two-stage {dtype}",

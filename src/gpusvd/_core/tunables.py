@@ -291,9 +291,9 @@ class Tunables:
     # merge of clustered values deflates by rotation up to k − 1 times. Off is the
     # reference the tests compare the twins with.
     divide_conquer_rotation_kernel: bool = True
-    # Columns of C per pass of chase_back's wavefront on the CPU (the GPU takes all of C:
-    # its largest GEMMs): each step sweeps the rows of C, so panels that stay in cache.
-    # One core of an AMD EPYC (1 MiB L2, 32 MiB L3), n = 2000, b = g = 32: 256 columns
+    # Columns of C a slab of chase_back's passes on the CPU (one thread a slab; the same
+    # panels of the wavefront of GEMMs where a caller asks for it). For the wavefront on
+    # one core of an AMD EPYC (1 MiB L2, 32 MiB L3), n = 2000, b = g = 32: 256 columns
     # 1.35 s against 1.74 s whole (64: 1.57 s, 128: 1.37 s).
     chase_back_panel_columns_cpu: int = 256
     # Reflectors of stage 1's back-transformation applied as one compact WY block
