@@ -93,7 +93,7 @@ def test_auto_reduction_rule(device, monkeypatch):
 
 
 @pytest.mark.parametrize("n, expected", [(15, "one-stage"), (16, "two-stage"),
-                                         (699, "two-stage"), (700, "one-stage")])
+                                         (1099, "two-stage"), (1100, "one-stage")])
 def test_auto_reduction_with_vectors_on_the_cpu(n, expected):
     assert driver.choose_reduction("auto", n, True, np) == expected
     assert driver.choose_reduction("one-stage", n, True, np) == "one-stage"

@@ -164,9 +164,12 @@ class Tunables:
     # reduction (condensed.driver.two_stage_svd: dbdsdc + dqds, blocked back-
     # transformations) for min(m, n) in [min, max), the one-stage one outside. One thread,
     # float64, economy: two-stage over one-stage time 1.18 at n = 8, 0.87 at 16, 0.56–0.97
-    # from 32 to 500, 1.01–1.11 from 700 (NOTES.md, the two-stage crossovers).
+    # from 32 to 500 (NOTES.md, the two-stage crossovers); with stage 2's back-
+    # transformation by passes (condensed/chase_back.py), Gaussian, medians of 3: 0.75 at
+    # 600, 0.87 at 700, 0.91 at 1000, 0.99 at 1300 on one thread; on two 1.00 at 700,
+    # 0.95 at 1000, 1.10 at 1300, 1.06 at 1600.
     two_stage_vectors_min_n_cpu: int = 16
-    two_stage_vectors_max_n_cpu: int = 700
+    two_stage_vectors_max_n_cpu: int = 1100
     # reduction="auto" of svd(method="gr") with vectors on the GPU: the two-stage reduction
     # (its bidiagonal divide and conquer on the device) from min(m, n) >= this. Economy
     # SVD: the two tie at 2048; at 4096 the two-stage one takes 0.54 (float64) and 0.66
