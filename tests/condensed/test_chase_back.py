@@ -89,7 +89,7 @@ def test_matches_the_oracle(n, b, dtype, group):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n, b", [(40, 3), (17, 8), (5, 16)])
 def test_column_panels(n, b, dtype, monkeypatch):
-    """C taken 3 columns at a time (the CPU's panel width set small), a short last panel."""
+    """C taken 3 columns a slab (the CPU passes' slab width set small), a short last slab."""
     c = testing.random_matrix(n, 8, dtype=dtype, seed=n)
     v, tau = _synthetic(n, b, max(n - 1, 0), dtype, seed=b)
     ref = naive.apply_reflectors(v, np.nan_to_num(tau), b, c)

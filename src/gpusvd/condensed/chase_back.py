@@ -64,10 +64,6 @@ from .._core import tunables
 from .._core.backend import array_namespace
 from . import chase_back_cuda
 
-# Columns of C per pass of the wavefront, by the array namespace: on the CPU the tunable
-# (cache-sized panels), on the GPU all of C (the largest GEMMs).
-_PANEL_COLUMNS = {"numpy": lambda t: t.chase_back_panel_columns_cpu, "cupy": lambda t: None}
-
 
 def _groups(v, tau, b, g, n):
     """V (as its rows Vᵀ) and τ of every group: (G, K, g, b+g−1) and (G, K, g).
@@ -233,13 +229,11 @@ def _apply(v, tau, b, c, group):
         _PASSES[xp.__name__](out, xp.ascontiguousarray(v, dtype),
                              xp.ascontiguousarray(tau, dtype), b, pass_group)
     elif v.size:
-        factors = _factors(xp.asarray(v, dtype), xp.asarray(tau, dtype), b, g, n)
-        width = _PANEL_COLUMNS[xp.__name__](tunables.get()) or out.shape[1]
-        for j in range(0, out.shape[1], width):
-            work = xp.zeros((n + g + b, min(width, out.shape[1] - j)), dtype)
-            work[:n] = out[:, j:j + width]
-            _wavefront(work, *factors, b, g, n)
-            out[:, j:j + width] = work[:n]
+        work = xp.zeros((n + g + b, out.shape[1]), dtype)  # all of C: the largest GEMMs
+        work[:n] = out
+        _wavefront(work, *_factors(xp.asarray(v, dtype), xp.asarray(tau, dtype), b, g, n),
+                   b, g, n)
+        out[...] = work[:n]
     return out if c.ndim == 2 else out[:, 0]
 
 
