@@ -17,7 +17,7 @@ import pytest
 from gpusvd import testing
 from gpusvd._core import tunables
 from gpusvd.condensed import band as stage1
-from gpusvd.condensed import bulge, chase_back
+from gpusvd.condensed import bulge, chase_back, chase_back_cuda
 
 from . import naive_chase_back as naive
 
@@ -195,27 +195,24 @@ def test_pass_twin_matches_the_oracle(n, b, dtype):
 @pytest.mark.parametrize("n, m", [(1, 3), (2, 1), (17, 33), (33, 31), (100, 64),
                                   (257, 40), (700, 97)])
 def test_pass_kernel_matches_its_twin(n, m, b, dtype):
-    """kernels/chase_back.cu against _passes_host on raw synthetic reflectors, at each
-    instantiated g and 1, 2 and 8 warps (passes at once; a short last trip), C of m columns
+    """kernels/chase_back.cu against _passes_host on raw synthetic reflectors, at the
+    instantiated g and 1, 2 and 4 warps (passes at once; a short last trip), C of m columns
     (a partial last slab); the same bits twice, the reflectors untouched. Then through
-    apply_q and apply_p (the wired path) against NumPy's wavefront."""
+    apply_q and apply_p (the wired path) against NumPy's (the twin's passes)."""
     import cupy
-
-    from gpusvd.condensed import chase_back_cuda
 
     v, tau = _synthetic(n, b, max(n - 1, 0), dtype, seed=n + m)
     c = testing.random_matrix(n, m, dtype=dtype, seed=n * m)
-    names = kernels_for(b, dtype)
     v_gpu, tau_gpu = cupy.asarray(v), cupy.asarray(tau)
-    for g in names:
-        ref = chase_back._passes_host(v, tau, b, g, np.array(c), 32)
-        for warps in (1, 2, 4):
-            got = cupy.asarray(c)
-            chase_back_cuda.passes(got, v_gpu, tau_gpu, b, g, warps)
-            again = cupy.asarray(c)
-            chase_back_cuda.passes(again, v_gpu, tau_gpu, b, g, warps)
-            assert cupy.array_equal(got, again)
-            assert _oracle_units(got.get(), ref, c) < BOUND_ORACLE
+    g = chase_back_cuda.PASS_GROUPS[b, np.dtype(dtype)]
+    ref = chase_back._passes_host(v, tau, b, g, np.array(c), 32)
+    for warps in (1, 2, 4):
+        got = cupy.asarray(c)
+        chase_back_cuda.passes(got, v_gpu, tau_gpu, b, g, warps)
+        again = cupy.asarray(c)
+        chase_back_cuda.passes(again, v_gpu, tau_gpu, b, g, warps)
+        assert cupy.array_equal(got, again)
+        assert _oracle_units(got.get(), ref, c) < BOUND_ORACLE
     np.testing.assert_array_equal(v_gpu.get(), v)
     np.testing.assert_array_equal(tau_gpu.get(), tau)
     u, sigma = _synthetic(n, b, max(n - 1, 0), dtype, seed=n + m + 1)
@@ -228,15 +225,14 @@ def test_pass_kernel_matches_its_twin(n, m, b, dtype):
         assert _oracle_units(got.get(), apply(refl_host, c), c) < BOUND_ORACLE
 
 
-def kernels_for(b, dtype):
-    """The sweeps per pass g instantiated for bandwidth b and the real ``dtype``."""
+def test_pass_kernel_instantiations_are_registered():
+    """Every (b, dtype) → g of chase_back_cuda.PASS_GROUPS is a registered instantiation of
+    kernels/chase_back.cu, and nothing else is (a shipped binary for each launch)."""
     from gpusvd._core import kernels
 
-    ctype = kernels.CTYPE[np.dtype(dtype)]
-    prefix = f"chase_back_passes<{ctype}, {b}, "
-    return [int(name[len(prefix):-1])
-            for name in kernels.REGISTRY["condensed/kernels/chase_back.cu"].names
-            if name.startswith(prefix)]
+    wanted = {f"chase_back_passes<{kernels.CTYPE[dtype]}, {b}, {g}>"
+              for (b, dtype), g in chase_back_cuda.PASS_GROUPS.items()}
+    assert wanted == set(kernels.REGISTRY["condensed/kernels/chase_back.cu"].names)
 
 
 def _emulate(gemm, buffers, count):
@@ -262,8 +258,6 @@ def _emulate(gemm, buffers, count):
 def test_cuda_step_plan_is_the_host_step(n, b, g, dtype):
     """The GEMM plan of the CUDA wavefront step (offsets, leading dimensions, batch strides)
     run by a NumPy emulation of gemmStridedBatched gives the host step's C, to rounding."""
-    from gpusvd.condensed import chase_back_cuda
-
     v, tau = _synthetic(n, b, max(n - 1, 0), dtype, seed=b)
     c = testing.random_matrix(n, 7, dtype=dtype, seed=n)
     vs, wy, last, blocks = chase_back._factors(np.asarray(v, dtype), np.asarray(tau, dtype),

@@ -200,14 +200,15 @@ def _passes_cpu(c, v, tau, b, g):
 _PASSES = {"numpy": _passes_cpu, "cupy": chase_back_cuda.passes}
 
 
-def _pass_group(xp, b, dtype, group):
+def _pass_group(xp, b, g, dtype, group):
     """The sweeps a pass for this call (:data:`_PASSES`), or None where the wavefront of
-    GEMMs serves it: on the GPU complex C, a bandwidth without an instantiation of the
-    kernel, or a ``group`` other than the kernel's."""
+    GEMMs serves it: ``g`` (from ``group``, b by default) on the CPU; on the GPU the
+    kernel's, None for complex C, a bandwidth without an instantiation of the kernel, or
+    a ``group`` other than the kernel's."""
     if xp.__name__ != "cupy":
-        return b if group is None else int(group)
-    g = chase_back_cuda.PASS_GROUPS.get((b, np.dtype(dtype)))
-    return g if g is not None and group in (None, g) else None
+        return g
+    kernel = chase_back_cuda.PASS_GROUPS.get((b, np.dtype(dtype)))
+    return kernel if kernel is not None and group in (None, kernel) else None
 
 
 def _apply(v, tau, b, c, group):
@@ -224,7 +225,7 @@ def _apply(v, tau, b, c, group):
         raise ValueError(f"group must be at least 1, got {group}")
     dtype = xp.result_type(v.dtype, c.dtype)
     out = xp.array(c if c.ndim == 2 else c[:, None], dtype=dtype, order="C")
-    pass_group = _pass_group(xp, b, dtype, group)
+    pass_group = _pass_group(xp, b, g, dtype, group)
     if v.size and pass_group is not None:
         _PASSES[xp.__name__](out, xp.ascontiguousarray(v, dtype),
                              xp.ascontiguousarray(tau, dtype), b, pass_group)
