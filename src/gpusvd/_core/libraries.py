@@ -194,37 +194,58 @@ def _cholesky_qr_cuda(w, factor):
     return w
 
 
-def _shifted_gram_solve_cuda(y, c):
-    """Z⁻¹·Y for Z = I + c·Y·Yᵀ. Y's buffer, read column-major, is M = Yᵀ (m×n): syrk
-    forms Z's lower triangle from MᵀM, potrf factors Z = L·Lᵀ, and Z⁻¹·Y = (M·Z⁻¹)ᵀ is
-    M·L⁻ᵀ·L⁻¹, two right-side trsm on a copy of M."""
-    import cupy
-
-    n, m = y.shape
-    scalar, letter, blas = _SCALAR[y.dtype], _LETTER[y.dtype], _cublas()
-    z = cupy.eye(n, dtype=y.dtype)
-    check(getattr(blas, f"cublas{letter}syrk_v2")(
-        _bound_blas_handle(), _LOWER, _OP_T, n, m, ctypes.byref(scalar(c)),
-        _VOID(y.data.ptr), m, ctypes.byref(scalar(1.0)), _VOID(z.data.ptr), n),
+def _gram_lower_cuda(wh, alpha, out):
+    """``out`` += alpha·wh·whᵀ's lower triangle, column-major, for ``wh`` (n×p): wh's
+    buffer read column-major is M = whᵀ (p×n), and syrk forms MᵀM."""
+    n, p = wh.shape
+    if not p:   # a rank that holds no columns: syrk refuses lda = 0
+        return out
+    scalar = _SCALAR[wh.dtype]
+    check(getattr(_cublas(), f"cublas{_LETTER[wh.dtype]}syrk_v2")(
+        _bound_blas_handle(), _LOWER, _OP_T, n, p, ctypes.byref(scalar(alpha)),
+        _VOID(wh.data.ptr), p, ctypes.byref(scalar(1.0)), _VOID(out.data.ptr), n),
         "cublas syrk")
-    info = _potrf_cuda(z)
-    x = y.copy()
-    trsm = getattr(blas, f"cublas{letter}trsm_v2")
-    for op in (_OP_T, _OP_N):
-        check(trsm(_bound_blas_handle(), _SIDE_RIGHT, _LOWER, op, _DIAG_NON_UNIT, m, n,
-                   ctypes.byref(scalar(1.0)), _VOID(z.data.ptr), n, _VOID(x.data.ptr), m),
-              "cublas trsm")
-    return x, info
+    return out
 
 
-def _shifted_gram_solve_host(y, c):
-    z = (y @ y.T) * y.dtype.type(c)
-    z.reshape(-1)[::len(z) + 1] += 1
+def _factor_checked_cuda(z):
+    return z, _potrf_cuda(z)
+
+
+def _solve_columns_cuda(factor, wh, gram):
+    """``wh`` (n×p) ← L⁻¹·wh, or with ``gram`` (L·Lᵀ)⁻¹·wh, in place: wh's buffer read
+    column-major is M = whᵀ (p×n), and (L⁻¹·wh)ᵀ = M·L⁻ᵀ, ((L·Lᵀ)⁻¹·wh)ᵀ = M·L⁻ᵀ·L⁻¹:
+    right-side trsm."""
+    n, p = wh.shape
+    if not p:
+        return wh
+    scalar = _SCALAR[wh.dtype]
+    trsm = getattr(_cublas(), f"cublas{_LETTER[wh.dtype]}trsm_v2")
+    for op in (_OP_T, _OP_N) if gram else (_OP_T,):
+        check(trsm(_bound_blas_handle(), _SIDE_RIGHT, _LOWER, op, _DIAG_NON_UNIT, p, n,
+                   ctypes.byref(scalar(1.0)), _VOID(factor.data.ptr), n,
+                   _VOID(wh.data.ptr), p), "cublas trsm")
+    return wh
+
+
+def _gram_lower_host(wh, alpha, out):
+    out += (wh @ wh.T) * wh.dtype.type(alpha)
+    return out
+
+
+def _factor_checked_host(z):
     try:
-        factor = scipy.linalg.cho_factor(z, lower=True, check_finite=False)
+        return np.linalg.cholesky(z), np.zeros(1, np.int32)
     except np.linalg.LinAlgError:
-        return np.full_like(y, np.nan), np.ones(1, np.int32)
-    return scipy.linalg.cho_solve(factor, y, check_finite=False), np.zeros(1, np.int32)
+        return np.full_like(z, np.nan), np.ones(1, np.int32)
+
+
+def _solve_columns_host(factor, wh, gram):
+    wh[...] = scipy.linalg.solve_triangular(factor, wh, lower=True, check_finite=False)
+    if gram:
+        wh[...] = scipy.linalg.solve_triangular(factor, wh, lower=True, trans="T",
+                                                check_finite=False)
+    return wh
 
 
 def _cholesky_qr_host(w, factor):
@@ -242,10 +263,16 @@ def _cholesky_factor_host(z):
     return np.linalg.cholesky(z)
 
 
-_TWINS = {"numpy": (_gemm_host, _cholesky_solve_host, _cholesky_factor_host,
-                    _cholesky_qr_host, _shifted_gram_solve_host),
-          "cupy": (_gemm_cuda, _cholesky_solve_cuda, _cholesky_factor_cuda,
-                   _cholesky_qr_cuda, _shifted_gram_solve_cuda)}
+_TWINS = {"numpy": {"gemm": _gemm_host, "cholesky_solve": _cholesky_solve_host,
+                    "cholesky_factor": _cholesky_factor_host,
+                    "cholesky_qr": _cholesky_qr_host, "gram_lower": _gram_lower_host,
+                    "factor_checked": _factor_checked_host,
+                    "solve_columns": _solve_columns_host},
+          "cupy": {"gemm": _gemm_cuda, "cholesky_solve": _cholesky_solve_cuda,
+                   "cholesky_factor": _cholesky_factor_cuda,
+                   "cholesky_qr": _cholesky_qr_cuda, "gram_lower": _gram_lower_cuda,
+                   "factor_checked": _factor_checked_cuda,
+                   "solve_columns": _solve_columns_cuda}}
 
 
 def gemm(xp, a, b, *, out, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
@@ -259,7 +286,7 @@ def gemm(xp, a, b, *, out, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
     array([[1., 3.],
            [2., 4.]])
     """
-    return _TWINS[xp.__name__][0](a, b, trans_a, trans_b, out, alpha, beta)
+    return _TWINS[xp.__name__]["gemm"](a, b, trans_a, trans_b, out, alpha, beta)
 
 
 def cholesky_solve(xp, z, x):
@@ -274,13 +301,13 @@ def cholesky_solve(xp, z, x):
     >>> bool(np.allclose(cholesky_solve(np, z.copy(), np.eye(2)), np.linalg.inv(z)))
     True
     """
-    return _TWINS[xp.__name__][1](z, x)
+    return _TWINS[xp.__name__]["cholesky_solve"](z, x)
 
 
 def cholesky_factor(xp, g):
     """The Cholesky factor of the symmetric positive definite ``g`` (overwritten on the
     GPU), in the form :func:`cholesky_qr_solve` takes."""
-    return _TWINS[xp.__name__][2](g)
+    return _TWINS[xp.__name__]["cholesky_factor"](g)
 
 
 def cholesky_qr_solve(xp, w, factor):
@@ -294,7 +321,7 @@ def cholesky_qr_solve(xp, w, factor):
     >>> bool(np.allclose(q.T @ q, np.eye(2)))
     True
     """
-    return _TWINS[xp.__name__][3](w, factor)
+    return _TWINS[xp.__name__]["cholesky_qr"](w, factor)
 
 
 def shifted_gram_solve(xp, y, c):
@@ -313,4 +340,47 @@ def shifted_gram_solve(xp, y, c):
     >>> bool(np.allclose(z @ x, y)), int(info[0])
     (True, 0)
     """
-    return _TWINS[xp.__name__][4](y, c)
+    z = gram_lower(xp, y, c, out=xp.eye(len(y), dtype=y.dtype))
+    factor, info = factor_checked(xp, z)
+    return solve_columns(xp, factor, y.copy(), gram=True), info
+
+
+def gram_lower(xp, wh, alpha=1.0, *, out=None):
+    """alpha·``wh``·``wh``ᵀ added to ``out`` (n×n, zeros by default) for a real
+    C-contiguous ``wh`` (n×p), as syrk: the GPU writes only the lower triangle of the
+    column-major ``out`` (what :func:`factor_checked` reads), the CPU all of it. Returns
+    ``out``; summed elementwise over ranks, that triangle stays the sum's.
+
+    Examples
+    --------
+    >>> wh = np.array([[1.0, 2.0], [0.0, 1.0]])
+    >>> gram_lower(np, wh, 2.0, out=np.eye(2))
+    array([[11.,  4.],
+           [ 4.,  3.]])
+    """
+    n = len(wh)
+    out = xp.zeros((n, n), wh.dtype) if out is None else out
+    return _TWINS[xp.__name__]["gram_lower"](wh, alpha, out)
+
+
+def factor_checked(xp, z):
+    """``(factor, info)``: the Cholesky factor L of the symmetric ``z`` from
+    :func:`gram_lower` (``z`` overwritten on the GPU) in the form :func:`solve_columns`
+    takes, and ``info`` (a one-entry int32 array on z's device), positive where ``z`` is
+    not positive definite (the factor is then not to be read)."""
+    return _TWINS[xp.__name__]["factor_checked"](z)
+
+
+def solve_columns(xp, factor, wh, *, gram=False):
+    """``wh`` (n×p, real, C-contiguous) ← L⁻¹·wh, or with ``gram`` (L·Lᵀ)⁻¹·wh, in place,
+    for L = ``factor`` from :func:`factor_checked`; returns ``wh``.
+
+    Examples
+    --------
+    >>> z = np.array([[4.0, 2.0], [2.0, 3.0]])
+    >>> factor, info = factor_checked(np, z.copy())
+    >>> x = solve_columns(np, factor, np.eye(2), gram=True)
+    >>> bool(np.allclose(x, np.linalg.inv(z))), int(info[0])
+    (True, 0)
+    """
+    return _TWINS[xp.__name__]["solve_columns"](factor, wh, gram)

@@ -11,20 +11,22 @@ consecutive blocks, one per rank (a rank may hold none).
 QDWH (:mod:`gpusvd.polar.qdwh`) runs on Y = Aᴴ, whose columns are the ranks' rows, with
 the stack engine's steps: the one product in them that spans the rows is the Gram
 product Y·Yᴴ = Σ_r Y_r·Y_rᴴ (n×n), in the estimates of α and l₀, in each Cholesky step,
-in the three passes of each QR step's shifted CholeskyQR3 of [√c·X; I] (whose I every
-rank holds, counted once) and in the final orthonormality test. :class:`_RowsEngine`
-sums it over the ranks (:meth:`.comm.Comm.summed`: NCCL's all-reduce, or MPI's reduce
-and broadcast), so that every rank holds the same bits and takes the same Cholesky
-factors and the same steps.
-Everything else in a step is a product or a triangular solve of the rank's own columns.
+in the three passes of each QR step's shifted CholeskyQR3 of [√c·X; I] and in the final
+orthonormality test. :class:`_RowsEngine` sums it over the ranks
+(:meth:`.comm.Comm.summed`: NCCL's all-reduce, or MPI's reduce and broadcast), so that
+every rank holds the same bits and takes the same Cholesky factors and the same steps.
+Everything else in a step is a product or a triangular solve of the rank's own columns:
+the QR step shares out the rows of its I as those of X (each rank solves for its own),
+and sums the ranks' shares of Q₂ (the rows of Q for I, n×n) into place for the product
+Q₂·Q₁ᴴ. A real iterate takes the Gram products as syrk, as on one device.
 
 Then H = U_pᴴ·A = Σ_r U_p,rᴴ·A_r, summed the same way; root takes its eigendecomposition
 (:func:`gpusvd.polar.svd.descending_eigh`, on its one device) and sends V; each rank forms its rows
 of U = U_p·V; root gathers them, checks U's column norms and completes U as the stack
 engine does (:func:`gpusvd.polar.svd.orthonormal_columns`).
 
-Communication per QDWH step: one n×n sum (Cholesky step) or three (QR step), against
-O(m·n²/ranks) of products on each rank.
+Communication per QDWH step: one n×n sum (Cholesky step) or four (QR step), against
+O((m + n)·n²/ranks) of products on each rank.
 
 A tall A (m > QR_FIRST_RATIO·n) takes its QR first, as on one device: shifted
 CholeskyQR3 over the ranks (three n×n sums; each rank's rows of Q stay its own), then
@@ -36,13 +38,15 @@ float64), QDWH over the ranks takes A as above.
 
 import numpy as np
 
+from .._core import libraries
 from .._core.backend import simple_reductions, to_host
+from .._core.errors import LinAlgError
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
 from .._core.results import SVDResult
 from .._core.scaling import scale_values, times_power_of_two
 from .._core.validation import not_finite
 from ..polar import estimates, qdwh
-from ..polar.cholesky_qr import cholesky_qr, gram
+from ..polar.cholesky_qr import cholesky_qr, gram, shifted_cholesky_qr
 from ..polar.svd import (QR_FIRST_RATIO, descending_eigh, orthonormal_columns,
                          orthonormal_tolerance, svd as one_device)
 from .comm import given_or_own, received
@@ -52,23 +56,61 @@ WHAT = "distributed svd"
 
 class _RowsEngine(qdwh.StackEngine):
     """The stack engine's QDWH steps on one matrix whose Y = Aᴴ has its columns (A's
-    rows) spread over the ranks: the Gram products summed over the ranks, the rest
-    local (module docstring)."""
-
-    local_gram = False
+    rows) spread over the ranks, each rank's work on its own columns only (module
+    docstring): every Gram product summed over the ranks, and the rows of the QR step's
+    I in [√c·X; I] shared out as X's are."""
 
     def __init__(self, comm, rows, root):
         super().__init__(comm.xp)
         self.comm, self.root, self._rows = comm, root, rows
 
+    def _summed(self, part):
+        return self.comm.summed(part, self.root)
+
     def gram(self, xp, y):
-        return self.comm.summed(gram(xp, y), self.root)
+        return self._summed(gram(xp, y))
 
-    def stacked_gram(self, m):
-        return lambda xp, wh: self.gram(xp, wh[..., :m]) + gram(xp, wh[..., m:])
+    def solve_gram(self, y, c):
+        """Z⁻¹·Y_r with Z = I + c·Σ_r Y_r·Y_rᴴ: a real Y as the one-device step (syrk,
+        potrf, two triangular solves), the syrk's sum over the ranks between."""
+        xp = self.xp
+        if y.dtype not in libraries.REAL:
+            return super().solve_gram(y, c)
+        n = y.shape[1]
+        z = self._summed(libraries.gram_lower(xp, xp.ascontiguousarray(y[0]), c))
+        z.reshape(-1)[::n + 1] += 1
+        factor, info = libraries.factor_checked(xp, z)
+        if int(to_host(info)[0]) != 0:
+            raise LinAlgError("polar: the QDWH iterate is not finite (is the input "
+                              "finite?)")
+        return libraries.solve_columns(xp, factor, xp.array(y[0], order="C"), gram=True)[None]
 
-    def rows(self, m):
-        return self._rows
+    def _identity_rows(self, n):
+        """This rank's share of the n rows of I (:func:`_bounds`)."""
+        return _bounds(n, self.comm.size)[self.comm.rank]
+
+    def stacked_q(self, y, c):
+        """This rank's columns of Qᴴ for [√c·X; I] = Q·R: its rows of X, then its share
+        of I's rows (:meth:`_identity_rows`), by shifted CholeskyQR3 with summed Gram
+        products; no rank repeats another's work on I."""
+        xp = self.xp
+        _, n, _ = y.shape
+        i0, i1 = self._identity_rows(n)
+        eye = xp.eye(n, i1 - i0, -i0, dtype=y.dtype)
+        wh = xp.concatenate([y * c ** 0.5, eye[None]], axis=2)
+        norm2 = 1.0 + xp.asarray(c).reshape(-1) * qdwh.X_NORM2_BOUND
+        return shifted_cholesky_qr(xp, wh, norm2, summed=self._summed, rows=self._rows + n)
+
+    def q_product_plus(self, qh, alpha, y, beta):
+        """alpha·Q₂·Q₁,rᴴ + beta·Y_r: Q₂ (the rows of Q for I) whole on every rank, its
+        ranks' shares summed into place."""
+        xp = self.xp
+        _, n, m = y.shape
+        i0, i1 = self._identity_rows(n)
+        q2h = xp.zeros((n, n), y.dtype)
+        q2h[:, i0:i1] = qh[0, :, m:]
+        q2 = self._summed(q2h).conj().T
+        return y * beta + (q2 @ qh[0, :, :m])[None] * alpha
 
 
 def _bounds(m, ranks):

@@ -28,6 +28,7 @@ Two forms, for the two kinds of caller:
 import numpy as np
 import scipy.linalg
 
+from .._core import libraries
 from .._core.backend import scipy_linalg
 
 # FKNYY eq. (4.2): the shift's constant.
@@ -104,11 +105,13 @@ def shift(rows, cols, norm2):
     return SHIFT_CONSTANT * (rows * cols + cols * (cols + 1)) * _UNIT_ROUNDOFF * norm2
 
 
-def shifted_cholesky_qr(xp, wh, norm2, *, gram_of=gram, rows=None):
+def shifted_cholesky_qr(xp, wh, norm2, *, summed=None, rows=None):
     """Qᴴ of W = Q·R for each matrix, from Wᴴ (batch, n, p), p >= n, W of full rank with
     κ₂(W) ≲ 1/u; ``norm2`` (batch,) an upper bound on ‖W‖₂² (0 where W is 0).
-    ``gram_of(xp, wh)``: the Gram products Wᴴ·W (default :func:`gram`; the ranks of a
-    distributed W sum theirs), ``rows``: W's rows for the shift (default p).
+    ``summed``: applied to each pass's Gram products Wᴴ·W (default: none; the ranks that
+    hold W's rows sum theirs), ``rows``: W's rows for the shift (default p). One real
+    matrix takes each pass as syrk, potrf and a triangular solve from the right
+    (:mod:`gpusvd._core.libraries`): half the Gram product's flops.
 
     Examples
     --------
@@ -118,12 +121,22 @@ def shifted_cholesky_qr(xp, wh, norm2, *, gram_of=gram, rows=None):
     True
     """
     _, n, p = wh.shape
+    total = summed or (lambda g: g)
     shifts = shift(p if rows is None else rows, n, norm2)
     shifts = xp.where(shifts > 0, shifts, np.finfo(wh.dtype).tiny)
-    low = cholesky(xp, add_to_diagonal(xp, gram_of(xp, wh), shifts))
+    if len(wh) == 1 and wh.dtype in libraries.REAL:
+        qh = xp.array(wh[0], order="C")
+        for k in range(1 + PLAIN_PASSES):
+            g = total(libraries.gram_lower(xp, qh))
+            if k == 0:
+                g.reshape(-1)[::n + 1] += shifts[0]
+            factor, _ = libraries.factor_checked(xp, g)  # a failure shows as NaN in Q
+            qh = libraries.solve_columns(xp, factor, qh)
+        return qh[None]
+    low = cholesky(xp, add_to_diagonal(xp, total(gram(xp, wh)), shifts))
     qh = solve_lower(xp, low, wh)
     for _ in range(PLAIN_PASSES):
-        qh = solve_lower(xp, cholesky(xp, gram_of(xp, qh)), qh)
+        qh = solve_lower(xp, cholesky(xp, total(gram(xp, qh))), qh)
     return qh
 
 

@@ -221,35 +221,22 @@ class StackEngine:
     """QDWH's steps on a stack Y (batch, n, m) with ``xp``'s calls, eagerly: batched GEMMs,
     Cholesky factorizations and triangular solves over the stack, unbatched ones for a
     stack of one (cholesky_qr.py says why); a real stack of one takes its Cholesky step
-    as syrk, potrf and two trsm in place (``local_gram``). ``householder``: the QR step
+    as syrk, potrf and two trsm in place (:func:`gpusvd._core.libraries.shifted_gram_solve`:
+    half the Gram product's flops and no copies; NOTES.md, "QDWH's steps at
+    4096–16384"). ``householder``: the QR step
     factors by Householder QR (one matrix; shifted CholeskyQR3 where the tunables
     ``cholesky_qr_namespaces`` and ``qdwh_cholesky_qr_columns`` say), not by shifted
     CholeskyQR3 of the whole stack."""
-
-    # One real matrix's Cholesky step as one library sequence (syrk, potrf, two trsm in
-    # place; libraries.shifted_gram_solve) where its Gram product is this process's own:
-    # half the Gram product's flops and no copies (NOTES.md, "QDWH's steps at
-    # 4096–16384"). An engine whose Gram products are summed over ranks sets it False.
-    local_gram = True
 
     def __init__(self, xp, *, householder=False):
         self.xp = xp
         self.householder = householder
 
     def gram(self, xp, y):
-        """Y·Yᴴ of each matrix (XᴴX): the one product that a distributed engine sums over
-        the ranks that hold the columns of Y (:mod:`gpusvd.distributed.polar`)."""
+        """Y·Yᴴ of each matrix (XᴴX), for the estimates and the orthonormality test: a
+        distributed engine sums it over the ranks that hold the columns of Y
+        (:mod:`gpusvd.distributed.polar`), and its steps' Gram products too."""
         return gram(xp, y)
-
-    def stacked_gram(self, m):
-        """The Gram products of Wᴴ = [√c·Y, I] whose first ``m`` columns are Y's: where
-        Y's columns are spread over ranks, their part is summed and I's (on every rank)
-        counted once."""
-        return self.gram
-
-    def rows(self, m):
-        """The rows of X, of which Y holds ``m`` (all of them here)."""
-        return m
 
     def weights(self, values, dtype):
         """The weights ``values`` (host, one per matrix) as the steps take them: a float
@@ -272,7 +259,7 @@ class StackEngine:
         """Z⁻¹·Y with Z = I + c·Y·Yᴴ."""
         xp = self.xp
         batch, n, _ = y.shape
-        if batch == 1 and self.local_gram and y.dtype in libraries.REAL:
+        if batch == 1 and y.dtype in libraries.REAL:
             out, info = libraries.shifted_gram_solve(xp, xp.ascontiguousarray(y[0]), c)
             if int(to_host(info)[0]) != 0:
                 raise LinAlgError("polar: the QDWH iterate is not finite (is the input "
@@ -298,8 +285,7 @@ class StackEngine:
         wh = xp.concatenate(
             [y * c ** 0.5, xp.broadcast_to(xp.eye(n, dtype=y.dtype), (batch, n, n))], axis=2)
         norm2 = 1.0 + xp.asarray(c).reshape(-1) * X_NORM2_BOUND
-        return shifted_cholesky_qr(xp, wh, norm2, gram_of=self.stacked_gram(m),
-                                   rows=self.rows(m) + n)
+        return shifted_cholesky_qr(xp, wh, norm2)
 
     def _householder_q(self, y, c):
         """Qᴴ of one matrix's [√c·X; I] by Householder QR, or by checked shifted
