@@ -24,8 +24,10 @@ single_driver    ``gpusvd.jacobi_svd`` on root (the single-process driver, its d
 gpus_<g>         ``gpusvd.distributed.jacobi_svd`` on the first g ranks (a sub-communicator;
                  the others wait), for each g of ``--gpus``; g = 1 is the same code on
                  one GPU (one pair: the whole matrix shortened, then the single-GPU Jacobi)
-polar_single     with ``--methods polar``: ``gpusvd.svd(a)`` on root (the polar method, the
-                 GPU default)
+default_single   with ``--methods polar``: ``gpusvd.svd(a)`` on root, the one-GPU default
+                 (``method="auto"``: the Golub–Reinsch SVD for vectors from 8192 in
+                 float64, docs/guide.md)
+polar_single     ``gpusvd.svd(a, method="polar")`` on root: the one-GPU polar method
 polar_gpus_<g>   ``gpusvd.distributed.svd`` (the polar method, a block of rows per rank)
                  on the first g ranks
 rows_gpus_<g>    with ``--methods polar_rows``: ``gpusvd.distributed.svd(rows=True)``, each
@@ -42,9 +44,9 @@ quic_gpus_<g>    ``gpusvd.distributed.svd_lowrank`` on the first g ranks, the sa
 scatter and gather), measured between device synchronizations (phases (4)–(6) of §5);
 ``outer`` is root's count of the outer iteration (:class:`gpusvd.distributed.outer.OuterInfo`:
 outer sweeps, pairs per rank, pairs processed and of them ended by the orthogonality test);
-``speedup`` of gpus_<g> is the best 1-GPU time (single_driver or gpus_1) over its time
-(targets at n = 16384: 1.7 for 2 GPUs, 3 for 4; the paper's 4 GPUs were 2.7× faster than
-1). A run predicted (n³ from the previous size) to pass ``--max-call`` seconds is skipped
+``speedup`` of a run is the best 1-GPU time of its case (any method's; QUIC-SVD's, on
+its own matrix, apart) over its time (targets at n = 16384: 1.7 for 2 GPUs, 3 for 4; the
+paper's 4 GPUs were 2.7× faster than 1). A run predicted (n³ from the previous size) to pass ``--max-call`` seconds is skipped
 and recorded so. Accuracy (root, float64 on the GPU, ``bench/common.py``): residual,
 orthogonality, and sv_error against cuSOLVER gesvd values up to ``--reference-max``, above
 it against the single driver's. The JSON is rewritten after every case; ``--plot`` draws
@@ -137,7 +139,7 @@ def _runs(args):
                     name += f"_{setting}" if len(args.settings) > 1 else ""
                     runs.append((name, variant, setting, g))
     if "polar" in args.methods:
-        runs += [("polar_single", "polar", None, 1)]
+        runs += [("default_single", "polar", None, 1), ("polar_single", "polar", None, 1)]
         runs += [(f"polar_gpus_{g}", "polar", None, g) for g in args.gpus]
     if "polar_rows" in args.methods:
         runs += [(f"rows_gpus_{g}", "rows", None, g) for g in args.gpus]
@@ -184,10 +186,12 @@ def _rows_on_root(world, comm, out, full):
 
     if not full:
         return out if world.rank == 0 else None
-    blocks = comm.world.gather(cp.asnumpy(out.U), root=0)
+    # Through the run's own transport: an MPI gather of pickled blocks stops at 2 GiB.
+    shapes = comm.world.allgather(out.U.shape)
+    blocks = comm.gather(out.U, 0, shapes, out.U.dtype)
     if world.rank != 0:
         return None
-    return SVDResult(cp.asarray(np.concatenate(blocks)), out.S, out.Vh)
+    return SVDResult(cp.concatenate(blocks), out.S, out.Vh)
 
 
 def _case(world, comms, n, mode, args, previous):
@@ -233,9 +237,11 @@ def _case(world, comms, n, mode, args, previous):
             def call(a=a):
                 return gpusvd.jacobi_svd(a, **kw) if root else None
             comm = None
-        elif name == "polar_single":
-            def call(a=a):
-                return gpusvd.svd(a, **kw) if root else None
+        elif name in ("default_single", "polar_single"):
+            method = "polar" if name == "polar_single" else "auto"
+
+            def call(a=a, method=method):
+                return gpusvd.svd(a, method=method, **kw) if root else None
             comm = None
         elif variant == "polar":
             comm = comms[g]
@@ -280,6 +286,8 @@ def _case(world, comms, n, mode, args, previous):
                        if n <= args.reference_max else (s, "first run of this case"))
             run["accuracy"] = _accuracy(a, out, s, full, ref)
         rec["runs"][name] = run
+        if root:   # progress, so that a run that fails later leaves the earlier ones
+            print(f"  n={n} {mode} {name}: {seconds:.3f} s", flush=True)
         del out
         common.free_gpu_memory()
     if root:
@@ -305,12 +313,21 @@ def _accuracy(a, out, s, full, reference):
 
 
 def _plot(payload, path):
-    """Time against GPUs, one panel per mode (the paper's Fig. 9): one colour per n,
-    solid block-oriented, dashed full-block, a star for the single driver at 1 GPU."""
+    """Time against GPUs, one panel per mode (the paper's Fig. 9): one colour per n, one
+    line style per method (solid the Jacobi SVD, block-oriented; dashed the others), a
+    marker of its own for each one-process run at 1 GPU."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    singles = {"single_driver": ("*", "Jacobi, one process"),
+               "default_single": ("s", "gpusvd.svd, one GPU"),
+               "polar_single": ("D", "polar, one GPU"),
+               "quic_single": ("^", "QUIC-SVD, one GPU")}
+    styles = {"block-oriented": "-", "full-block": "-.", "polar": "--", "rows": ":",
+              "quic": (0, (5, 1, 1, 1))}
+    names = {"polar": "polar, A on root", "rows": "polar, rows on every rank",
+             "quic": "QUIC-SVD"}
     modes = sorted({c["mode"] for c in payload["cases"]})
     sizes = sorted({c["n"] for c in payload["cases"]})
     colour = {n: f"C{i}" for i, n in enumerate(sizes)}
@@ -320,25 +337,26 @@ def _plot(payload, path):
             n = case["n"]
             series = {}
             for name, run in case["runs"].items():
-                if "seconds" in run and name != "single_driver":
-                    key = (run["variant"], run.get("setting", "default"))
+                if "seconds" in run and name not in singles:
+                    key = (run["variant"], run.get("setting") or "default")
                     series.setdefault(key, []).append((run["gpus"], run["seconds"]))
             for (variant, setting), pts in series.items():
                 pts.sort()
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=colour[n],
-                        linestyle="-" if variant == "block-oriented" else "--",
-                        label=f"n={n} {variant}"
+                        linestyle=styles.get(variant, "-"),
+                        label=f"n={n} {names.get(variant, variant)}"
                         + ("" if setting == "default" else f" {setting}"))
-            single = case["runs"].get("single_driver", {}).get("seconds")
-            if single:
-                ax.plot([1], [single], marker="*", markersize=12, linestyle="none",
-                        color=colour[n], label=f"n={n} single driver")
+            for name, (marker, label) in singles.items():
+                seconds = case["runs"].get(name, {}).get("seconds")
+                if seconds:
+                    ax.plot([1], [seconds], marker=marker, markersize=10, linestyle="none",
+                            color=colour[n], label=f"n={n} {label}")
         ax.set_xscale("log", base=2)
         ax.set_xticks([g for g in payload["gpus"]], [str(g) for g in payload["gpus"]])
         ax.set_yscale("log")
         ax.set_xlabel("GPUs")
         ax.set_ylabel("seconds")
-        ax.set_title(f"distributed Jacobi SVD, float64, {mode} "
+        ax.set_title(f"the exact SVD on several GPUs, float64, {mode} "
                      f"({payload['device'].get('gpu', '?')})")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # off the data
