@@ -44,14 +44,15 @@ quic_gpus_<g>    ``gpusvd.distributed.svd_lowrank`` on the first g ranks, the sa
 scatter and gather), measured between device synchronizations (phases (4)–(6) of §5);
 ``outer`` is root's count of the outer iteration (:class:`gpusvd.distributed.outer.OuterInfo`:
 outer sweeps, pairs per rank, pairs processed and of them ended by the orthogonality test);
-``speedup`` of a run is the best 1-GPU time of its case (any method's; QUIC-SVD's, on
-its own matrix, apart) over its time (targets at n = 16384: 1.7 for 2 GPUs, 3 for 4; the
-paper's 4 GPUs were 2.7× faster than 1). A run predicted (n³ from the previous size) to pass ``--max-call`` seconds is skipped
-and recorded so. Accuracy (root, float64 on the GPU, ``bench/common.py``): residual,
-orthogonality, and sv_error against cuSOLVER gesvd values up to ``--reference-max``, above
-it against the single driver's. The JSON is rewritten after every case; ``--plot`` draws
-time against GPUs (the paper's Fig. 9). ``GPUSVD_NCCL=0`` runs the exchanges through host
-buffers (several ranks may then share one GPU: a smoke test of the multi-rank GPU path).
+``speedup`` of a run is the best 1-GPU time of its case (any method's; QUIC-SVD's, on its
+own matrix, apart) over its time (targets at n = 16384: 1.7 for 2 GPUs, 3 for 4; the
+paper's 4 GPUs were 2.7× faster than 1). A run predicted (n³ from the previous size) to
+pass ``--max-call`` seconds is skipped and recorded so. Accuracy (root, float64 on the
+GPU, ``bench/common.py``): residual, orthogonality, and sv_error against cuSOLVER gesvd
+values up to ``--reference-max``, above it against the case's first run. The JSON is
+rewritten after every case; ``--plot`` draws time against GPUs (the paper's Fig. 9).
+``GPUSVD_NCCL=0`` runs the exchanges through host buffers (several ranks may then share
+one GPU: a smoke test of the multi-rank GPU path).
 Importable, and ``--help`` works, without a GPU or MPI.
 """
 

@@ -264,6 +264,13 @@ def _decompose(comm, root, job, m, n, dtype, wide_dtype, compute_uv, full_matric
     return u, s, v.conj().T
 
 
+def _largest_magnitude(a, xp):
+    """max|a|, without a temporary the size of a real ``a``."""
+    if a.dtype.kind == "c":
+        return float(xp.abs(a).max())
+    return max(float(a.max()), -float(a.min()))
+
+
 class _RowsJob:
     """A rank's side when every rank brings its own rows of A (``rows=True``): its block
     through the front end, the blocks' shapes and dtypes checked against each other, and
@@ -276,11 +283,14 @@ class _RowsJob:
         with comm.phase():
             self.received = received(a, comm, check_finite, WHAT, scan=False)
             block = self.received.stack[0]
-            wide = block.astype(np.complex128 if block.dtype.kind == "c" else np.float64)
+            # No copy of float64 (complex128) rows: they are only read, and a tall A
+            # larger than one GPU is what this form is for.
+            wide = block.astype(np.complex128 if block.dtype.kind == "c" else np.float64,
+                                copy=False)
             finite = bool(xp.isfinite(wide).all()) if block.size else True
             if check_finite and not finite:
                 raise not_finite(WHAT)
-            peak = float(xp.abs(wide).max()) if block.size and finite else 0.0
+            peak = _largest_magnitude(wide, xp) if block.size and finite else 0.0
         seen = comm.world.allgather((block.shape, block.dtype.str, finite, peak))
         self.counts = [shape[0] for shape, _, _, _ in seen]
         self.m, self.n = sum(self.counts), block.shape[1]
