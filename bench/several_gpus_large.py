@@ -105,8 +105,8 @@ def main(argv=None):
         call = functools.partial(distributed.svd, mine, full_matrices=False, rows=True,
                                  comm=comm)
         seconds, times, out = _timed(world, call, args.repeat)
+        peaks = world.gather(_pool_bytes(xp), root=0)   # before the accuracy's temporaries
         accuracy = _accuracy(comm, mine, out, n)
-        peaks = world.gather(_pool_bytes(xp), root=0)
         if root:
             payload["runs"]["distributed"] = {"seconds": seconds, "times": times,
                                               "ranks": world.size, "pool_bytes": peaks,
