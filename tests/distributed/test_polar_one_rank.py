@@ -145,3 +145,24 @@ def test_a_tall_matrix_takes_its_qr_first_a_rank_deficient_one_qdwh(monkeypatch)
         u, s, vh = distributed.svd(b, full_matrices=False, device="cpu", rows=rows)
         assert testing.svd_residual(b, u, s, vh) < 30 and testing.orthogonality(u) < 30
     assert taken == [True, False, True, False]
+
+
+@pytest.mark.parametrize("shape", [(40, 12), (16, 16)])
+@pytest.mark.parametrize("peak", [0.75, 3.0])
+@pytest.mark.parametrize("kind", ["array", "read-only memmap"])
+def test_rows_are_read_not_written(tmp_path, shape, peak, kind):
+    """float64 rows are taken as they are, without a copy: the caller's block, a
+    read-only memmap too, is left unchanged, with max|A| already in [1/2, 1) (no scaling:
+    the block itself goes to the QR or to QDWH) and outside it."""
+    m, n = shape
+    a = testing.random_matrix(m, n, seed=8)
+    a *= peak / np.abs(a).max()
+    block = a.copy()
+    if kind != "array":
+        np.save(tmp_path / "a.npy", a)
+        block = np.load(tmp_path / "a.npy", mmap_mode="r")
+    u, s, vh = distributed.svd(block, full_matrices=False, device="cpu", rows=True)
+    assert np.array_equal(block, a)
+    assert testing.svd_residual(a, u, s, vh) < 30 and testing.orthogonality(u) < 30
+    ref = gpusvd.svd(a, full_matrices=False, method="polar", device="cpu")
+    assert np.abs(s - ref.S).max() <= 10 * m * np.finfo(float).eps * ref.S[0]
