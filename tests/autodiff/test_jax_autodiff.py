@@ -95,9 +95,23 @@ def test_jvp_against_finite_differences(case):
         assert np.abs(np.asarray(tangent) - expected).max() <= 1e-6 * np.abs(expected).max()
 
 
-def test_full_matrices_is_not_differentiable():
+def test_full_matrices_is_differentiable_where_square_only():
+    """Square: the full SVD is the economy one, and so are its derivatives (as
+    jnp.linalg.svd's); non-square: refused, as jnp.linalg.svd refuses."""
     with pytest.raises(ValueError, match="full_matrices=True is not differentiable"):
-        jax.grad(lambda x: gpusvd.svd(x)[1].sum())(jnp.eye(3))
+        jax.grad(lambda x: gpusvd.svd(x)[1].sum())(jnp.ones((4, 3)))
+    a = jnp.asarray(np.random.default_rng(4).standard_normal((4, 4)))
+    t = jnp.asarray(np.random.default_rng(5).standard_normal((4, 4)))
+
+    def loss(x, full):   # gauge-invariant: U·diag(s²)·Vᴴ weighed by t
+        u, s, vh = gpusvd.svd(x, full_matrices=full)
+        return jnp.sum(((u * s ** 2) @ vh) * t)
+
+    full, economy = (jax.grad(loss)(a, f) for f in (True, False))
+    np.testing.assert_allclose(np.asarray(full), np.asarray(economy), rtol=1e-10, atol=1e-12)
+    h = 1e-6
+    expected = (loss(a + h * t, True) - loss(a - h * t, True)) / (2 * h)
+    assert abs(float(jnp.sum(full * t)) - float(expected)) <= 1e-6 * abs(float(expected))
 
 
 def test_zero_values_beside_vectors_and_second_derivatives_are_nan():

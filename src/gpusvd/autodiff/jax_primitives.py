@@ -41,8 +41,9 @@ Derivatives, from :mod:`.formulas` (written once for torch and JAX):
 - ``polar``'s JVP binds ``polar`` for the factors and ``svd`` for (U, s, Vh); the tangent
   is :func:`.formulas.polar_jvp` in ``jax.numpy``, transposed by JAX (its closed forms
   hold at repeated singular values, where they need no rule of zeros).
-- ``full_matrices=True`` compiles and maps but is not differentiable (the extra columns
-  are arbitrary; ``jnp.linalg.svd`` refuses too).
+- ``full_matrices=True`` compiles and maps, but of a non-square matrix is not
+  differentiable (the extra columns are arbitrary; ``jnp.linalg.svd`` refuses too); of a
+  square one it is the economy SVD, differentiated as such (as ``jnp.linalg.svd`` does).
 """
 
 import functools
@@ -65,8 +66,9 @@ except ImportError:  # JAX before buffer_callback: eager calls work, traced ones
         f"0.10 and later); upgrade JAX, or call gpusvd outside the transformation") from None
 
 FULL_NOT_DIFFERENTIABLE = (
-    "svd: full_matrices=True is not differentiable (its extra columns are arbitrary); pass "
-    "full_matrices=False under jax.grad, jax.jvp and the other derivatives")
+    "svd: full_matrices=True is not differentiable for a non-square matrix (its extra "
+    "columns are arbitrary); pass full_matrices=False under jax.grad, jax.jvp and the "
+    "other derivatives")
 
 
 _ct = formulas.conj_transpose
@@ -281,9 +283,9 @@ batching.primitive_batchers[svd_tangent_p] = _tangent_batch
 # The JVP rules of the decompositions (module docstring). JAX calls a rule only with a
 # nonzero tangent: with one input, ``da`` is an array.
 def _svd_jvp(primals, tangents, **params):
-    if params["full_matrices"]:
-        raise ValueError(FULL_NOT_DIFFERENTIABLE)
     (a,), (da,) = primals, tangents
+    if params["full_matrices"] and a.shape[-1] != a.shape[-2]:
+        raise ValueError(FULL_NOT_DIFFERENTIABLE)
     u, s, vh = svd_p.bind(a, **params)
     return (u, s, vh), svd_tangent_p.bind(u, s, vh, da,
                                           gauge_invariant=params["gauge_invariant"],
