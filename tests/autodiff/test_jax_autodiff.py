@@ -23,12 +23,8 @@ def platform(request):
 
 
 @pytest.fixture(autouse=True)
-def _float64():
-    """JAX computes in float64 only when asked (its default is float32)."""
-    before = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", before)
+def _float64(jax_float64):
+    """Every test in float64 (tests/conftest.py)."""
 
 
 def _grad(name, a, weights):

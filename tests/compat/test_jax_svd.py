@@ -37,12 +37,8 @@ CASES += [((), 400000, 2, np.float32, False, True), ((), 2, 400000, np.float32, 
 
 
 @pytest.fixture(autouse=True)
-def _float64():
-    """JAX's tests run with float64 enabled; the setting is put back after each test."""
-    before = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", before)
+def _float64(jax_float64):
+    """JAX's tests run with float64 enabled (tests/conftest.py)."""
 
 
 def _matrix(shape, dtype, seed):
