@@ -52,6 +52,32 @@ def simple_reductions(fn):
     return wrapped
 
 
+# The public functions that are not torch operators, as Dynamo is to call them: each one
+# wrapped once in torch.compiler.disable (a graph break there), by :func:`eager_under_compile`.
+_EAGER_UNDER_COMPILE = {}
+
+
+def eager_under_compile(fn):
+    """Decorator of the public functions that are not torch operators (they have no
+    derivative): traced by ``torch.compile``, the call breaks the graph and runs
+    eagerly on the real tensors (``torch.compiler.disable``), as any Python function
+    that Dynamo cannot trace; ``fullgraph=True`` refuses it, naming the function. Nothing
+    is imported: without torch, or outside a compiled function, ``fn`` is called as it is.
+    """
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        torch = sys.modules.get("torch")
+        if torch is None or not torch.compiler.is_compiling():
+            return fn(*args, **kwargs)
+        eager = _EAGER_UNDER_COMPILE.get(fn)
+        if eager is None:
+            eager = _EAGER_UNDER_COMPILE[fn] = torch.compiler.disable(
+                fn, reason=f"gpusvd.{fn.__name__} is not a torch operator: it runs "
+                           f"eagerly (a graph break, which fullgraph=True refuses)")
+        return eager(*args, **kwargs)
+    return wrapped
+
+
 def total(x, axes=None, *, dtype=None):
     """The sum of ``x`` over ``axes`` (default all), one axis at a time from the last.
 

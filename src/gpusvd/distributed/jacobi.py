@@ -16,7 +16,7 @@ options (:class:`.outer.OuterOptions`) are ``pair_sweeps``, ``skip_orthogonal`` 
 """
 
 from .._core import validation
-from .._core.backend import simple_reductions
+from .._core.backend import eager_under_compile, simple_reductions
 from .._core.results import HSVDResult, SVDResult
 from ..jacobi.driver import DEFAULTS, MAX_SWEEPS, check_options, decompose
 from ..jacobi import driver, hyperbolic
@@ -121,6 +121,7 @@ def _run(comm, root, make_job):
         return result
 
 
+@eager_under_compile
 @simple_reductions
 def jacobi_svd(a, full_matrices=True, compute_uv=True, *, comm=None, root=0, device="auto",
                strategy=DEFAULTS.strategy, variant=VARIANT, shorten=DEFAULTS.shorten,
@@ -201,6 +202,7 @@ def jacobi_svd(a, full_matrices=True, compute_uv=True, *, comm=None, root=0, dev
         return _run(comm, root, make_job)
 
 
+@eager_under_compile
 @simple_reductions
 def hsvd(g, signs, *, comm=None, root=0, device="auto", strategy=DEFAULTS.strategy,
          variant=VARIANT, shorten=DEFAULTS.shorten, tol=None, max_sweeps=MAX_SWEEPS,

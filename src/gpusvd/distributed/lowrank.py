@@ -30,7 +30,7 @@ import os
 import numpy as np
 
 from .._core import tunables, validation
-from .._core.backend import simple_reductions
+from .._core.backend import eager_under_compile, simple_reductions
 from .._core.memory import LOWRANK_HINT, hint_on_exhaustion
 from .._core.results import LowRankSVD
 from .._core.scaling import safe_exponent, scale_values, times_power_of_two
@@ -181,6 +181,7 @@ def _decompose(comm, a, eps, delta, root, max_rank, seed):
                           sum(1 for r0, r1 in bounds if r1 > r0), out["passes"], out["steps"])
 
 
+@eager_under_compile
 @hint_on_exhaustion(LOWRANK_HINT)
 @simple_reductions
 def svd_lowrank(a, eps=1e-6, delta=1e-6, *, comm=None, root=0, device="auto", max_rank=None,

@@ -39,7 +39,7 @@ float64), QDWH over the ranks takes A as above.
 import numpy as np
 
 from .._core import libraries
-from .._core.backend import simple_reductions, to_host
+from .._core.backend import eager_under_compile, simple_reductions, to_host
 from .._core.errors import LinAlgError
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
 from .._core.results import SVDResult
@@ -362,6 +362,7 @@ def _decompose_rows(comm, root, job):
     return u_mine, s, v.conj().T
 
 
+@eager_under_compile
 @hint_on_exhaustion(DENSE_HINT)
 @simple_reductions
 def svd(a, full_matrices=True, compute_uv=True, *, comm=None, root=0, device="auto",

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._core import validation
-from .._core.backend import simple_reductions, to_host
+from .._core.backend import eager_under_compile, simple_reductions, to_host
 from .._core.front_end import receive
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
 from .._core.results import SVDResult
@@ -202,6 +202,7 @@ def decompose(a, xp, *, full_matrices, compute_uv, options):
                      options=options)
 
 
+@eager_under_compile
 @hint_on_exhaustion(DENSE_HINT)
 @simple_reductions
 def jacobi_svd(a, full_matrices=True, compute_uv=True, *, strategy=DEFAULTS.strategy,

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._core import validation
-from .._core.backend import simple_reductions
+from .._core.backend import eager_under_compile, simple_reductions
 from .._core.front_end import receive
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
 from .._core.results import HSVDResult
@@ -117,6 +117,7 @@ def receive_factor(g, signs, *, options, device, check_finite, what):
         yield job, check_factor(job.stack.shape, signs, what=what), options
 
 
+@eager_under_compile
 @hint_on_exhaustion(DENSE_HINT)
 @simple_reductions
 def hsvd(g, signs, *, strategy=DEFAULTS.strategy, variant=DEFAULTS.variant,
@@ -167,6 +168,7 @@ def hsvd(g, signs, *, strategy=DEFAULTS.strategy, variant=DEFAULTS.variant,
                           job.vectors(xp.asarray(j)))
 
 
+@eager_under_compile
 @hint_on_exhaustion(DENSE_HINT)
 @simple_reductions
 def eigh_factored(g, signs, *, strategy=DEFAULTS.strategy, variant=DEFAULTS.variant,

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._core import tunables, validation
 from .._core.arrays import parse_device, place
-from .._core.backend import cupy_or_none, simple_reductions, to_host
+from .._core.backend import cupy_or_none, eager_under_compile, simple_reductions, to_host
 from .._core.memory import LOWRANK_HINT, hint_on_exhaustion
 from .._core.results import LowRankSVD
 from .driver import partition_bounds, quic_svd
@@ -90,6 +90,7 @@ def _placement_xp(source, device):
     return cp
 
 
+@eager_under_compile
 @hint_on_exhaustion(LOWRANK_HINT)
 @simple_reductions
 def svd_lowrank(a, eps=1e-6, delta=1e-6, *, max_rank=None, partitions=None, seed=None,

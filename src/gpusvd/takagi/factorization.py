@@ -10,7 +10,7 @@ is square, finite and symmetric (Aᵀ = A, not Hermitian), picks the method for
 import numpy as np
 
 from .._core import validation
-from .._core.backend import simple_reductions, to_host, total
+from .._core.backend import eager_under_compile, simple_reductions, to_host, total
 from .._core.front_end import receive
 from .._core.errors import LinAlgError
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
@@ -111,6 +111,7 @@ def _one_launch(mats, xp, tol, max_sweeps, *, fallback):
     return s, u
 
 
+@eager_under_compile
 @hint_on_exhaustion(DENSE_HINT)
 @simple_reductions
 def takagi(a, *, method="auto", device="auto", tol=None, max_sweeps=driver.MAX_SWEEPS,
