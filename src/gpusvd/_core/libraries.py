@@ -324,10 +324,12 @@ def cholesky_qr_solve(xp, w, factor):
     return _TWINS[xp.__name__]["cholesky_qr"](w, factor)
 
 
-def shifted_gram_solve(xp, y, c):
+def shifted_gram_solve(xp, y, c, *, summed=None):
     """Z⁻¹·Y with Z = I + c·Y·Yᵀ for a real C-contiguous ``y`` (n×m) and c ≥ 0: QDWH's
     Cholesky step for one matrix (:mod:`gpusvd.polar.qdwh`), as syrk, potrf and two
-    triangular solves in place. ``y`` is left as it is. Returns ``(result, info)``:
+    triangular solves in place. ``summed``: applied to c·Y·Yᵀ before I is added, where Y's
+    columns are spread over ranks that sum theirs. ``y`` is left as it is. Returns
+    ``(result, info)``:
     ``info`` (a one-entry int32 array on ``y``'s device) is positive where potrf found Z
     not positive definite, and the result is then not to be read; a NaN in ``y`` need not
     be flagged (LAPACK's potrf passes it on), only carried into the result.
@@ -340,7 +342,12 @@ def shifted_gram_solve(xp, y, c):
     >>> bool(np.allclose(z @ x, y)), int(info[0])
     (True, 0)
     """
-    z = gram_lower(xp, y, c, out=xp.eye(len(y), dtype=y.dtype))
+    n = len(y)
+    if summed is None:
+        z = gram_lower(xp, y, c, out=xp.eye(n, dtype=y.dtype))
+    else:   # the ranks' parts summed, I added once
+        z = summed(gram_lower(xp, y, c))
+        z.reshape(-1)[::n + 1] += 1
     factor, info = factor_checked(xp, z)
     return solve_columns(xp, factor, y.copy(), gram=True), info
 

@@ -38,15 +38,13 @@ float64), QDWH over the ranks takes A as above.
 
 import numpy as np
 
-from .._core import libraries
 from .._core.backend import eager_under_compile, simple_reductions, to_host
-from .._core.errors import LinAlgError
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
 from .._core.results import SVDResult
 from .._core.scaling import scale_values, times_power_of_two
 from .._core.validation import not_finite
 from ..polar import estimates, qdwh
-from ..polar.cholesky_qr import cholesky_qr, gram, shifted_cholesky_qr
+from ..polar.cholesky_qr import cholesky_qr, shifted_cholesky_qr
 from ..polar.svd import (QR_FIRST_RATIO, descending_eigh, orthonormal_columns,
                          orthonormal_tolerance, svd as one_device)
 from .comm import given_or_own, received
@@ -57,33 +55,15 @@ WHAT = "distributed svd"
 class _RowsEngine(qdwh.StackEngine):
     """The stack engine's QDWH steps on one matrix whose Y = Aᴴ has its columns (A's
     rows) spread over the ranks, each rank's work on its own columns only (module
-    docstring): every Gram product summed over the ranks, and the rows of the QR step's
-    I in [√c·X; I] shared out as X's are."""
+    docstring): every Gram product summed over the ranks (:meth:`summed`, the stack
+    engine's hook), and the rows of the QR step's I in [√c·X; I] shared out as X's are."""
 
     def __init__(self, comm, rows, root):
         super().__init__(comm.xp)
         self.comm, self.root, self._rows = comm, root, rows
 
-    def _summed(self, part):
+    def summed(self, part):
         return self.comm.summed(part, self.root)
-
-    def gram(self, xp, y):
-        return self._summed(gram(xp, y))
-
-    def solve_gram(self, y, c):
-        """Z⁻¹·Y_r with Z = I + c·Σ_r Y_r·Y_rᴴ: a real Y as the one-device step (syrk,
-        potrf, two triangular solves), the syrk's sum over the ranks between."""
-        xp = self.xp
-        if y.dtype not in libraries.REAL:
-            return super().solve_gram(y, c)
-        n = y.shape[1]
-        z = self._summed(libraries.gram_lower(xp, xp.ascontiguousarray(y[0]), c))
-        z.reshape(-1)[::n + 1] += 1
-        factor, info = libraries.factor_checked(xp, z)
-        if int(to_host(info)[0]) != 0:
-            raise LinAlgError("polar: the QDWH iterate is not finite (is the input "
-                              "finite?)")
-        return libraries.solve_columns(xp, factor, xp.array(y[0], order="C"), gram=True)[None]
 
     def _identity_rows(self, n):
         """This rank's share of the n rows of I (:func:`_bounds`)."""
@@ -99,7 +79,7 @@ class _RowsEngine(qdwh.StackEngine):
         eye = xp.eye(n, i1 - i0, -i0, dtype=y.dtype)
         wh = xp.concatenate([y * c ** 0.5, eye[None]], axis=2)
         norm2 = 1.0 + xp.asarray(c).reshape(-1) * qdwh.X_NORM2_BOUND
-        return shifted_cholesky_qr(xp, wh, norm2, summed=self._summed, rows=self._rows + n)
+        return shifted_cholesky_qr(xp, wh, norm2, summed=self.summed, rows=self._rows + n)
 
     def q_product_plus(self, qh, alpha, y, beta):
         """alpha·Q₂·Q₁,rᴴ + beta·Y_r: Q₂ (the rows of Q for I) whole on every rank, its
@@ -109,7 +89,7 @@ class _RowsEngine(qdwh.StackEngine):
         i0, i1 = self._identity_rows(n)
         q2h = xp.zeros((n, n), y.dtype)
         q2h[:, i0:i1] = qh[0, :, m:]
-        q2 = self._summed(q2h).conj().T
+        q2 = self.summed(q2h).conj().T
         return y * beta + (q2 @ qh[0, :, :m])[None] * alpha
 
 

@@ -228,15 +228,19 @@ class StackEngine:
     ``cholesky_qr_namespaces`` and ``qdwh_cholesky_qr_columns`` say), not by shifted
     CholeskyQR3 of the whole stack."""
 
+    # Applied to every Gram product: None here; a distributed engine whose Y has its
+    # columns spread over ranks (:mod:`gpusvd.distributed.polar`) sums them over the ranks.
+    summed = None
+
     def __init__(self, xp, *, householder=False):
         self.xp = xp
         self.householder = householder
 
     def gram(self, xp, y):
-        """Y·Yᴴ of each matrix (XᴴX), for the estimates and the orthonormality test: a
-        distributed engine sums it over the ranks that hold the columns of Y
-        (:mod:`gpusvd.distributed.polar`), and its steps' Gram products too."""
-        return gram(xp, y)
+        """Y·Yᴴ of each matrix (XᴴX), for the estimates, the orthonormality test and a
+        complex or batched Cholesky step (:attr:`summed`)."""
+        g = gram(xp, y)
+        return g if self.summed is None else self.summed(g)
 
     def weights(self, values, dtype):
         """The weights ``values`` (host, one per matrix) as the steps take them: a float
@@ -260,7 +264,8 @@ class StackEngine:
         xp = self.xp
         batch, n, _ = y.shape
         if batch == 1 and y.dtype in libraries.REAL:
-            out, info = libraries.shifted_gram_solve(xp, xp.ascontiguousarray(y[0]), c)
+            out, info = libraries.shifted_gram_solve(xp, xp.ascontiguousarray(y[0]), c,
+                                                     summed=self.summed)
             if int(to_host(info)[0]) != 0:
                 raise LinAlgError("polar: the QDWH iterate is not finite (is the input "
                                   "finite?)")
