@@ -40,6 +40,9 @@ quic_gpus_<g>    ``gpusvd.distributed.svd_lowrank`` on the first g ranks, the sa
                  sent by root a block of rows per rank
 ===============  ==========================================================================
 
+With ``--phases``, ``phases`` is root's time per phase of the timed calls (the project's
+phase recorder, ``gpusvd._core.profile``: QDWH's steps, H, its eigendecomposition, U),
+which synchronizes the device around each phase.
 ``comm_seconds`` is the wall time root spent in the exchanges of block-columns (and the
 scatter and gather), measured between device synchronizations (phases (4)–(6) of §5);
 ``outer`` is root's count of the outer iteration (:class:`gpusvd.distributed.outer.OuterInfo`:
@@ -59,6 +62,7 @@ Importable, and ``--help`` works, without a GPU or MPI.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -102,6 +106,8 @@ def _parser():
     p.add_argument("--no-single-driver", action="store_true",
                    help="skip gpusvd.jacobi_svd (the single-process driver)")
     p.add_argument("--repeat", type=int, default=1, help="timed calls per run (median)")
+    p.add_argument("--phases", action="store_true",
+                   help="record root's phases of each timed call (profile.recording)")
     p.add_argument("--max-call", type=float, default=240.0,
                    help="skip a run predicted (n^3 from the previous size) to take longer")
     p.add_argument("--reference-max", type=int, default=8192,
@@ -203,6 +209,7 @@ def _case(world, comms, n, mode, args, previous):
     import gr_paper
     import gpusvd
     from gpusvd import distributed
+    from gpusvd._core import profile
 
     root = world.rank == 0
     full = mode == "full"
@@ -268,11 +275,14 @@ def _case(world, comms, n, mode, args, previous):
                 return distributed.jacobi_svd(a, comm=comm, variant=variant,
                                               **SETTINGS[setting], **kw)
         before = comm.comm_seconds if comm is not None else 0.0
-        seconds, times, out = _timed(world, call, args.repeat)
+        with profile.recording() if args.phases else contextlib.nullcontext() as phases:
+            seconds, times, out = _timed(world, call, args.repeat)
         if variant == "rows":
             out = _rows_on_root(world, comm, out, full) if comm is not None else None
         run = {"seconds": seconds, "times": times, "gpus": g, "variant": variant,
                "setting": setting}
+        if phases and root:
+            run["phases"] = {k: v / len(times) for k, v in phases.items()}
         if comm is not None and root:
             run["comm_seconds"] = (comm.comm_seconds - before) / len(times)
             if variant not in ("polar", "rows", "quic"):
@@ -292,17 +302,21 @@ def _case(world, comms, n, mode, args, previous):
         del out
         common.free_gpu_memory()
     if root:
-        # Each method's speedups against its own best one-GPU time (QUIC-SVD's matrix is
-        # another one).
-        for quic in (False, True):
-            mine = [r for r in rec["runs"].values()
-                    if "seconds" in r and (r["variant"] == "quic") == quic]
-            ones = [r["seconds"] for r in mine if r.get("gpus") == 1]
-            for r in mine if ones else []:
-                r["speedup"] = min(ones) / r["seconds"]
+        speedups(rec["runs"])
     del a, low
     cp.get_default_memory_pool().free_all_blocks()
     return rec if root else None
+
+
+def speedups(runs):
+    """Set each timed run's ``speedup``: the best one-GPU time of its case over its time,
+    the exact methods and QUIC-SVD (whose matrix is another one) apart."""
+    for quic in (False, True):
+        mine = [r for r in runs.values()
+                if "seconds" in r and (r.get("variant") == "quic") == quic]
+        ones = [r["seconds"] for r in mine if r.get("gpus") == 1]
+        for r in mine if ones else []:
+            r["speedup"] = min(ones) / r["seconds"]
 
 
 def _accuracy(a, out, s, full, reference):

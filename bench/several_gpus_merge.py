@@ -7,8 +7,8 @@
 A device call is limited to 10 minutes, so the grid of sizes, modes, GPU counts and
 variants is measured in several calls. Runs of the same (n, mode) are gathered into one
 case (a run named ``gpus_<g>`` gets its variant appended, as when several variants run);
-``speedup`` is recomputed against the case's single-driver time, which may come from
-another call on another machine of the same kind. Prints one line per run.
+``speedup`` is recomputed as ``several_gpus.py`` computes it, against the case's best
+one-GPU time, which may come from another call on another machine of the same kind. Prints one line per run.
 """
 
 from __future__ import annotations
@@ -41,10 +41,7 @@ def merge(paths):
                     name = f"{name}_{run['variant']}"
                 case["runs"][name] = run
     for case in cases.values():
-        best = case["runs"].get("single_driver", {}).get("seconds")
-        for run in case["runs"].values():
-            if best and "seconds" in run:
-                run["speedup"] = best / run["seconds"]
+        several_gpus.speedups(case["runs"])
     return {"schema": several_gpus.SCHEMA, "gpus": sorted(gpus), "device": device,
             "sources": [os.path.basename(p) for p in paths],
             "cases": [cases[k] for k in sorted(cases)]}

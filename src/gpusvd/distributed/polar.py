@@ -38,6 +38,7 @@ float64), QDWH over the ranks takes A as above.
 
 import numpy as np
 
+from .._core import profile
 from .._core.backend import eager_under_compile, simple_reductions, to_host
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
 from .._core.results import SVDResult
@@ -158,9 +159,10 @@ def _factor(comm, root, mine, m, n, dtype, compute_uv, everywhere):
     eps = float(np.finfo(dtype).eps)
     y = mine.conj().T.copy()[None]   # a new array: QDWH overwrites it
     uh, converged = qdwh.polar_factor(xp, y, eps, engine=_RowsEngine(comm, m, root))
-    h = comm.summed(uh[0] @ mine, root)
+    with profile.phase("polar_h", xp):
+        h = comm.summed(uh[0] @ mine, root)
     signed = lam = v = None
-    with comm.phase():
+    with comm.phase(), profile.phase("eigh", xp):
         if comm.rank == root:
             h = ((h + h.conj().T) * 0.5).astype(dtype)
             lam, v = descending_eigh(h, xp, vectors=compute_uv)
@@ -174,7 +176,8 @@ def _factor(comm, root, mine, m, n, dtype, compute_uv, everywhere):
     signed = comm.broadcast(signed, root, (n, n), dtype)
     if everywhere and comm.rank != root:
         v = signed * xp.where(lam < 0, -1, 1).astype(dtype)
-    u_mine = xp.ascontiguousarray(uh[0].conj().T).astype(dtype) @ signed
+    with profile.phase("polar_u", xp):
+        u_mine = xp.ascontiguousarray(uh[0].conj().T).astype(dtype) @ signed
     return u_mine, None if lam is None else xp.abs(lam), v, converged[0]
 
 
