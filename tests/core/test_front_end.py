@@ -369,6 +369,14 @@ def test_lowrank_eps_delta_in_open_interval(name, value):
         gpusvd.svd_lowrank(SQUARE, device="cpu", **{name: value})
 
 
+@pytest.mark.parametrize("rank", [1, 6, 10.0, np.int64(20)], ids=repr)
+def test_lowrank_rank_for_eps_names_max_rank(rank):
+    """A rank passed where the error bound goes (torch.svd_lowrank(a, q) habit) is
+    refused with the option that caps the rank."""
+    with pytest.raises(ValueError, match=f"looks like a rank.*max_rank={int(rank)}"):
+        gpusvd.svd_lowrank(SQUARE, rank, device="cpu")
+
+
 # ------------------------------------------------------- the distributed entry points
 
 class TestDistributedOneRank:

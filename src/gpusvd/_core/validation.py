@@ -83,6 +83,25 @@ def check_open_interval(name, value, *, what):
     return float(value)
 
 
+def check_eps(eps, *, what):
+    """The low-rank SVD's error bound: a number in (0, 1). An integer of 1 or more is
+    refused with what it looks like, a rank (torch.svd_lowrank's ``q``, scikit-learn's
+    ``n_components``), and the option that caps the rank.
+
+    Examples
+    --------
+    >>> check_eps(0.05, what="svd_lowrank")
+    0.05
+    """
+    if _is_real_number(eps) and float(eps) >= 1 and float(eps).is_integer():
+        raise ValueError(
+            f"{what}: eps must be a number in the open interval (0, 1) (the bound on the "
+            f"squared relative error), got {eps!r}, which looks like a rank: to cap the "
+            f"rank as torch.svd_lowrank(a, q={int(eps)}) does, pass max_rank={int(eps)} "
+            f"(error_bound then says the error reached)")
+    return check_open_interval("eps", eps, what=what)
+
+
 def check_tol(tol, *, what):
     """A convergence tolerance: None (the method's default) or a number in (0, 1).
 

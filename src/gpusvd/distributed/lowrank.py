@@ -146,7 +146,7 @@ def _decompose(comm, a, eps, delta, root, max_rank, seed):
     xp = comm.xp
     with comm.device_context():
         with comm.phase():
-            eps = validation.check_open_interval("eps", eps, what=WHAT)
+            eps = validation.check_eps(eps, what=WHAT)
             delta = validation.check_open_interval("delta", delta, what=WHAT)
             max_rank = validation.check_count("max_rank", max_rank, what=WHAT, optional=True)
             rng = _rng(seed, comm.rank, comm.size)

@@ -158,7 +158,7 @@ def svd_lowrank(a, eps=1e-6, delta=1e-6, *, max_rank=None, partitions=None, seed
     >>> bool(np.linalg.norm(a - (r.U * r.S) @ r.Vh) ** 2 <= 1e-10 * np.linalg.norm(a) ** 2)
     True
     """
-    eps = validation.check_open_interval("eps", eps, what=WHAT)
+    eps = validation.check_eps(eps, what=WHAT)
     delta = validation.check_open_interval("delta", delta, what=WHAT)
     max_rank = validation.check_count("max_rank", max_rank, what=WHAT, optional=True)
     partitions = validation.check_count("partitions", partitions, what=WHAT, optional=True)
