@@ -30,6 +30,9 @@ default_single   with ``--methods polar``: ``gpusvd.svd(a)`` on root, the one-GP
 polar_single     ``gpusvd.svd(a, method="polar")`` on root: the one-GPU polar method
 polar_gpus_<g>   ``gpusvd.distributed.svd`` (the polar method, a block of rows per rank)
                  on the first g ranks
+gr_gpus_<g>      with ``--methods gr``: ``gpusvd.distributed.svd(method="gr")`` on the first
+                 g ranks (the two-stage reduction on root, the back-transformations
+                 shared out by columns)
 rows_gpus_<g>    with ``--methods polar_rows``: ``gpusvd.distributed.svd(rows=True)``, each
                  of the first g ranks holding its own rows before the clock starts (no
                  scatter of A, no gather of U; U is gathered for the accuracy only)
@@ -95,7 +98,7 @@ def _parser():
     p.add_argument("--gpus", type=int, nargs="+", default=None,
                    help="GPU counts to run (default: 1 and the number of ranks)")
     p.add_argument("--methods", nargs="+", default=["jacobi"],
-                   choices=["jacobi", "polar", "polar_rows", "quic"])
+                   choices=["jacobi", "polar", "polar_rows", "gr", "quic"])
     p.add_argument("--quic-rank", type=int, default=500,
                    help="rank of QUIC-SVD's matrix (--methods quic)")
     p.add_argument("--quic-eps", type=float, default=1e-8,
@@ -148,6 +151,8 @@ def _runs(args):
     if "polar" in args.methods:
         runs += [("default_single", "polar", None, 1), ("polar_single", "polar", None, 1)]
         runs += [(f"polar_gpus_{g}", "polar", None, g) for g in args.gpus]
+    if "gr" in args.methods:
+        runs += [(f"gr_gpus_{g}", "gr", None, g) for g in args.gpus]
     if "polar_rows" in args.methods:
         runs += [(f"rows_gpus_{g}", "rows", None, g) for g in args.gpus]
     if "quic" in args.methods:
@@ -258,6 +263,13 @@ def _case(world, comms, n, mode, args, previous):
                 if comm is None:
                     return None
                 return distributed.svd(a, comm=comm, **kw)
+        elif variant == "gr":
+            comm = comms[g]
+
+            def call(a=a, comm=comm):
+                if comm is None:
+                    return None
+                return distributed.svd(a, comm=comm, method="gr", **kw)
         elif variant == "rows":
             comm = comms[g]
             mine = _own_rows(n, args.seed, comm) if comm is not None else None
@@ -285,7 +297,7 @@ def _case(world, comms, n, mode, args, previous):
             run["phases"] = {k: v / len(times) for k, v in phases.items()}
         if comm is not None and root:
             run["comm_seconds"] = (comm.comm_seconds - before) / len(times)
-            if variant not in ("polar", "rows", "quic"):
+            if variant not in ("polar", "rows", "quic", "gr"):
                 run["outer"] = comm.last_run._asdict()
         if root and variant == "quic":
             run["accuracy"] = _low_rank_accuracy(low, out)
@@ -340,9 +352,10 @@ def _plot(payload, path):
                "polar_single": ("D", "polar, one GPU"),
                "quic_single": ("^", "QUIC-SVD, one GPU")}
     styles = {"block-oriented": "-", "full-block": "-.", "polar": "--", "rows": ":",
-              "quic": (0, (5, 1, 1, 1))}
-    names = {"polar": "polar, A on root", "rows": "polar, rows on every rank",
-             "quic": "QUIC-SVD"}
+              "gr": (0, (3, 1)), "quic": (0, (5, 1, 1, 1))}
+    names = {"block-oriented": "Jacobi", "full-block": "Jacobi, full-block",
+             "polar": "polar, A on root", "rows": "polar, rows on every rank",
+             "gr": "Golub–Reinsch, back-transformations shared", "quic": "QUIC-SVD"}
     modes = sorted({c["mode"] for c in payload["cases"]})
     sizes = sorted({c["n"] for c in payload["cases"]})
     colour = {n: f"C{i}" for i, n in enumerate(sizes)}

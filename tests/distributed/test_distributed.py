@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .worker import CASES, HSVD_CASES, LOWRANK_CASES, POLAR_CASES, POLAR_ROWS_CASES, SHORT
+from .worker import (CASES, GR_CASES, HSVD_CASES, LOWRANK_CASES, POLAR_CASES, POLAR_ROWS_CASES,
+                     SHORT)
 
 pytestmark = pytest.mark.mpi
 
@@ -158,6 +159,34 @@ def test_polar_agrees_with_one_process(run):
     _, seen, names = cases(run, POLAR_NAMES)
     check_polar_agrees(seen, names)
 
+GR_NAMES = [c[0] for c in GR_CASES]
+GR_SIZES = {c[0]: max(c[1], c[2]) for c in GR_CASES}
+
+
+def check_gr_agrees(seen, names):
+    """The Golub–Reinsch SVD with its back-transformations shared out by columns: the
+    one-device two-stage SVD's values to rounding (the same reduction), its residual
+    and orthogonality."""
+    for name in names:
+        rec = seen[0][name]
+        assert rec["sv_vs_single"] <= SV_UNITS * GR_SIZES[name], (name, rec)
+        if "residual" not in rec:
+            continue
+        assert rec["shapes"] == rec["ref_shapes"], name
+        assert rec["residual"] <= WORSE * rec["residual_single"] + 1, (name, rec)
+        assert rec["orth"] <= WORSE * rec["orth_single"] + 1, (name, rec)
+
+
+def test_gr_result_on_root_only(run):
+    ranks, seen, names = cases(run, GR_NAMES)
+    check_polar_on_root_only(seen, ranks, names, "numpy")
+
+
+def test_gr_agrees_with_one_process(run):
+    _, seen, names = cases(run, GR_NAMES)
+    check_gr_agrees(seen, names)
+
+
 ROWS_NAMES = [c[0] for c in POLAR_ROWS_CASES]
 ROWS_SIZES = {c[0]: max(c[1], c[2]) for c in POLAR_ROWS_CASES}
 ROWS_COLUMNS = {c[0]: c[2] for c in POLAR_ROWS_CASES}
@@ -249,7 +278,8 @@ def test_two_pairs_per_rank(run):
     ("outer-option", "ValueError"),
     ("signs", "ValueError"), ("injected", "RuntimeError"), ("sweeps", "LinAlgError"),
     ("after", "ok"), ("polar-nan", "ValueError"), ("polar-stack", "ValueError"),
-    ("rows-columns", "ValueError"), ("rows-wide", "ValueError"), ("rows-nan", "ValueError")])
+    ("rows-columns", "ValueError"), ("rows-wide", "ValueError"), ("rows-nan", "ValueError"),
+    ("gr-rows", "ValueError"), ("gr-nan", "ValueError"), ("gr-method", "ValueError")])
 def test_an_error_on_one_rank_raises_on_every_rank(run, case, error):
     ranks, seen = run
     assert [seen[r]["errors"][case] for r in range(ranks)] == [error] * ranks
@@ -302,6 +332,9 @@ def test_two_gpus():
     rows = [n for n in ROWS_NAMES if n in SHORT]
     check_rows_everywhere(seen, 2, rows, "cupy")
     check_rows_agree(seen, rows)
+    gr = [n for n in GR_NAMES if n in SHORT]   # the Golub–Reinsch SVD, A on root
+    check_polar_on_root_only(seen, 2, gr, "cupy")
+    check_gr_agrees(seen, gr)
     for name in LOWRANK_NAMES:  # QUIC-SVD over the two GPUs
         rec = seen[0]["lowrank"][name]
         assert seen[1]["lowrank"][name]["none"] is True, name

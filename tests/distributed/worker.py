@@ -1,7 +1,7 @@
 """Runs under ``mpiexec -n P python -m mpi4py worker.py OUT [cpu|gpu] [all|short]``.
 
 Every rank computes the distributed SVD/HSVD cases of :data:`CASES`, the polar SVD's of
-:data:`POLAR_CASES` and the error cases; root compares each result with the
+:data:`POLAR_CASES`, the Golub–Reinsch SVD's of :data:`GR_CASES` and the error cases; root compares each result with the
 single-process driver's. Each rank writes
 what it saw to ``OUT.<rank>.json`` for ``test_distributed.py`` to check.
 """
@@ -19,6 +19,7 @@ except ModuleNotFoundError:  # imported for its case tables, or collected for do
 
 import gpusvd
 from gpusvd import distributed
+from gpusvd._core.results import SVDResult
 from gpusvd.distributed import local
 from gpusvd.distributed.comm import Comm
 from gpusvd.testing import graded, haar_orthogonal, low_rank, random_matrix
@@ -62,9 +63,19 @@ POLAR_ROWS_CASES = [("rows", 60, 60, {"split": "even"}), ("rows-uneven", 60, 60,
                     ("rows-rank", 48, 48, {"rank": 12}),
                     ("rows-tall-rank", 120, 40, {"rank": 10, "full_matrices": False}),
                     ("rows-tiny", 3, 2, {"full_matrices": False})]
+# (name, m, n, options) of distributed.svd(method="gr"): square, tall (its QR first),
+# tall with the complete U (columns past n shared out too), wide, values only, complex,
+# float32, rank deficient, and fewer columns than ranks.
+GR_CASES = [("gr", 60, 60, {}), ("gr-tall", 130, 41, {}), ("gr-full", 60, 45, {}),
+            ("gr-wide", 35, 70, {}), ("gr-values", 50, 50, {"compute_uv": False}),
+            ("gr-economy", 60, 45, {"full_matrices": False}),
+            ("gr-complex", 40, 33, {"dtype": np.complex128}),
+            ("gr-float32", 40, 40, {"dtype": np.float32}),
+            ("gr-rank", 48, 48, {"rank": 12}), ("gr-tiny", 3, 2, {})]
 # The cases of a short run (many ranks oversubscribe CI's two cores and wait in MPI).
 SHORT = ("37", "101", "tall", "values", "complex", "tiny", "pairs", "orthogonal", "hsvd",
-         "polar", "polar-complex", "polar-tiny", "rows", "rows-uneven", "rows-rank")
+         "polar", "polar-complex", "polar-tiny", "rows", "rows-uneven", "rows-rank", "gr",
+         "gr-full", "gr-complex", "gr-tiny")
 # Options of the distributed driver only (the single-process reference does without).
 OUTER_ONLY = ("variant", "pair_sweeps", "skip_orthogonal", "pairs_per_rank")
 
@@ -124,6 +135,34 @@ def polar_case(rank, m, n, opts, comm):
         return {"none": out is None}
     ref = gpusvd.svd(a, method="polar", device="cpu", **opts)
     values = opts.get("compute_uv") is False
+    s, s_ref = (host(out), ref) if values else (host(out.S), ref.S)
+    eps = float(np.finfo(s.dtype).eps)
+    rec = {"sv_vs_single": float(np.abs(s - s_ref).max() / (s_ref[0] * eps)),
+           "type": type(out if values else out.S).__module__.split(".")[0]}
+    if not values:
+        rec.update(vectors_record(a, out, s, ref))
+    return rec
+
+
+def gr_case(rank, m, n, opts, comm):
+    """distributed.svd(method="gr") against the one-process two-stage SVD (the same
+    reduction, its back-transformations on one device) on the same matrix."""
+    from gpusvd.condensed.driver import two_stage_svd
+    from gpusvd.golub_reinsch.driver import svd as one_device
+
+    deficient = opts.pop("rank", None)
+    a = matrix(m, n, opts) if deficient is None else low_rank(m, n, deficient, seed=m)
+    gpu = comm.transport != "mpi"
+    put = (lambda x: __import__("cupy").asarray(x)) if gpu else (lambda x: x)
+    out = distributed.svd(put(a) if rank == 0 else None, comm=comm, method="gr", **opts)
+    if rank != 0:
+        return {"none": out is None}
+    values = opts.get("compute_uv") is False
+    full = opts.get("full_matrices", True)
+    if values:
+        ref = one_device(a, np, full_matrices=full, compute_uv=False, overwrite_a=False)[1]
+    else:
+        ref = SVDResult(*two_stage_svd(a, np, full_matrices=full))
     s, s_ref = (host(out), ref) if values else (host(out.S), ref.S)
     eps = float(np.finfo(s.dtype).eps)
     rec = {"sv_vs_single": float(np.abs(s - s_ref).max() / (s_ref[0] * eps)),
@@ -234,6 +273,13 @@ def error_cases(rank, device):
                 a[:4, :(19 if rank == 1 else 20)], device=device, rows=True), "rows-columns"),
             "rows-wide": outcome(lambda: distributed.svd(
                 a[:3], device=device, rows=True), "rows-wide"),
+            # method="gr": A spread over the ranks, NaN on root, an unknown method
+            "gr-rows": outcome(lambda: distributed.svd(
+                a[:4], device=device, rows=True, method="gr"), "gr-rows"),
+            "gr-nan": outcome(lambda: distributed.svd(
+                bad if rank == 0 else None, device=device, method="gr"), "gr-nan"),
+            "gr-method": outcome(lambda: distributed.svd(
+                a if rank == 0 else None, device=device, method="jacobi"), "gr-method"),
             "rows-nan": outcome(lambda: distributed.svd(
                 np.where(rank == MPI.COMM_WORLD.size - 1, np.nan, a[5 * rank:5 * rank + 5, :5]),
                 device=device, rows=True), "rows-nan")}
@@ -356,6 +402,8 @@ def main():
     results.update({name: traced(rank, name,
                                  lambda: polar_rows_case(rank, m, n, dict(opts), comm))
                     for name, m, n, opts in POLAR_ROWS_CASES if wanted(name)})
+    results.update({name: traced(rank, name, lambda: gr_case(rank, m, n, dict(opts), comm))
+                    for name, m, n, opts in GR_CASES if wanted(name)})
     results["errors"] = traced(rank, "errors", lambda: error_cases(rank, device))
     results["lowrank"] = {c[0]: traced(rank, f"lowrank {c[0]}",
                                        lambda: lowrank_case(rank, *c[1:], comm))

@@ -31,6 +31,7 @@ twice.
 
 import functools
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -186,11 +187,21 @@ def _divide_and_conquer_on_device(d, e, xp, real):
 _VECTORS_SOLVERS = {"numpy": _divide_and_conquer_on_host, "cupy": _divide_and_conquer_on_device}
 
 
-def _vectors_tall(work, xp, b, full_matrices):
-    """(U, s, Vh) of the scaled, square-or-tall (m < 1.6·n) ``work``, overwritten: stage 1,
-    stage 2 with its reflectors recorded, the bidiagonal's SVD (:data:`_VECTORS_SOLVERS`),
-    then the back-transformations U = Q₁·Q₂·D_L·U_B and V = P₁·P₂·D_R·V_B (module docstring)."""
-    m, n = work.shape
+class Reduced(NamedTuple):
+    """A scaled, square-or-tall matrix taken to the bidiagonal's SVD, before the
+    back-transformations (:func:`left_vectors`, :func:`right_vectors`)."""
+
+    band: Any         # stage 1's BandReduction
+    bidiagonal: Any   # stage 2's Bidiagonal, its reflectors recorded
+    u_b: Any          # the bidiagonal's left vectors (n×n), in the matrix's dtype
+    v_b: Any          # its right vectors
+    s: Any            # its values, descending
+
+
+def reduce_and_solve(work, xp, b):
+    """Stage 1 on ``work`` (m×n, m < 1.6·n, scaled; overwritten), stage 2 with its
+    reflectors recorded, the bidiagonal's SVD (:data:`_VECTORS_SOLVERS`): a
+    :class:`Reduced`."""
     dtype = work.dtype
     with profile.phase("svd_stage1", xp):
         red = reduce_to_band(work, bandwidth=b)
@@ -200,20 +211,53 @@ def _vectors_tall(work, xp, b, full_matrices):
         d = np.asarray(to_host(bd.d), np.float64)
         e = np.asarray(to_host(bd.e), np.float64)
         u_b, v_b, s = _VECTORS_SOLVERS[xp.__name__](d, e, xp, np.finfo(dtype).dtype)
-        u_b, v_b = u_b.astype(dtype, copy=False), v_b.astype(dtype, copy=False)
+    return Reduced(red, bd, u_b.astype(dtype, copy=False), v_b.astype(dtype, copy=False), s)
+
+
+def left_vectors(reduced, u_b, m, first, count):
+    """Columns ``first`` … ``first + count − 1`` of U = Q₁·Q₂·D_L·[U_B 0; 0 I] (m×m, or its
+    first n columns), from ``u_b``, U_B's columns among them (those below n). Columns
+    are independent, so several devices can each take some (gpusvd.distributed)."""
+    red, bd = reduced.band, reduced.bidiagonal
+    xp = array_namespace(u_b)
+    n = bd.d.shape[0]
+    c = xp.zeros((m, count), dtype=u_b.dtype, order="F")
+    if u_b.shape[1]:
+        c[:n, :u_b.shape[1]] = chase_back.apply_q(bd.reflectors, bd.phase_left[:, None] * u_b)
+    tail = xp.arange(max(first, n), first + count)
+    c[tail, tail - first] = 1
+    return apply_q(red, c) if count else c
+
+
+def right_vectors(reduced, v_b):
+    """The columns of V = P₁·P₂·D_R·V_B for the columns ``v_b`` of V_B (as
+    :func:`left_vectors`)."""
+    red, bd = reduced.band, reduced.bidiagonal
+    xp = array_namespace(v_b)
+    if not v_b.shape[1]:
+        return xp.zeros_like(v_b, order="F")
+    v = chase_back.apply_p(bd.reflectors, bd.phase_right[:, None] * v_b)
+    return apply_p(red, xp.asfortranarray(v))
+
+
+def _vectors_here(reduced, m, count):
+    """U's first ``count`` columns (m rows) and V, on this device."""
+    return (left_vectors(reduced, reduced.u_b, m, 0, count),
+            right_vectors(reduced, reduced.v_b))
+
+
+def _vectors_tall(work, xp, b, full_matrices, vectors):
+    """(U, s, Vh) of the scaled, square-or-tall (m < 1.6·n) ``work``, overwritten:
+    :func:`reduce_and_solve`, then the back-transformations U = Q₁·Q₂·D_L·U_B and
+    V = P₁·P₂·D_R·V_B (module docstring) by ``vectors(reduced, m, count)``."""
+    m, n = work.shape
+    reduced = reduce_and_solve(work, xp, b)
     with profile.phase("svd_back_transform", xp):
-        u_band = chase_back.apply_q(bd.reflectors, bd.phase_left[:, None] * u_b)
-        v = chase_back.apply_p(bd.reflectors, bd.phase_right[:, None] * v_b)
-        c = xp.zeros((m, m if full_matrices else n), dtype=dtype, order="F")
-        c[:n, :n] = u_band
-        if full_matrices and m > n:
-            c[n:, n:] = xp.eye(m - n, dtype=dtype)
-        u = apply_q(red, c)
-        v = apply_p(red, xp.asfortranarray(v))
-    return u, xp.asarray(s), _ct(v)
+        u, v = vectors(reduced, m, m if full_matrices else n)
+    return u, xp.asarray(reduced.s), _ct(v)
 
 
-def two_stage_svd(a, xp=None, *, full_matrices=False, bandwidth=None):
+def two_stage_svd(a, xp=None, *, full_matrices=False, bandwidth=None, vectors=_vectors_here):
     """U, Σ, Vᴴ of one finite matrix by the two-stage reduction (module docstring).
 
     Dense → band (stage 1, on the device that holds A), band → bidiagonal by bulge chasing
@@ -235,6 +279,11 @@ def two_stage_svd(a, xp=None, *, full_matrices=False, bandwidth=None):
         U of m×m and Vᴴ of n×n (True) or m×k and k×n, k = min(m, n).
     bandwidth : int, optional
         b of stage 1, as :func:`two_stage_singular_values`.
+    vectors : callable, optional
+        ``vectors(reduced, m, count)`` → (U's first ``count`` columns, V) of the
+        :class:`Reduced` matrix of m rows: the back-transformations, on this device by
+        default (:func:`left_vectors`, :func:`right_vectors`; gpusvd.distributed shares
+        their columns out among its ranks).
 
     Returns
     -------
@@ -253,7 +302,8 @@ def two_stage_svd(a, xp=None, *, full_matrices=False, bandwidth=None):
     real = np.finfo(a.dtype).dtype
     m, n = a.shape
     if m < n:
-        u, s, vh = two_stage_svd(_ct(a), xp, full_matrices=full_matrices, bandwidth=bandwidth)
+        u, s, vh = two_stage_svd(_ct(a), xp, full_matrices=full_matrices, bandwidth=bandwidth,
+                                 vectors=vectors)
         return xp.ascontiguousarray(_ct(vh)), s, xp.ascontiguousarray(_ct(u))
     if n == 0:
         return (xp.eye(m, dtype=a.dtype) if full_matrices else xp.zeros((m, 0), a.dtype),
@@ -264,11 +314,11 @@ def two_stage_svd(a, xp=None, *, full_matrices=False, bandwidth=None):
         with profile.phase("svd_qr", xp):
             q, r = xp.linalg.qr(work, mode="complete" if full_matrices else "reduced")
             r = xp.asfortranarray(xp.triu(r[:n]).astype(a.dtype, copy=False))
-        u_r, s, vh = _vectors_tall(r, xp, b, False)
+        u_r, s, vh = _vectors_tall(r, xp, b, False, vectors)
         with profile.phase("svd_back_transform", xp):
             u = q.astype(a.dtype, copy=True)
             u[:, :n] = q[:, :n] @ u_r
     else:
-        u, s, vh = _vectors_tall(work, xp, b, full_matrices)
+        u, s, vh = _vectors_tall(work, xp, b, full_matrices, vectors)
     s = scale_values(s.astype(real, copy=False), -k, xp)
     return xp.ascontiguousarray(u), s, xp.ascontiguousarray(vh)

@@ -4,6 +4,6 @@ QUIC-SVD with a row partition per rank."""
 
 from .jacobi import hsvd, jacobi_svd
 from .lowrank import svd_lowrank
-from .polar import svd
+from .exact import svd
 
 __all__ = ["hsvd", "jacobi_svd", "svd", "svd_lowrank"]

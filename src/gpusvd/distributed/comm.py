@@ -20,6 +20,8 @@ import numpy as np
 
 from .._core.backend import cupy_or_none, to_host
 from .._core.front_end import prepare
+from .._core.results import SVDResult
+from .._core.scaling import scale_values
 
 # NVLink SHARP (multicast) buffers fail on the H200 machines the GPU tests
 # run on; NCCL reads the variable when its first communicator is created.
@@ -108,6 +110,23 @@ def received(a, comm, check_finite, what, scan=True):
                          f"{(*job.batch, *job.stack.shape[1:])}; decompose a stack "
                          "matrix by matrix")
     return job
+
+
+def consecutive_blocks(m, ranks):
+    """Each rank's rows (or columns): consecutive blocks of m·r/ranks … m·(r + 1)/ranks."""
+    return [(m * r // ranks, m * (r + 1) // ranks) for r in range(ranks)]
+
+
+def delivered(received, exponent, compute_uv, u, s, vh):
+    """(U, S, Vh), or S, in the type of the ``received`` input (:func:`received`): S
+    times 2^exponent."""
+    xp = received.xp
+    s = scale_values(s, exponent, xp)
+    if not compute_uv:
+        return received.values(s[None])
+    return SVDResult(received.vectors(xp.ascontiguousarray(u)[None]),
+                     received.values(s[None]),
+                     received.vectors(xp.ascontiguousarray(vh)[None]))
 
 
 class Comm:

@@ -39,16 +39,14 @@ float64), QDWH over the ranks takes A as above.
 import numpy as np
 
 from .._core import profile
-from .._core.backend import eager_under_compile, simple_reductions, to_host
-from .._core.memory import DENSE_HINT, hint_on_exhaustion
-from .._core.results import SVDResult
-from .._core.scaling import scale_values, times_power_of_two
+from .._core.backend import to_host
+from .._core.scaling import times_power_of_two
 from .._core.validation import not_finite
 from ..polar import estimates, qdwh
 from ..polar.cholesky_qr import cholesky_qr, shifted_cholesky_qr
 from ..polar.svd import (QR_FIRST_RATIO, descending_eigh, orthonormal_columns,
                          orthonormal_tolerance, svd as one_device)
-from .comm import given_or_own, received
+from .comm import consecutive_blocks, delivered, received
 
 WHAT = "distributed svd"
 
@@ -68,7 +66,7 @@ class _RowsEngine(qdwh.StackEngine):
 
     def _identity_rows(self, n):
         """This rank's share of the n rows of I (:func:`_bounds`)."""
-        return _bounds(n, self.comm.size)[self.comm.rank]
+        return consecutive_blocks(n, self.comm.size)[self.comm.rank]
 
     def stacked_q(self, y, c):
         """This rank's columns of Qᴴ for [√c·X; I] = Q·R: its rows of X, then its share
@@ -92,22 +90,6 @@ class _RowsEngine(qdwh.StackEngine):
         q2h[:, i0:i1] = qh[0, :, m:]
         q2 = self.summed(q2h).conj().T
         return y * beta + (q2 @ qh[0, :, :m])[None] * alpha
-
-
-def _bounds(m, ranks):
-    """Each rank's rows: consecutive blocks of m·r/ranks … m·(r + 1)/ranks."""
-    return [(m * r // ranks, m * (r + 1) // ranks) for r in range(ranks)]
-
-
-def _result(received, exponent, compute_uv, u, s, vh):
-    """(U, S, Vh), or S, in the type of the ``received`` input: S times 2^exponent."""
-    xp = received.xp
-    s = scale_values(s, exponent, xp)
-    if not compute_uv:
-        return received.values(s[None])
-    return SVDResult(received.vectors(xp.ascontiguousarray(u)[None]),
-                     received.values(s[None]),
-                     received.vectors(xp.ascontiguousarray(vh)[None]))
 
 
 class _Job:
@@ -138,7 +120,7 @@ class _Job:
         matrix (not Aᴴ's)."""
         if self.compute_uv and self.wide:
             u, vh = vh.conj().T, u.conj().T
-        return _result(self.received, self.exponent, self.compute_uv, u, s, vh)
+        return delivered(self.received, self.exponent, self.compute_uv, u, s, vh)
 
     def trivial_result(self):
         """An empty or zero A: the one-device path's result (identities and zeros)."""
@@ -226,7 +208,7 @@ def _decompose(comm, root, job, m, n, dtype, wide_dtype, compute_uv, full_matric
     """A on root: its rows sent out, :func:`_decomposed`, U's rows gathered and completed
     on root; root's (U, S, Vh), None elsewhere (U and Vh None without ``compute_uv``)."""
     xp = comm.xp
-    bounds = _bounds(m, comm.size)
+    bounds = consecutive_blocks(m, comm.size)
     parts = None
     if comm.rank == root:
         parts = [job.a64[0, r0:r1] for r0, r1 in bounds]
@@ -304,7 +286,7 @@ class _RowsJob:
 
     def finish(self, u, s, vh):
         """This rank's result in the input's array type."""
-        return _result(self.received, self.exponent, self.compute_uv, u, s, vh)
+        return delivered(self.received, self.exponent, self.compute_uv, u, s, vh)
 
     def trivial_result(self):
         """No column, a zero A (U's rows of the identity, S = 0, Vh = I, as the one-device
@@ -345,81 +327,30 @@ def _decompose_rows(comm, root, job):
     return u_mine, s, v.conj().T
 
 
-@eager_under_compile
-@hint_on_exhaustion(DENSE_HINT)
-@simple_reductions
-def svd(a, full_matrices=True, compute_uv=True, *, comm=None, root=0, device="auto",
-        check_finite=True, rows=False):
-    """SVD by the polar method over the ranks of ``comm``: QDWH on one block of A's rows
-    per rank, then the eigendecomposition of H on ``root``.
-
-    Call it on every rank. Each rank computes on one GPU (its rank within its node picks
-    which) or, without GPUs, on the CPU; the ranks' n×n Gram products are summed through
-    NCCL or MPI (module docstring: what moves, and when).
-
-    Parameters
-    ----------
-    a : (M, N) array_like or None
-        The matrix, on ``root`` only (NumPy, CuPy, anything with ``__dlpack__`` or
-        ``__array__``); ignored on the other ranks. With ``rows=True``: this rank's rows.
-    full_matrices, compute_uv, check_finite : bool, optional
-        As in :func:`gpusvd.svd`.
-    comm, root, device
-        As in :func:`gpusvd.distributed.jacobi_svd`.
-    rows : bool, optional
-        A that is already spread over the ranks, none of them holding it whole: each rank
-        passes its own consecutive rows (M_r × N, M_r ≥ 0, the blocks in rank order make
-        A, the same N and dtype everywhere), and gets back its rows of U with S and Vh;
-        no rank gathers A or U. A must be tall or square (M ≥ N), and with
-        ``compute_uv`` and M > N, ``full_matrices=False`` (each rank's rows of the
-        economy U). Only where U's columns come out of QDWH not orthonormal (A
-        numerically rank deficient) are U's rows gathered on root once, made orthonormal
-        there and sent back.
-
-    Returns
-    -------
-    On ``root``: SVDResult(U, S, Vh), or S alone when ``compute_uv`` is false, in the
-    input's array type, with the accuracy of ``gpusvd.svd(a, method="polar")``. None on
-    the other ranks. With ``rows=True``, on every rank: SVDResult(U_r, S, Vh) with U_r
-    this rank's rows of U (or S alone), in the type of the rank's own block.
-
-    Raises
-    ------
-    ValueError
-        Bad input (on every rank, whichever rank found it); with ``rows=True`` also
-        blocks whose columns or dtypes differ between ranks, and a wide A.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from gpusvd.distributed import svd
-    >>> a = np.array([[3.0, 0.0], [4.0, 5.0]])
-    >>> U, S, Vh = svd(a, device="cpu")        # also under mpiexec -n 2
-    >>> bool(np.allclose(U @ np.diag(S) @ Vh, a)), np.round(S ** 2, 10).tolist()
-    (True, [45.0, 5.0])
-    """
-    with given_or_own(comm, device) as comm, comm.device_context():
-        if rows:
-            return _svd_rows(a, comm, root, full_matrices, compute_uv, check_finite)
-        job = None
-        with comm.phase():
-            if comm.rank == root:
-                job = _Job(a, comm, full_matrices, compute_uv, check_finite)
-        m, n, dtype, wide_dtype, trivial = comm.bcast(
-            job.plan() if comm.rank == root else None, root)
-        if trivial:
-            result = None
-            with comm.phase():
-                if comm.rank == root:
-                    result = job.trivial_result()
-            return result
-        found = _decompose(comm, root, job, m, n, np.dtype(dtype), np.dtype(wide_dtype),
-                           compute_uv, full_matrices)
+def svd(a, comm, root, full_matrices, compute_uv, check_finite, rows):
+    """:func:`gpusvd.distributed.svd` with ``method="polar"`` on this rank (its docstring;
+    this module's)."""
+    if rows:
+        return _svd_rows(a, comm, root, full_matrices, compute_uv, check_finite)
+    job = None
+    with comm.phase():
+        if comm.rank == root:
+            job = _Job(a, comm, full_matrices, compute_uv, check_finite)
+    m, n, dtype, wide_dtype, trivial = comm.bcast(
+        job.plan() if comm.rank == root else None, root)
+    if trivial:
         result = None
         with comm.phase():
             if comm.rank == root:
-                result = job.finish(*found)
+                result = job.trivial_result()
         return result
+    found = _decompose(comm, root, job, m, n, np.dtype(dtype), np.dtype(wide_dtype),
+                       compute_uv, full_matrices)
+    result = None
+    with comm.phase():
+        if comm.rank == root:
+            result = job.finish(*found)
+    return result
 
 
 def _svd_rows(a, comm, root, full_matrices, compute_uv, check_finite):
