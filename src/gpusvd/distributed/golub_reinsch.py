@@ -53,33 +53,29 @@ def _sendable(array, xp):
     return xp.ascontiguousarray(array), False
 
 
-class _Plan:
-    """What root tells every rank before the arrays: their shapes, dtypes and layout, the
-    bandwidths, U's rows and columns, and the dtype of U_B and V_B."""
-
-    def __init__(self, reduced, m, count, xp):
-        self.arrays = []
-        self.sendable = []
-        for name, get in _SENT:
-            array, transposed = _sendable(get(reduced), xp)
-            self.arrays.append((name, array.shape, array.dtype.str, transposed))
-            self.sendable.append(array)
-        self.bandwidths = (reduced.band.bandwidth, reduced.bidiagonal.reflectors.bandwidth)
-        self.m, self.count, self.n = m, count, reduced.u_b.shape[0]
-        self.dtype = reduced.u_b.dtype.str
-
-    def __getstate__(self):   # the arrays themselves go through the run's transport
-        return {k: v for k, v in self.__dict__.items() if k != "sendable"}
+def _plan(reduced, m, count, xp):
+    """(plan, arrays): what root tells every rank before the arrays (each array's name,
+    shape, dtype and layout, the two bandwidths, U's rows ``m`` and columns ``count``,
+    U_B's order n and dtype), and the arrays to send, in the order of :data:`_SENT`."""
+    shapes, arrays = [], []
+    for name, get in _SENT:
+        array, transposed = _sendable(get(reduced), xp)
+        shapes.append((name, array.shape, array.dtype.str, transposed))
+        arrays.append(array)
+    plan = {"arrays": shapes, "m": m, "count": count, "n": reduced.u_b.shape[0],
+            "dtype": reduced.u_b.dtype.str,
+            "bandwidths": (reduced.band.bandwidth, reduced.bidiagonal.reflectors.bandwidth)}
+    return plan, arrays
 
 
 def _reduced_from(comm, root, plan, sent):
     """Root's Reduced matrix on every rank (without U_B, V_B and S), from its arrays:
     ``sent`` on root, received elsewhere."""
     got = {}
-    for k, (name, shape, dtype, transposed) in enumerate(plan.arrays):
+    for k, (name, shape, dtype, transposed) in enumerate(plan["arrays"]):
         array = comm.broadcast(sent[k] if sent else None, root, shape, np.dtype(dtype))
         got[name] = array.T if transposed else array
-    band_b, chase_b = plan.bandwidths
+    band_b, chase_b = plan["bandwidths"]
     band = BandReduction(got["factors"], got["t_left"], got["t_right"], band_b)
     reflectors = ChaseReflectors(got["v_left"], got["tau_left"], got["v_right"],
                                  got["tau_right"], chase_b)
@@ -91,8 +87,8 @@ def _reduced_from(comm, root, plan, sent):
 def _columns(comm, root, plan, reduced):
     """Every rank's columns of U and V (:func:`left_vectors`, :func:`right_vectors`) from
     its share of U_B's and V_B's columns; (U, V) on root, None elsewhere."""
-    xp, dtype, n = comm.xp, np.dtype(plan.dtype), plan.n
-    u_blocks = consecutive_blocks(plan.count, comm.size)
+    xp, dtype, n, m = comm.xp, np.dtype(plan["dtype"]), plan["n"], plan["m"]
+    u_blocks = consecutive_blocks(plan["count"], comm.size)
     v_blocks = consecutive_blocks(n, comm.size)
     u_b_blocks = [(min(c0, n), min(c1, n)) for c0, c1 in u_blocks]
     on_root = comm.rank == root
@@ -103,11 +99,12 @@ def _columns(comm, root, plan, reduced):
                        if on_root else None, root, [(n, c1 - c0) for c0, c1 in v_blocks], dtype)
     c0, c1 = u_blocks[comm.rank]
     u = v = None
-    with comm.phase(), profile.phase("svd_back_transform", xp):
+    # Inside two_stage_svd's "svd_back_transform" on root, which adds the exchanges.
+    with comm.phase(), profile.phase("svd_back_transform_columns", xp):
         # Sent as their transposes, C-ordered, and taken back as they are: F-ordered.
-        u = xp.ascontiguousarray(left_vectors(reduced, u_b, plan.m, c0, c1 - c0).T)
+        u = xp.ascontiguousarray(left_vectors(reduced, u_b, m, c0, c1 - c0).T)
         v = xp.ascontiguousarray(right_vectors(reduced, v_b).T)
-    u_parts = comm.gather(u, root, [(c1 - c0, plan.m) for c0, c1 in u_blocks], dtype)
+    u_parts = comm.gather(u, root, [(c1 - c0, m) for c0, c1 in u_blocks], dtype)
     v_parts = comm.gather(v, root, [(c1 - c0, n) for c0, c1 in v_blocks], dtype)
     if not on_root:
         return None
@@ -122,9 +119,9 @@ def _on_root(a, comm, root, full_matrices, compute_uv, check_finite):
     planned = []
 
     def shared_out(reduced, rows, count):
-        plan = _Plan(reduced, rows, count, comm.xp)
+        plan, arrays = _plan(reduced, rows, count, comm.xp)
         planned.append(comm.bcast(plan, root))
-        _reduced_from(comm, root, plan, plan.sendable)    # root's part: the sends
+        _reduced_from(comm, root, plan, arrays)    # root's part: the sends
         return _columns(comm, root, plan, reduced)
 
     try:
