@@ -15,8 +15,8 @@ holds on each rank afterwards (about the peak). Accuracy without gathering anyth
 ‖A − U·diag(S)·Vh‖_F / (‖A‖_F·N·ε) and ‖UᴴU − I‖_F / (N·ε), each a sum over the ranks
 of their rows' parts. ``one_gpu`` (unless ``--no-one-gpu``) then makes the whole A on
 root's GPU, where it fits, and calls ``gpusvd.svd(a, full_matrices=False)``: its time,
-or the error it stopped with (out of memory: the point of the case). ``--device cpu`` runs the same on CPU ranks (a smoke
-test at a small shape). Importable, and ``--help`` works, without a GPU or MPI.
+or the error it stopped with (out of memory: the point of the case). ``--device cpu``
+runs the same on CPU ranks (a smoke test at a small shape). Importable, and ``--help`` works, without a GPU or MPI.
 """
 
 from __future__ import annotations

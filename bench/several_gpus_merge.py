@@ -8,7 +8,8 @@ A device call is limited to 10 minutes, so the grid of sizes, modes, GPU counts 
 variants is measured in several calls. Runs of the same (n, mode) are gathered into one
 case (a run named ``gpus_<g>`` gets its variant appended, as when several variants run);
 ``speedup`` is recomputed as ``several_gpus.py`` computes it, against the case's best
-one-GPU time, which may come from another call on another machine of the same kind. Prints one line per run.
+one-GPU time, which may come from another call on another machine of the same kind.
+Prints one line per run.
 """
 
 from __future__ import annotations

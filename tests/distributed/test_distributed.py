@@ -133,31 +133,28 @@ POLAR_SV_UNITS = 10
 POLAR_BOUND = 30
 
 
-def check_polar_on_root_only(seen, ranks, names, kind):
+def check_on_root_only(seen, ranks, names, kind):
     assert all(seen[r][name]["none"] is True for r in range(1, ranks) for name in names)
     assert all(seen[0][name]["type"] == kind for name in names)
 
 
-def check_polar_agrees(seen, names):
+def check_agrees(seen, names, sizes, sv_units, floor):
+    """Root's values within ``sv_units``·n·ε·σ₁ of the one-process method's, its
+    residual and orthogonality (n·ε) no worse than ``floor`` or than the one process's
+    by more than :data:`WORSE` times and one unit."""
     for name in names:
         rec = seen[0][name]
-        assert rec["sv_vs_single"] <= POLAR_SV_UNITS * POLAR_SIZES[name], (name, rec)
+        assert rec["sv_vs_single"] <= sv_units * sizes[name], (name, rec)
         if "residual" not in rec:
             continue
         assert rec["shapes"] == rec["ref_shapes"], name
-        assert rec["residual"] <= max(POLAR_BOUND, WORSE * rec["residual_single"] + 1), rec
-        assert rec["orth"] <= max(POLAR_BOUND, WORSE * rec["orth_single"] + 1), rec
+        assert rec["residual"] <= max(floor, WORSE * rec["residual_single"] + 1), rec
+        assert rec["orth"] <= max(floor, WORSE * rec["orth_single"] + 1), rec
 
 
+def check_polar_agrees(seen, names):
+    check_agrees(seen, names, POLAR_SIZES, POLAR_SV_UNITS, POLAR_BOUND)
 
-def test_polar_result_on_root_only(run):
-    ranks, seen, names = cases(run, POLAR_NAMES)
-    check_polar_on_root_only(seen, ranks, names, "numpy")
-
-
-def test_polar_agrees_with_one_process(run):
-    _, seen, names = cases(run, POLAR_NAMES)
-    check_polar_agrees(seen, names)
 
 GR_NAMES = [c[0] for c in GR_CASES]
 GR_SIZES = {c[0]: max(c[1], c[2]) for c in GR_CASES}
@@ -167,24 +164,24 @@ def check_gr_agrees(seen, names):
     """The Golub–Reinsch SVD with its back-transformations shared out by columns: the
     one-device two-stage SVD's values to rounding (the same reduction), its residual
     and orthogonality."""
-    for name in names:
-        rec = seen[0][name]
-        assert rec["sv_vs_single"] <= SV_UNITS * GR_SIZES[name], (name, rec)
-        if "residual" not in rec:
-            continue
-        assert rec["shapes"] == rec["ref_shapes"], name
-        assert rec["residual"] <= WORSE * rec["residual_single"] + 1, (name, rec)
-        assert rec["orth"] <= WORSE * rec["orth_single"] + 1, (name, rec)
+    check_agrees(seen, names, GR_SIZES, SV_UNITS, 0)
 
 
-def test_gr_result_on_root_only(run):
-    ranks, seen, names = cases(run, GR_NAMES)
-    check_polar_on_root_only(seen, ranks, names, "numpy")
+# distributed.svd's methods: their cases and the check against the one-process method.
+EXACT = {"polar": (POLAR_NAMES, check_polar_agrees), "gr": (GR_NAMES, check_gr_agrees)}
 
 
-def test_gr_agrees_with_one_process(run):
-    _, seen, names = cases(run, GR_NAMES)
-    check_gr_agrees(seen, names)
+@pytest.mark.parametrize("method", EXACT)
+def test_exact_result_on_root_only(run, method):
+    ranks, seen, names = cases(run, EXACT[method][0])
+    check_on_root_only(seen, ranks, names, "numpy")
+
+
+@pytest.mark.parametrize("method", EXACT)
+def test_exact_agrees_with_one_process(run, method):
+    names, check = EXACT[method]
+    _, seen, names = cases(run, names)
+    check(seen, names)
 
 
 ROWS_NAMES = [c[0] for c in POLAR_ROWS_CASES]
@@ -327,13 +324,13 @@ def test_two_gpus():
     assert np.all([seen[r]["errors"]["after"] == "ok" for r in range(2)])
     # The polar method, A on root and rows on every rank: against the one-process method
     polar = [n for n in POLAR_NAMES if n in SHORT]
-    check_polar_on_root_only(seen, 2, polar, "cupy")
+    check_on_root_only(seen, 2, polar, "cupy")
     check_polar_agrees(seen, polar)
     rows = [n for n in ROWS_NAMES if n in SHORT]
     check_rows_everywhere(seen, 2, rows, "cupy")
     check_rows_agree(seen, rows)
     gr = [n for n in GR_NAMES if n in SHORT]   # the Golub–Reinsch SVD, A on root
-    check_polar_on_root_only(seen, 2, gr, "cupy")
+    check_on_root_only(seen, 2, gr, "cupy")
     check_gr_agrees(seen, gr)
     for name in LOWRANK_NAMES:  # QUIC-SVD over the two GPUs
         rec = seen[0]["lowrank"][name]

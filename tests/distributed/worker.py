@@ -1,9 +1,9 @@
 """Runs under ``mpiexec -n P python -m mpi4py worker.py OUT [cpu|gpu] [all|short]``.
 
 Every rank computes the distributed SVD/HSVD cases of :data:`CASES`, the polar SVD's of
-:data:`POLAR_CASES`, the Golub–Reinsch SVD's of :data:`GR_CASES` and the error cases; root compares each result with the
-single-process driver's. Each rank writes
-what it saw to ``OUT.<rank>.json`` for ``test_distributed.py`` to check.
+:data:`POLAR_CASES`, the Golub–Reinsch SVD's of :data:`GR_CASES` and the error cases;
+root compares each result with the single-process driver's. Each rank writes what it saw
+to ``OUT.<rank>.json`` for ``test_distributed.py`` to check.
 """
 
 import json
@@ -124,29 +124,10 @@ def svd_case(rank, m, n, opts, comm):
     return rec
 
 
-def polar_case(rank, m, n, opts, comm):
-    """distributed.svd against the one-process polar method on the same matrix."""
-    deficient = opts.pop("rank", None)
-    a = matrix(m, n, opts) if deficient is None else low_rank(m, n, deficient, seed=m)
-    gpu = comm.transport != "mpi"
-    put = (lambda x: __import__("cupy").asarray(x)) if gpu else (lambda x: x)
-    out = distributed.svd(put(a) if rank == 0 else None, comm=comm, **opts)
-    if rank != 0:
-        return {"none": out is None}
-    ref = gpusvd.svd(a, method="polar", device="cpu", **opts)
-    values = opts.get("compute_uv") is False
-    s, s_ref = (host(out), ref) if values else (host(out.S), ref.S)
-    eps = float(np.finfo(s.dtype).eps)
-    rec = {"sv_vs_single": float(np.abs(s - s_ref).max() / (s_ref[0] * eps)),
-           "type": type(out if values else out.S).__module__.split(".")[0]}
-    if not values:
-        rec.update(vectors_record(a, out, s, ref))
-    return rec
-
-
-def gr_case(rank, m, n, opts, comm):
-    """distributed.svd(method="gr") against the one-process two-stage SVD (the same
-    reduction, its back-transformations on one device) on the same matrix."""
+def exact_case(rank, m, n, opts, comm, method):
+    """distributed.svd by ``method`` against the one-process method on the same matrix:
+    the polar method, or for "gr" the two-stage SVD (the same reduction, its
+    back-transformations on one device)."""
     from gpusvd.condensed.driver import two_stage_svd
     from gpusvd.golub_reinsch.driver import svd as one_device
 
@@ -154,12 +135,14 @@ def gr_case(rank, m, n, opts, comm):
     a = matrix(m, n, opts) if deficient is None else low_rank(m, n, deficient, seed=m)
     gpu = comm.transport != "mpi"
     put = (lambda x: __import__("cupy").asarray(x)) if gpu else (lambda x: x)
-    out = distributed.svd(put(a) if rank == 0 else None, comm=comm, method="gr", **opts)
+    out = distributed.svd(put(a) if rank == 0 else None, comm=comm, method=method, **opts)
     if rank != 0:
         return {"none": out is None}
     values = opts.get("compute_uv") is False
     full = opts.get("full_matrices", True)
-    if values:
+    if method == "polar":
+        ref = gpusvd.svd(a, method="polar", device="cpu", **opts)
+    elif values:
         ref = one_device(a, np, full_matrices=full, compute_uv=False, overwrite_a=False)[1]
     else:
         ref = SVDResult(*two_stage_svd(a, np, full_matrices=full))
@@ -397,13 +380,13 @@ def main():
                for name, m, n, opts in CASES if wanted(name)}
     results.update({name: traced(rank, name, lambda: hsvd_case(rank, m, n, comm))
                     for name, m, n in HSVD_CASES if wanted(name)})
-    results.update({name: traced(rank, name, lambda: polar_case(rank, m, n, dict(opts), comm))
-                    for name, m, n, opts in POLAR_CASES if wanted(name)})
+    for method, table in (("polar", POLAR_CASES), ("gr", GR_CASES)):
+        results.update({name: traced(rank, name, lambda: exact_case(rank, m, n, dict(opts),
+                                                                    comm, method))
+                        for name, m, n, opts in table if wanted(name)})
     results.update({name: traced(rank, name,
                                  lambda: polar_rows_case(rank, m, n, dict(opts), comm))
                     for name, m, n, opts in POLAR_ROWS_CASES if wanted(name)})
-    results.update({name: traced(rank, name, lambda: gr_case(rank, m, n, dict(opts), comm))
-                    for name, m, n, opts in GR_CASES if wanted(name)})
     results["errors"] = traced(rank, "errors", lambda: error_cases(rank, device))
     results["lowrank"] = {c[0]: traced(rank, f"lowrank {c[0]}",
                                        lambda: lowrank_case(rank, *c[1:], comm))
