@@ -149,8 +149,8 @@ def _helping(comm, root):
 
 
 def svd(a, comm, root, full_matrices, compute_uv, check_finite):
-    """:func:`gpusvd.distributed.svd` with ``method="gr"`` on this rank (its docstring;
-    this module's)."""
+    """:func:`gpusvd.distributed.svd` with ``method="gr"``, on this rank (the module
+    docstring says how)."""
     result = None
     with comm.phase():
         if comm.rank == root:

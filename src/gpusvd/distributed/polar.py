@@ -1,12 +1,13 @@
-"""The polar SVD over MPI ranks (``method="polar"``, the GPU default), one block of rows of
-A per rank.
+"""The polar SVD over MPI ranks (``method="polar"``, the default of distributed.svd), one
+block of rows of A per rank.
 
-SPMD, as :mod:`.jacobi`: every rank calls :func:`svd`; A is needed on ``root`` only and the
-result comes back there (None on the other ranks). Root takes A through the front end and
-prepares it as the one-device stack engine does (:func:`gpusvd.polar.svd.decompose`): a
-wide A through Aᴴ, then A scaled by a power of two to max|A| in [1/2, 1) and taken to
-float64 (complex128) (:func:`gpusvd.polar.estimates.unit_scaled`). Its rows go out in
-consecutive blocks, one per rank (a rank may hold none).
+SPMD, as :mod:`.jacobi`: every rank calls :func:`gpusvd.distributed.svd`; A is needed on
+``root`` only and the result comes back there (None on the other ranks). Root takes A
+through the front end and prepares it as the one-device stack engine does
+(:func:`gpusvd.polar.svd.decompose`): a wide A through Aᴴ, then A scaled by a power of two
+to max|A| in [1/2, 1) and taken to float64 (complex128)
+(:func:`gpusvd.polar.estimates.unit_scaled`). Its rows go out in consecutive blocks, one
+per rank (a rank may hold none).
 
 QDWH (:mod:`gpusvd.polar.qdwh`) runs on Y = Aᴴ, whose columns are the ranks' rows, with
 the stack engine's steps: the one product in them that spans the rows is the Gram
@@ -65,7 +66,7 @@ class _RowsEngine(qdwh.StackEngine):
         return self.comm.summed(part, self.root)
 
     def _identity_rows(self, n):
-        """This rank's share of the n rows of I (:func:`_bounds`)."""
+        """This rank's share of the n rows of I (:func:`.comm.consecutive_blocks`)."""
         return consecutive_blocks(n, self.comm.size)[self.comm.rank]
 
     def stacked_q(self, y, c):
@@ -328,8 +329,8 @@ def _decompose_rows(comm, root, job):
 
 
 def svd(a, comm, root, full_matrices, compute_uv, check_finite, rows):
-    """:func:`gpusvd.distributed.svd` with ``method="polar"`` on this rank (its docstring;
-    this module's)."""
+    """:func:`gpusvd.distributed.svd` with ``method="polar"``, on this rank (the module
+    docstring says how)."""
     if rows:
         return _svd_rows(a, comm, root, full_matrices, compute_uv, check_finite)
     job = None
