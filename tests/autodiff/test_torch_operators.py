@@ -454,12 +454,14 @@ def test_compiled_transforms_are_right_or_refused(loss, mode, fullgraph, device)
 def _compiled_right(fullgraph):
     """The transforms that come out right compiled: one derivative transform in the graph
     (with ``vmap``: before PyTorch 2.13 ``vmap`` of ``grad`` too); forward mode behind the
-    graph break, and from 2.13 nested transforms too (torch_ops._resumes_reverse_transforms)."""
+    graph break (dual tensors excepted: torch.compile hands the operator's implementation
+    the dual tensor, refused), and from 2.13 nested transforms too
+    (torch_ops._resumes_reverse_transforms)."""
     right = {"grad", "jacrev", "grad-vmap"}
     if torch.__version__ < "2.13":
         right.add("vmap-grad")
     if not fullgraph:
-        right |= {"jacfwd", "vmap-jvp"}
+        right |= {"jvp", "jacfwd", "vmap-jvp"}
         if torch.__version__ >= "2.13":
             right |= {"vmap-grad", "hessian", "grad-grad"}
     return right

@@ -353,7 +353,16 @@ class SVD(torch.autograd.Function):
         return grad, None, None, None, None
 
 
+# The Functions with ``jvp`` run eagerly only, also where eager code runs inside
+# torch.compile (behind the graph break of torch_ops._EAGERLY, under torch.func.jvp):
+# Dynamo must not capture their forward there, which would hand the operator the
+# transform's dual tensors below their derivative.
+_NOT_TRACED = "gpusvd's forward-mode Functions run eagerly"
+
+
 class SVDWithJvp(SVD):
+    forward = staticmethod(torch.compiler.disable(SVD.forward, reason=_NOT_TRACED))
+
     @staticmethod
     def backward(ctx, gu, gs, gvh):
         return SVD._backward(ctx, gu, gs, gvh, False)
@@ -395,6 +404,8 @@ class RightPolar(torch.autograd.Function):
 
 
 class RightPolarWithJvp(RightPolar):
+    forward = staticmethod(torch.compiler.disable(RightPolar.forward, reason=_NOT_TRACED))
+
     @staticmethod
     def backward(ctx, gw, gp):
         u, s, vh = ctx.saved_tensors
