@@ -224,8 +224,9 @@ def left_vectors(reduced, u_b, m, first, count):
     c = xp.zeros((m, count), dtype=u_b.dtype, order="F")
     if u_b.shape[1]:
         c[:n, :u_b.shape[1]] = chase_back.apply_q(bd.reflectors, bd.phase_left[:, None] * u_b)
-    tail = xp.arange(max(first, n), first + count)
-    c[tail, tail - first] = 1
+    lo, hi = max(first, n), first + count   # U's columns past n: the identity's
+    if hi > lo:
+        c[lo:hi, lo - first:hi - first] = xp.eye(hi - lo, dtype=u_b.dtype)
     return apply_q(red, c) if count else c
 
 
