@@ -142,19 +142,9 @@ def _route(shape, dtype, xp, *, compute_uv=True, fits=lambda: True):
     the measurements behind each; the crossovers are tunables). ``fits()``: whether the
     matrices fit the small-matrix kernel's thread block (asked only on a GPU)."""
     k = min(shape[-2:])
-    t = tunables.get()
     table = (
         (lambda: xp is np, "lapack"),
-        (lambda: not compute_uv and dtype.kind == "f" and k >= t.auto_values_gr_min_n_gpu,
-         "gr"),
-        (lambda: not compute_uv and dtype.kind == "c"
-         and k >= t.auto_values_gr_min_n_gpu_complex, "gr"),
-        (lambda: compute_uv and dtype.kind == "c"
-         and k >= t.auto_vectors_gr_min_n_gpu_complex, "gr"),
-        (lambda: compute_uv and dtype == np.float64
-         and k >= t.auto_vectors_gr_min_n_gpu_float64, "gr"),
-        (lambda: compute_uv and dtype == np.float32
-         and k >= t.auto_vectors_gr_min_n_gpu_float32, "gr"),
+        (lambda: tunables.gr_on_gpu(k, dtype, compute_uv), "gr"),
         (lambda: k <= 2 * block_width(xp) and fits(), _SMALL),
         (lambda: True, "polar"),
     )

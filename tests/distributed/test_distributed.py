@@ -276,7 +276,8 @@ def test_two_pairs_per_rank(run):
     ("signs", "ValueError"), ("injected", "RuntimeError"), ("sweeps", "LinAlgError"),
     ("after", "ok"), ("polar-nan", "ValueError"), ("polar-stack", "ValueError"),
     ("rows-columns", "ValueError"), ("rows-wide", "ValueError"), ("rows-nan", "ValueError"),
-    ("gr-rows", "ValueError"), ("gr-nan", "ValueError"), ("gr-method", "ValueError")])
+    ("gr-rows", "ValueError"), ("gr-nan", "ValueError"), ("gr-method", "ValueError"),
+    ("auto-nan", "ValueError"), ("auto-stack", "ValueError")])
 def test_an_error_on_one_rank_raises_on_every_rank(run, case, error):
     ranks, seen = run
     assert [seen[r]["errors"][case] for r in range(ranks)] == [error] * ranks

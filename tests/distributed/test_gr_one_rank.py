@@ -64,3 +64,45 @@ def test_the_input_is_untouched_and_the_call_repeatable():
     assert np.array_equal(a, kept)
     for x, y in zip(first, second):
         assert np.array_equal(x, y)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128, np.float32])
+@pytest.mark.parametrize("compute_uv", [True, False])
+def test_auto_takes_the_method_gpusvd_svd_takes_on_a_gpu(monkeypatch, dtype, compute_uv):
+    """method="auto": the Golub–Reinsch SVD from the crossovers auto_*_gr_min_n_gpu* on
+    (lowered here to the test's size), the polar method below them and for rows=True;
+    the result is the chosen method's, bit for bit."""
+    from gpusvd._core import tunables
+    from gpusvd.distributed import exact
+
+    a = testing.random_matrix(40, 30, dtype=dtype, seed=5)
+    called = []
+    for method, module in (("gr", exact.golub_reinsch), ("polar", exact.polar)):
+        monkeypatch.setattr(module, "svd", lambda *args, _f=module.svd, _m=method:
+                            called.append(_m) or _f(*args))
+    crossovers = ("auto_values_gr_min_n_gpu", "auto_values_gr_min_n_gpu_complex",
+                  "auto_vectors_gr_min_n_gpu_complex", "auto_vectors_gr_min_n_gpu_float64",
+                  "auto_vectors_gr_min_n_gpu_float32")
+    for k, want in ((30, "gr"), (31, "polar")):
+        with tunables.override(**dict.fromkeys(crossovers, k)):
+            called.clear()
+            auto = distributed.svd(a, compute_uv=compute_uv, device="cpu")
+            assert called == [want]
+        chosen = distributed.svd(a, compute_uv=compute_uv, device="cpu", method=want)
+        for x, y in zip(*((auto, chosen) if compute_uv else ([auto], [chosen]))):
+            assert type(x) is type(y) and np.array_equal(x, y)
+    with tunables.override(**dict.fromkeys(crossovers, 1)):
+        called.clear()
+        distributed.svd(a, full_matrices=False, compute_uv=compute_uv, device="cpu",
+                        rows=True)
+        assert called == ["polar"]
+
+
+def test_auto_refuses_bad_input_as_the_methods_do():
+    a = np.ones((4, 4))
+    a[1, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        distributed.svd(a, device="cpu")
+    assert np.isnan(distributed.svd(a, device="cpu", check_finite=False).S).all()
+    with pytest.raises(ValueError, match="one matrix"):
+        distributed.svd(np.ones((2, 4, 4)), device="cpu")

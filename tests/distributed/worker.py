@@ -248,9 +248,10 @@ def error_cases(rank, device):
             "outer-option": outcome(lambda: distributed.jacobi_svd(
                 a if rank == 0 else None, device=device, pair_sweeps=0), "outer-option"),
             "polar-nan": outcome(lambda: distributed.svd(
-                bad if rank == 0 else None, device=device), "polar-nan"),
+                bad if rank == 0 else None, device=device, method="polar"), "polar-nan"),
             "polar-stack": outcome(lambda: distributed.svd(
-                np.stack([a, a]) if rank == 0 else None, device=device), "polar-stack"),
+                np.stack([a, a]) if rank == 0 else None, device=device, method="polar"),
+                "polar-stack"),
             # rows=True: one rank's block of other columns, a wide A, NaN on the last rank
             "rows-columns": outcome(lambda: distributed.svd(
                 a[:4, :(19 if rank == 1 else 20)], device=device, rows=True), "rows-columns"),
@@ -263,6 +264,12 @@ def error_cases(rank, device):
                 bad if rank == 0 else None, device=device, method="gr"), "gr-nan"),
             "gr-method": outcome(lambda: distributed.svd(
                 a if rank == 0 else None, device=device, method="jacobi"), "gr-method"),
+            # method="auto" (the default) receives A on root to choose: NaN, a stack there
+            "auto-nan": outcome(lambda: distributed.svd(
+                bad if rank == 0 else None, device=device, method="auto"), "auto-nan"),
+            "auto-stack": outcome(lambda: distributed.svd(
+                np.stack([a, a]) if rank == 0 else None, device=device, method="auto"),
+                "auto-stack"),
             "rows-nan": outcome(lambda: distributed.svd(
                 np.where(rank == MPI.COMM_WORLD.size - 1, np.nan, a[5 * rank:5 * rank + 5, :5]),
                 device=device, rows=True), "rows-nan")}

@@ -8,6 +8,8 @@ import contextlib
 import dataclasses
 import math
 
+import numpy as np
+
 
 @dataclasses.dataclass
 class Tunables:
@@ -336,6 +338,21 @@ _TUNABLES = Tunables()
 def get() -> Tunables:
     """The tunables in force."""
     return _TUNABLES
+
+
+def gr_on_gpu(k, dtype, compute_uv):
+    """Whether ``method="auto"`` takes the Golub–Reinsch SVD (the two-stage reduction) on
+    the GPU for matrices of min(M, N) = ``k`` in the working ``dtype``: from the
+    crossovers ``auto_*_gr_min_n_gpu*`` on, where it overtakes the polar method."""
+    t, kind = _TUNABLES, np.dtype(dtype).kind
+    if not compute_uv:
+        return k >= (t.auto_values_gr_min_n_gpu_complex if kind == "c"
+                     else t.auto_values_gr_min_n_gpu)
+    if kind == "c":
+        return k >= t.auto_vectors_gr_min_n_gpu_complex
+    if np.dtype(dtype) == np.float32:
+        return k >= t.auto_vectors_gr_min_n_gpu_float32
+    return k >= t.auto_vectors_gr_min_n_gpu_float64
 
 
 @contextlib.contextmanager

@@ -19,9 +19,12 @@ import time
 import numpy as np
 
 from .._core.backend import cupy_or_none, to_host
-from .._core.front_end import prepare
+from .._core.front_end import Received, prepare
 from .._core.results import SVDResult
 from .._core.scaling import scale_values
+
+# The name of gpusvd.distributed.svd in its messages, whichever method computes.
+WHAT = "distributed svd"
 
 # NVLink SHARP (multicast) buffers fail on the H200 machines the GPU tests
 # run on; NCCL reads the variable when its first communicator is created.
@@ -102,7 +105,10 @@ def given_or_own(comm, device):
 def received(a, comm, check_finite, what, scan=True):
     """Root's input (or a rank's own block) through the front end
     (:func:`gpusvd._core.front_end.prepare`, ``scan`` as there) on ``comm``'s device: one
-    matrix, no stack."""
+    matrix, no stack. An input received already (``method="auto"`` looks at it to choose
+    the method) passes as it is."""
+    if isinstance(a, Received):
+        return a
     job = prepare(a, what=what, device="cpu" if comm.device_id is None else comm.device_id,
                   check_finite=check_finite, scan=scan)
     if job.batch != ():

@@ -2,20 +2,21 @@
 block of A's rows per rank (:mod:`.polar`) and the Golub–Reinsch SVD with its
 back-transformations shared out by columns (:mod:`.golub_reinsch`)."""
 
+from .._core import tunables
 from .._core.backend import eager_under_compile, simple_reductions
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
 from .._core.validation import check_choice
 from . import golub_reinsch, polar
-from .comm import given_or_own
+from .comm import WHAT, given_or_own, received
 
-METHODS = ("polar", "gr")
+METHODS = ("auto", "polar", "gr")
 
 
 @eager_under_compile
 @hint_on_exhaustion(DENSE_HINT)
 @simple_reductions
 def svd(a, full_matrices=True, compute_uv=True, *, comm=None, root=0, device="auto",
-        check_finite=True, rows=False, method="polar"):
+        check_finite=True, rows=False, method="auto"):
     """SVD over the ranks of ``comm``: by the polar method (QDWH on one block of A's rows
     per rank, then the eigendecomposition of H on ``root``) or by the Golub–Reinsch SVD
     (the reduction on root, the back-transformations shared out by columns).
@@ -44,12 +45,17 @@ def svd(a, full_matrices=True, compute_uv=True, *, comm=None, root=0, device="au
         economy U). Only where U's columns come out of QDWH not orthonormal (A
         numerically rank deficient) are U's rows gathered on root once, made orthonormal
         there and sent back. The polar method only.
-    method : {"polar", "gr"}, optional
-        ``"polar"`` (default): QDWH over the ranks in float64 (complex128), with the
-        accuracy of ``gpusvd.svd(a, method="polar")``. ``"gr"``: the two-stage
-        Golub–Reinsch SVD in A's own precision, with the accuracy of
-        ``gpusvd.svd(a, method="gr")``; A on root. Without vectors both compute on root
-        alone (the Golub–Reinsch SVD) or share QDWH (the polar method).
+    method : {"auto", "polar", "gr"}, optional
+        ``"polar"``: QDWH over the ranks in float64 (complex128), with the accuracy of
+        ``gpusvd.svd(a, method="polar")``. ``"gr"``: the two-stage Golub–Reinsch SVD in
+        A's own precision, with the accuracy of ``gpusvd.svd(a, method="gr")``; A on
+        root. Without vectors both compute on root alone (the Golub–Reinsch SVD) or
+        share QDWH (the polar method). ``"auto"`` (default): with ``rows=True`` the polar
+        method; otherwise the method that ``gpusvd.svd`` takes on a GPU for A's size and
+        dtype (the crossovers ``auto_*_gr_min_n_gpu*``: "gr" for float64 vectors from
+        min(M, N) = 8192), chosen on root. On two H200s the Golub–Reinsch SVD took 3.57 s
+        at 16384² float64 and 18.9 s at 32768², the polar method 5.62 and 44.7
+        (BENCHMARKS.md, "Several GPUs").
 
     Returns
     -------
@@ -78,12 +84,29 @@ def svd(a, full_matrices=True, compute_uv=True, *, comm=None, root=0, device="au
     (True, [45.0, 5.0])
     """
     check_choice("method", method, METHODS)
-    if rows and method != "polar":
+    if rows and method not in ("auto", "polar"):
         raise ValueError("distributed svd(rows=True) takes A spread over the ranks by the "
                          f"polar method only, got method={method!r}: pass A on root for "
                          "the Golub–Reinsch SVD")
     with given_or_own(comm, device) as comm, comm.device_context():
+        if method == "auto":
+            a, method = _chosen(a, comm, root, compute_uv, check_finite, rows)
         if method == "gr":
             return golub_reinsch.svd(a, comm, root, full_matrices, compute_uv,
                                      check_finite)
         return polar.svd(a, comm, root, full_matrices, compute_uv, check_finite, rows)
+
+
+def _chosen(a, comm, root, compute_uv, check_finite, rows):
+    """``method="auto"``: root's input, received (on root; ``a`` elsewhere), and the
+    method, the same on every rank (:func:`svd`'s ``method``)."""
+    if rows:
+        return a, "polar"
+    method = None
+    with comm.phase():
+        if comm.rank == root:
+            a = received(a, comm, check_finite, WHAT)
+            _, m, n = a.stack.shape
+            method = "gr" if tunables.gr_on_gpu(min(m, n), a.stack.dtype, compute_uv) \
+                else "polar"
+    return a, comm.bcast(method, root)

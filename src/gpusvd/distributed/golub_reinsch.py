@@ -27,9 +27,8 @@ from ..condensed.band import BandReduction
 from ..condensed.bulge import Bidiagonal, ChaseReflectors
 from ..condensed.driver import Reduced, left_vectors, right_vectors, two_stage_svd
 from ..golub_reinsch.driver import svd as one_device
-from .comm import consecutive_blocks, delivered, received
+from .comm import WHAT, consecutive_blocks, delivered, received
 
-WHAT = "distributed svd"
 
 # The arrays of a Reduced matrix that every rank needs for its columns, in the order
 # they are sent: (name, where in Reduced).

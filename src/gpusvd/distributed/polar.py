@@ -1,5 +1,6 @@
-"""The polar SVD over MPI ranks (``method="polar"``, the default of distributed.svd), one
-block of rows of A per rank.
+"""The polar SVD over MPI ranks (``method="polar"``; ``method="auto"``'s for A spread over
+the ranks, ``rows=True``, and below the Golub–Reinsch crossovers), one block of rows of A
+per rank.
 
 SPMD, as :mod:`.jacobi`: every rank calls :func:`gpusvd.distributed.svd`; A is needed on
 ``root`` only and the result comes back there (None on the other ranks). Root takes A
@@ -47,9 +48,7 @@ from ..polar import estimates, qdwh
 from ..polar.cholesky_qr import cholesky_qr, shifted_cholesky_qr
 from ..polar.svd import (QR_FIRST_RATIO, descending_eigh, orthonormal_columns,
                          orthonormal_tolerance, svd as one_device)
-from .comm import consecutive_blocks, delivered, received
-
-WHAT = "distributed svd"
+from .comm import WHAT, consecutive_blocks, delivered, received
 
 
 class _RowsEngine(qdwh.StackEngine):
