@@ -28,7 +28,7 @@ default_single   with ``--methods polar``: ``gpusvd.svd(a)`` on root, the one-GP
                  (``method="auto"``: the Golub–Reinsch SVD for vectors from 8192 in
                  float64, docs/guide.md)
 polar_single     ``gpusvd.svd(a, method="polar")`` on root: the one-GPU polar method
-polar_gpus_<g>   ``gpusvd.distributed.svd`` (the polar method, a block of rows per rank)
+polar_gpus_<g>   ``gpusvd.distributed.svd(method="polar")`` (a block of rows per rank)
                  on the first g ranks
 gr_gpus_<g>      with ``--methods gr``: ``gpusvd.distributed.svd(method="gr")`` on the first
                  g ranks (the two-stage reduction on root, the back-transformations
@@ -227,9 +227,11 @@ def _case(world, comms, n, mode, args, previous):
     for name, variant, setting, g in _runs(args):
         last = previous.get((name, mode))
         predicted = None if last is None else last[1] * (n / last[0]) ** 3
-        skip = world.bcast(predicted is not None and predicted > args.max_call, root=0)
-        if skip:
-            rec["runs"][name] = {"skipped": f"predicted {predicted:.0f} s > --max-call"}
+        # Root's prediction (``previous`` is root's), sent so that every rank skips alike.
+        skip = world.bcast(predicted if predicted is not None and predicted > args.max_call
+                           else None, root=0)
+        if skip is not None:
+            rec["runs"][name] = {"skipped": f"predicted {skip:.0f} s > --max-call"}
             continue
         if variant == "quic" and not full:     # QUIC-SVD returns vectors: full mode only
             continue
@@ -262,7 +264,7 @@ def _case(world, comms, n, mode, args, previous):
             def call(a=a, comm=comm):
                 if comm is None:
                     return None
-                return distributed.svd(a, comm=comm, **kw)
+                return distributed.svd(a, comm=comm, method="polar", **kw)
         elif variant == "gr":
             comm = comms[g]
 
@@ -341,8 +343,9 @@ def _accuracy(a, out, s, full, reference):
 
 def _plot(payload, path):
     """Time against GPUs, one panel per mode (the paper's Fig. 9): one colour per n, one
-    line style per method (solid the Jacobi SVD, block-oriented; dashed the others), a
-    marker of its own for each one-process run at 1 GPU."""
+    line style per method (solid the Jacobi SVD, block-oriented; dashed the others; the
+    Golub–Reinsch SVD with triangles), a marker of its own for each one-process run at 1
+    GPU."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -370,7 +373,8 @@ def _plot(payload, path):
                     series.setdefault(key, []).append((run["gpus"], run["seconds"]))
             for (variant, setting), pts in series.items():
                 pts.sort()
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=colour[n],
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], color=colour[n],
+                        marker="v" if variant == "gr" else "o",
                         linestyle=styles.get(variant, "-"),
                         label=f"n={n} {names.get(variant, variant)}"
                         + ("" if setting == "default" else f" {setting}"))
