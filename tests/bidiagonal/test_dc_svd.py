@@ -237,14 +237,32 @@ def test_support_split_merges(kind, dense):
         _check(*_family(kind, 500, seed=2))
 
 
-@pytest.mark.parametrize("leaf", [128, 300])
-def test_large_leaves_on_threads(leaf, monkeypatch):
-    """Leaves of PARALLEL_LEAF_ROWS rows or more are solved on host threads: the same
-    bits as one after another, and the solver's bounds at every leaf size."""
+@pytest.mark.parametrize("leaf", [32, 128, 300])
+def test_leaves_split_over_threads(leaf, monkeypatch):
+    """The leaves, stacked by shape and split over host threads (LEAF_ROWS_PER_THREAD
+    rows a thread at least): the same bits as one stack after another, and the solver's
+    bounds at every leaf size."""
     d, e = _family("random", 700, seed=leaf)
     with tunables.override(divide_conquer_leaf_size=leaf):
+        monkeypatch.setattr(dc, "LEAF_ROWS_PER_THREAD", 1)
         threaded = _check(d, e)
-        monkeypatch.setattr(dc, "PARALLEL_LEAF_ROWS", 10 ** 9)
+        monkeypatch.setattr(dc, "LEAF_ROWS_PER_THREAD", 10 ** 9)
         sequential = bidiagonal_svd_dc(d, e)
     for a, b in zip(threaded, sequential):
         assert np.array_equal(a, b)
+
+
+def test_leaves_as_lapack_one_by_one():
+    """Each leaf's (U, s, Vᵀ) is LAPACK's SVD of its own dense block, whatever the
+    stacking: blocks of both shapes (sqre 0 and 1) and of two sizes."""
+    rng = np.random.default_rng(4)
+    d, e = rng.standard_normal(40), rng.standard_normal(39)
+    leaves = [(0, 9, 1), (10, 19, 0), (19, 27, 1), (28, 36, 0), (36, 40, 0)]
+    for (start, end, sqre), got in zip(leaves, dc._solve_leaves(d, e, leaves)):
+        m = end - start
+        block = np.diag(d[start:end]) + np.diag(e[start:end - 1], 1)
+        if sqre:
+            block = np.hstack((block, np.zeros((m, 1))))
+            block[-1, -1] = e[end - 1]
+        for x, y in zip(got, np.linalg.svd(block)):
+            assert np.array_equal(x, y)

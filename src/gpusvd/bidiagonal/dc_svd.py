@@ -14,7 +14,8 @@ namespace ``xp``, only O(n) data on the host.
    (α = d_k, β = e_k) and B₂ (rows below, of the parent's sqre), until at most
    ``divide_conquer_leaf_size`` rows (a tunable) are left (Gu & Eisenstat, Sec. 2).
 3. Leaves: LAPACK's SVD of the dense m × (m + sqre) block (numpy.linalg.svd, gesdd) on
-   the host; the extra column of V for sqre = 1 is B₁'s null vector.
+   the host, the leaves of one shape as one stack split over host threads; the extra
+   column of V for sqre = 1 is B₁'s null vector.
 4. Merge (dlasd1), level by level: with B_i = U_i·[D_i 0]·V_iᵀ,
    B = diag(U₁, 1, U₂)·M·diag(V₁, V₂)ᵀ after a permutation, M being zero but for its
    first row z (α times the last row of V₁, β times the first row of V₂) and the
@@ -79,10 +80,9 @@ from .secular_svd import secular_singular_values
 
 # dlamch('E'): LAPACK's unit roundoff, half of NumPy's machine epsilon.
 _UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
-# Leaves of at least this many rows (the tunable divide_conquer_leaf_size) are solved on
-# host threads, one a leaf: a 32-row leaf's SVD takes tens of µs, less than a task's
-# hand-over; a few hundred rows take milliseconds.
-PARALLEL_LEAF_ROWS = 128
+# The leaves' host threads each take at least this many rows of leaves (Σ rows): a 32-row
+# leaf's SVD takes tens of µs, a task's hand-over about as long.
+LEAF_ROWS_PER_THREAD = 512
 # dlasd2's deflation tolerance, TOL = 8·8·ε·max(|α|, |β|, max |D|).
 _DEFLATION_FACTOR = 64.0
 # Rows of U or V rotated together, contiguous in their Fortran-ordered columns: a block of
@@ -165,6 +165,44 @@ def _place_blocks(q, blocks, starts, xp):
 # The leaves' blocks onto U's and V's diagonals, by the name of their namespace (the CUDA
 # twin: one copy and one launch for all leaves); others take _place_blocks.
 _PLACE = {"numpy": _place_host, "cupy": merge_vectors_cuda.place_blocks}
+
+
+def _solve_leaves(d, e, leaves):
+    """LAPACK's SVD (gesdd) of each leaf (start, end, sqre): the dense block of B's rows
+    [start, end) and its columns to end + sqre, as (U, s, Vᵀ) in the leaves' order.
+
+    Leaves of one shape are one stack, NumPy's loop over it in C; the stacks are split
+    over host threads (NumPy releases the GIL in it) with BLAS at one thread: a pool of
+    BLAS threads only slows a 32×33 gesdd, whose calls are too small to share out. The
+    same bits whatever the split."""
+    shapes = {}
+    for i, (start, end, sqre) in enumerate(leaves):
+        shapes.setdefault((end - start, sqre), []).append(i)
+    tasks = []
+    for (m, sqre), members in shapes.items():
+        stack = np.zeros((len(members), m, m + sqre))
+        rows = np.arange(m)
+        for slot, i in enumerate(members):
+            start = leaves[i][0]
+            stack[slot, rows, rows] = d[start:start + m]
+            stack[slot, rows[:-1], rows[1:]] = e[start:start + m - 1]
+            if sqre:
+                stack[slot, -1, -1] = e[start + m - 1]
+        parts = max(1, min(os.cpu_count() or 1, len(members),
+                           len(members) * m // LEAF_ROWS_PER_THREAD))
+        tasks += [(members[chunk[0]:chunk[-1] + 1], stack[chunk[0]:chunk[-1] + 1])
+                  for chunk in np.array_split(np.arange(len(members)), parts)]
+    solved = [None] * len(leaves)
+    with single_threaded_blas():
+        if len(tasks) > 1:
+            with ThreadPoolExecutor(min(len(tasks), os.cpu_count() or 1)) as pool:
+                results = list(pool.map(lambda task: np.linalg.svd(task[1]), tasks))
+        else:
+            results = [np.linalg.svd(task[1]) for task in tasks]
+    for (members, _), (left, values, right) in zip(tasks, results):
+        for slot, i in enumerate(members):
+            solved[i] = left[slot], values[slot], right[slot]
+    return solved
 
 
 def _tree(start, end, sqre, depth, leaves, merges):
@@ -405,23 +443,7 @@ def _solve_block(d, e, u, v, xp):
     _tree(0, m, 0, 0, leaves, merges)
     s = np.empty(m)
     with profile.phase("leaves", xp):
-        def leaf(start, end, sqre):
-            block = np.zeros((end - start, end - start + sqre))
-            rows = np.arange(end - start)
-            block[rows, rows] = d[start:end]
-            block[rows[:-1], rows[1:]] = e[start:end - 1]
-            if sqre:
-                block[-1, -1] = e[end - 1]
-            return np.linalg.svd(block)
-
-        if len(leaves) > 1 and max(end - start for start, end, _ in leaves) >= \
-                PARALLEL_LEAF_ROWS:
-            # Leaves of this size are milliseconds each: one host thread a leaf, BLAS
-            # single-threaded in each (the same bits as one after another).
-            with single_threaded_blas(), ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-                solved = list(pool.map(lambda leaf_: leaf(*leaf_), leaves))
-        else:
-            solved = [leaf(*leaf_) for leaf_ in leaves]
+        solved = _solve_leaves(d, e, leaves)
         lefts, rights = [], []
         for (start, end, _), (left, values, right) in zip(leaves, solved):
             s[start:end] = values
