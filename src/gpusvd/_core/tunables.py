@@ -277,7 +277,7 @@ class Tunables:
     # (bench/results/stress_bulge_h100_s8.json), so the kernel shows no race.
     chase_on_gpu: bool = True
     # Leaves of the bidiagonal divide and conquer (bidiagonal/dc_svd.py): at most
-    # this many rows, solved by LAPACK on the host (from 128 rows one host thread a leaf).
+    # this many rows, solved by LAPACK on the host (stacked by shape, over host threads).
     # Larger leaves mean fewer merges, whose bottom levels' GEMMs dominate the solver with
     # leaves of 32; 256 is faster at 4096 and slower at 8192 (BENCHMARKS.md, "The
     # tunables' defaults").

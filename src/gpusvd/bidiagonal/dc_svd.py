@@ -41,10 +41,11 @@ namespace ``xp``, only O(n) data on the host.
      GEMMs on dlasd2's column types): U's coupling row is e_k's, so its new row is
      U_M's first; V's rows split at k.
 
-Departures from LAPACK: leaves of 32 rows (SMLSIZ = 25), by gesdd on the dense block
-rather than dlasdq. Columns are never sorted between merges; a host array of values
-follows them and each merge sorts its poles through an index. Each block and each merge
-is scaled by a power of two, not by its norm.
+Departures from LAPACK: leaves of up to ``divide_conquer_leaf_size`` rows (128; LAPACK's
+SMLSIZ is 25), by gesdd on the dense block rather than dlasdq. Columns are never sorted
+between merges; a host array of values follows them and each merge sorts its poles
+through an index. Each block and each merge is scaled by a power of two, not by its
+norm.
 
 On a GPU (``xp`` = CuPy): the n×n work stays on the device and the host keeps O(n) per
 merge. A tree level's merges touch disjoint blocks, so their coupling rows are read in
