@@ -266,3 +266,19 @@ def test_leaves_as_lapack_one_by_one():
             block[-1, -1] = e[end - 1]
         for x, y in zip(got, np.linalg.svd(block)):
             assert np.array_equal(x, y)
+
+def test_precompile_reaches_both_forms_of_merge(monkeypatch):
+    """Under precompile's DIVIDE_AND_CONQUER_MERGES the bidiagonal of its GPU two-stage
+    call (a few dozen columns) merges densely and split by support, so a user's first
+    large SVD finds both compiled."""
+    from gpusvd._core import precompile
+
+    seen = set()
+    for name in ("_times_embedded", "_supports"):
+        monkeypatch.setattr(dc, name, lambda *a, _f=getattr(dc, name), _n=name:
+                            seen.add(_n) or _f(*a))
+    cols = 2 * max(tunables.get().jacobi_block_width, tunables.get().jacobi_block_width_gpu) + 4
+    d, e = _family("random", cols, seed=1)
+    with tunables.override(**precompile.DIVIDE_AND_CONQUER_MERGES):
+        _check(d, e)
+    assert seen == {"_times_embedded", "_supports"}

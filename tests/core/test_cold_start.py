@@ -63,6 +63,42 @@ def test_a_fresh_process_compiles_nothing_after_precompile(tmp_path):
     assert compiled == [], f"compiled at the first call despite the cache: {compiled}"
 
 
+# In a fresh interpreter on a GPU after precompile's GPU calls in float64: the first SVD
+# past the size from which the bidiagonal divide and conquer splits its merges by support
+# (divide_conquer_dense_merge_rows); prints the gpusvd Numba functions and the CuPy
+# kernels it compiled.
+_FIRST_LARGE_GPU_CALL = """
+import json
+import cupy
+import numpy as np
+import gpusvd
+from cupy.cuda import compiler
+from gpusvd._core import precompile, tunables
+
+precompile.precompile(dtypes=(np.float64,), devices=("gpu",))
+n = tunables.get().divide_conquer_dense_merge_rows + 200
+a = cupy.asarray(np.random.default_rng(2).standard_normal((n, n)))
+hook = next(h for h in ("_compile_using_nvrtc_no_warning", "compile_using_nvrtc")
+            if hasattr(compiler, h))
+kernels, original = [], getattr(compiler, hook)
+setattr(compiler, hook, lambda source, *args, **kw: kernels.append(
+    source.split("__global__", 1)[-1][:80]) or original(source, *args, **kw))
+with precompile.jit_compilations() as compiled:
+    gpusvd.svd(a, method="gr", reduction="two-stage", full_matrices=False)
+    cupy.cuda.Device().synchronize()
+print(json.dumps(compiled + kernels))
+"""
+
+
+@pytest.mark.gpu
+def test_a_first_large_gr_call_compiles_nothing_after_precompile(tmp_path):
+    """The divide and conquer's merges split by support (from 4096 rows) have their Numba
+    loop and CuPy kernels compiled by precompile, not by a user's first large SVD."""
+    compiled = json.loads(_run(["-c", _FIRST_LARGE_GPU_CALL], tmp_path,
+                               timeout=900).splitlines()[-1])
+    assert compiled == [], f"compiled at the first large call: {compiled}"
+
+
 # The public functions, each of which runs its CuPy work without CuPy's CUB block
 # reductions (compiled per reduced length: a new shape's first call compiled for seconds).
 _PUBLIC = ("svd", "svdvals", "polar", "jacobi_svd", "hsvd", "eigh_factored", "takagi",

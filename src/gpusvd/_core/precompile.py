@@ -23,6 +23,20 @@ import numpy as np
 from . import tunables
 
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+# Tunables under which the bidiagonal divide and conquer of a matrix of a few dozen
+# columns merges in both forms, dense and split by support (bidiagonal/dc_svd.py), as it
+# does with the defaults only from 4096 rows on, where a user's first SVD would otherwise
+# compile the latter's Numba loop and CuPy kernels.
+DIVIDE_AND_CONQUER_MERGES = {"divide_conquer_leaf_size": 8,
+                             "divide_conquer_dense_merge_rows": 16}
+
+
+def _with_tunables(call, values):
+    """``call`` run with the tunables ``values`` in force."""
+    def run():
+        with tunables.override(**values):
+            return call()
+    return run
 
 
 @contextlib.contextmanager
@@ -98,9 +112,11 @@ def calls(dtype, device="cpu"):
         out.append((f"svd gr slabs {dtype}",
                     lambda: gpusvd.svd(wide.astype(dtype), method="gr", **cpu)))
     if device == "gpu":  # auto takes it from n = 4096 there: the bidiagonal divide and
-        # conquer's host loops (deflation) are reached only through it
-        out.append((f"svd gr two-stage {dtype}",
-                    lambda: gpusvd.svd(tall, method="gr", reduction="two-stage", **cpu)))
+        # conquer's host loops (deflation, the supports of a merge's columns) are reached
+        # only through it, each form of merge only past a size (DIVIDE_AND_CONQUER_MERGES)
+        out.append((f"svd gr two-stage {dtype}", _with_tunables(
+            lambda: gpusvd.svd(tall, method="gr", reduction="two-stage", **cpu),
+            DIVIDE_AND_CONQUER_MERGES)))
     if device == "gpu":
         # A 3:2 matrix between the polar method's bounds and a tall one past the QR-first
         # ratio, a user's typical first calls: their branches (the Jacobi method's QR
