@@ -86,7 +86,9 @@ SETTINGS = {"default": {}, "paper": {"skip_orthogonal": False, "pairs_per_rank":
             "pairs1": {"pairs_per_rank": 1},
             "pairs2": {"pairs_per_rank": 2}, "pairs4": {"pairs_per_rank": 4},
             "sweeps2": {"pair_sweeps": 2}}
-# Size of the warm-up decomposition: compiles every kernel and sets up NCCL and cuBLAS.
+# Size of the warm-up decomposition: compiles every kernel and sets up NCCL and cuBLAS;
+# run with precompile's tunables for the divide and conquer, so that its merges of both
+# forms (the support-split ones otherwise only from 4096 rows) compile there.
 WARMUP_N = 1024
 
 
@@ -400,6 +402,7 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     from mpi4py import MPI
 
+    from gpusvd._core import precompile, tunables
     from gpusvd.distributed.comm import Comm
 
     world = MPI.COMM_WORLD
@@ -417,8 +420,9 @@ def main(argv=None):
     previous = {}
     with mine.device_context():
         warm = argparse.Namespace(**{**vars(args), "repeat": 1})
-        for mode in args.modes:
-            _case(world, comms, WARMUP_N, mode, warm, {})
+        with tunables.override(**precompile.DIVIDE_AND_CONQUER_MERGES):
+            for mode in args.modes:
+                _case(world, comms, WARMUP_N, mode, warm, {})
         for n in args.sizes:
             for mode in args.modes:
                 rec = _case(world, comms, n, mode, args, previous)
