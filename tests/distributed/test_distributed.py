@@ -283,16 +283,20 @@ def test_an_error_on_one_rank_raises_on_every_rank(run, case, error):
     assert [seen[r]["errors"][case] for r in range(ranks)] == [error] * ranks
 
 
-def test_command_line(tmp_path):
+@pytest.mark.parametrize("method", [None, "gr", "polar", "jacobi"])
+def test_command_line(tmp_path, method):
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(HERE.parents[1] / "src"))
     cmd = [mpiexec(), "-n", "2", sys.executable, "-m", "gpusvd.distributed", "--n", "40",
-           "--m", "53", "--device", "cpu"]
+           "--m", "53", "--device", "cpu"] + ([] if method is None else ["--method", method])
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=TIMEOUT)
     assert done.returncode == 0, done.stderr[-3000:]
     line = done.stdout.strip()
-    assert line.startswith("2 rank(s), 53x40 float64") and len(line.splitlines()) == 1
+    assert line.startswith(f"2 rank(s), {method or 'auto'}, 53x40 float64")
+    assert len(line.splitlines()) == 1 and ("outer sweeps" in line) == (method == "jacobi")
     error = float(line.split("relative sv error ")[1].split(",")[0])
     assert error < 1e-8   # cond 1e6: the rounding of the generated matrix, times 1e6
+    residual = float(line.split("residual ")[1].split(",")[0])
+    assert residual < 30
 
 
 @pytest.mark.gpu
