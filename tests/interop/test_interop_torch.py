@@ -169,6 +169,30 @@ def test_half_precision_round_trips_its_dtype(dtype):
     assert float((back - x.float()).abs().max()) <= 30 * 12 * eps * float(s.float().max())
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_autocast_takes_half_precision_to_float32_as_torch_linalg(dtype):
+    """Inside torch.autocast, half-precision input comes back in float32, as autocast
+    runs torch.linalg.svdvals: eager, differentiated and compiled; the gradient reaches
+    the input in its own dtype, as torch's does."""
+    dt = getattr(torch, dtype)
+    x = torch.randn(12, 7, generator=torch.Generator().manual_seed(1)).to(dt)
+    eps = torch.finfo(torch.float32).eps
+    with torch.autocast("cpu", dtype=dt):
+        want = torch.linalg.svdvals(x)
+        u, s, vh = gpusvd.svd(x, full_matrices=False)
+        assert want.dtype == u.dtype == s.dtype == vh.dtype == torch.float32
+        assert float((s - want).abs().max()) <= 30 * 12 * eps * float(want[0])
+        assert gpusvd.svdvals(x).dtype == gpusvd.polar(x)[0].dtype == torch.float32
+        ours, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
+        gpusvd.svdvals(ours).sum().backward()
+        torch.linalg.svdvals(theirs).sum().backward()
+        assert ours.grad.dtype == theirs.grad.dtype == dt
+        torch.testing.assert_close(ours.grad, theirs.grad)
+        compiled = torch.compile(lambda y: gpusvd.svdvals(y @ y.T), fullgraph=True)(x)
+        assert compiled.dtype == torch.float32
+    assert gpusvd.svdvals(x).dtype == dt   # outside autocast: the input's own dtype again
+
+
 def _without_derivative():
     """A call of each public function that has no derivative, on a fitting tensor."""
     rng = np.random.default_rng(5)

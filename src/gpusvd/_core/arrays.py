@@ -66,6 +66,17 @@ def _half_precision(a):
     return a.dtype if str(a.dtype).rpartition(".")[2] in _HALF else None
 
 
+def under_autocast(a):
+    """Whether ``a`` is a half-precision torch tensor inside ``torch.autocast`` for its
+    device: gpusvd then computes in float32 and returns float32, as autocast runs
+    ``torch.linalg``'s decompositions (the float32 list of its op reference)."""
+    if not _instance_of(a, "torch", "Tensor") or _half_precision(a) is None:
+        return False
+    import torch
+
+    return torch.is_autocast_enabled(a.device.type)
+
+
 def _cast_back(restore, dtype):
     """``restore``, then floating results back to the input's half-precision ``dtype``."""
     def back(r):
@@ -271,6 +282,7 @@ def place(a, device="auto", what="this gpusvd function"):
     elif hasattr(a, "__dlpack__"):
         half = _half_precision(a)
         if half is not None:  # computed in float32, returned in the input's own dtype
+            half = None if under_autocast(a) else half    # (or in float32 under autocast)
             a = a.float() if _instance_of(a, "torch", "Tensor") else a.astype("float32")
         dev = _dlpack_device(a)
         back = _from_dlpack_of(a)

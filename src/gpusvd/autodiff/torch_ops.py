@@ -36,7 +36,7 @@ arguments. The torch side lives in :mod:`.torch_library`, imported at the first 
 import importlib
 import sys
 
-from .._core.arrays import torch_use
+from .._core.arrays import torch_use, under_autocast
 
 
 def _constant_for_dynamo(fn):
@@ -127,6 +127,7 @@ def svd(a, *, full_matrices, compute_uv, gauge_invariant, broadening, kw):
     _library()
     from . import torch_library as library
 
+    a = a.float() if under_autocast(a) else a
     if _compiled_transform(a):
         return _EAGERLY["svd"](
             a, full_matrices=full_matrices, compute_uv=compute_uv,
@@ -147,6 +148,7 @@ def polar(a, *, side, broadening, kw_polar, kw_svd):
     _library()
     from . import torch_library as library
 
+    a = a.float() if under_autocast(a) else a
     if _compiled_transform(a):
         return _EAGERLY["polar"](a, side=side, broadening=broadening, kw_polar=kw_polar,
                                  kw_svd=kw_svd)
