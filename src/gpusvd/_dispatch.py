@@ -24,6 +24,7 @@ from .jacobi import driver as jacobi
 from .jacobi import small_svd, small_svd_cuda
 from .jacobi.blocked import block_width
 from .polar import svd as polar
+from .polar.eigh import hermitian_svd
 
 
 def _matrix_by_matrix(decompose_one):
@@ -97,11 +98,21 @@ def _polar(job, *, full_matrices, compute_uv, check_finite, what, options):
                            what=what, check_finite=check_finite)
 
 
-# The path that "auto" may choose besides the methods, not asked for by name.
+def _hermitian(stack, xp, *, full_matrices, compute_uv, overwrite_a):
+    """The SVD of Hermitian matrices through their eigendecomposition
+    (:func:`gpusvd.polar.eigh.hermitian_svd`), which ``hermitian=True`` takes with
+    ``method="auto"``; the matrices are square, so ``full_matrices`` changes nothing."""
+    del full_matrices
+    return hermitian_svd(stack if overwrite_a else stack.copy(), xp, compute_uv=compute_uv)
+
+
+# The paths that "auto" may choose besides the methods, not asked for by name.
 _SMALL = "small-jacobi"
+_HERMITIAN = "hermitian-eigh"
 # Each route, as a function of the front end's job (unscanned).
 _ROUTES = {"gr": _scanned(_matrix_by_matrix(golub_reinsch.svd)), "jacobi": _scanned(_jacobi),
-           "polar": _polar, "lapack": _scanned(_lapack), _SMALL: _small_jacobi}
+           "polar": _polar, "lapack": _scanned(_lapack), _SMALL: _small_jacobi,
+           _HERMITIAN: _scanned(_hermitian)}
 # The names svd's ``method`` takes (the command line's choices too).
 METHODS = ("auto", "polar", "gr", "jacobi", "lapack")
 
@@ -113,7 +124,7 @@ _OPTIONS = {"gr": golub_reinsch.check_options}
 
 # The keywords each function takes, for the message of an unknown one.
 _COMMON_KEYWORDS = ("method, overwrite_a, check_finite, device, reduction (with method='gr'), "
-                    "gauge_invariant and broadening")
+                    "hermitian, gauge_invariant and broadening")
 _KEYWORDS = {"svd": f"full_matrices, compute_uv, {_COMMON_KEYWORDS}",
              "svdvals": _COMMON_KEYWORDS}
 
@@ -201,15 +212,16 @@ def _host_bytes(arr, *, full_matrices, compute_uv):
 
 
 def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finite, device,
-               reduction, options, what):
+               reduction, hermitian, options, what):
     validation.check_choice("method", method, METHODS)
+    validation.check_flag("hermitian", hermitian, what=what)
     options = _method_options(method, reduction, options, compute_uv=compute_uv, what=what)
     placed = place(a, device, what)
     if not placed[1].on_gpu and placed[0].ndim >= 2:
         check_host_memory(_host_bytes(placed[0], full_matrices=full_matrices,
                                       compute_uv=compute_uv), "the results and workspace")
-    done = _lapack_directly(placed, full_matrices=full_matrices, compute_uv=compute_uv,
-                            method=method)
+    done = None if hermitian else _lapack_directly(
+        placed, full_matrices=full_matrices, compute_uv=compute_uv, method=method)
     if done is not None:
         return done
     with receive(a, what=what, device=device, check_finite=check_finite,
@@ -217,7 +229,14 @@ def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finit
         xp = job.xp
         batch, m, n = job.stack.shape
         route = method
-        if method == "auto":
+        if hermitian:
+            if m != n:
+                raise ValueError(f"{what}(hermitian=True) takes square matrices, got "
+                                 f"{m}×{n}; pass hermitian=False for the SVD of any matrix")
+            validation.check_hermitian(job.stack, xp, what=what)
+        if hermitian and method == "auto":
+            route = _HERMITIAN
+        elif method == "auto":
             route = _route((*job.batch, m, n), job.stack.dtype, xp, compute_uv=compute_uv,
                            fits=lambda: bool(m and n) and small_svd_cuda.fits(
                                m, n, job.stack.dtype, full_matrices=full_matrices,
@@ -251,8 +270,8 @@ def _differentiated(a, *, full_matrices, compute_uv, gauge_invariant, broadening
 @hint_on_exhaustion(DENSE_HINT)
 @simple_reductions
 def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=False,
-        check_finite=True, device="auto", reduction="auto", gauge_invariant=False,
-        broadening=None, **options):
+        check_finite=True, device="auto", reduction="auto", hermitian=False,
+        gauge_invariant=False, broadening=None, **options):
     """Singular value decomposition ``a = U @ diag(S) @ Vh``.
 
     Parameters
@@ -282,15 +301,15 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
         Where to compute. ``"auto"``: on the GPU that holds the input, or for NumPy input
         on a GPU when one is present and the problem is large enough to gain.
     reduction : {"auto", "one-stage", "two-stage"}, optional
-        Of ``method="gr"`` only (``ValueError`` with another method): how A is brought to
-        bidiagonal form. ``"one-stage"``: the paper's blocked Householder
-        bidiagonalization. ``"two-stage"``: dense → band by matrix products, band →
-        bidiagonal by bulge chasing, then the bidiagonal's values by dqds (CPU) or
-        bisection (GPU) and its vectors by divide and conquer. ``"auto"`` (default): the
-        crossovers in the tunables ``two_stage_values_min_n_cpu`` / ``_gpu``,
-        ``two_stage_vectors_min_n_cpu`` / ``_max_n_cpu`` / ``_min_n_gpu``
-        (``docs/guide.md`` gives them).
-
+        Of ``method="gr"`` only (``ValueError`` with another method): ``"one-stage"``, the
+        paper's blocked Householder bidiagonalization; ``"two-stage"``, dense → band by
+        matrix products, band → bidiagonal by bulge chasing; ``"auto"`` (default), the
+        crossovers of the tunables ``two_stage_*`` (``docs/guide.md`` gives them).
+    hermitian : bool, optional
+        A is Hermitian, as in ``numpy.linalg.svd``: ``method="auto"`` then takes its
+        eigendecomposition (:func:`gpusvd.polar.eigh.hermitian_svd`), another method the
+        SVD as without it. ``ValueError`` for a matrix not square or not Hermitian within
+        100·n·ε.
     gauge_invariant, broadening : optional
         Gradients only: at repeated singular values a derivative that reads U or Vh is
         NaN; ``gauge_invariant=True`` declares the loss invariant to rotations of their
@@ -365,7 +384,7 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
     ((1000, 8), True)
     """
     kw = dict(method=method, check_finite=check_finite, device=device, reduction=reduction,
-              **options)
+              hermitian=hermitian, **options)
     done = _differentiated(a, full_matrices=full_matrices, compute_uv=compute_uv,
                            gauge_invariant=gauge_invariant, broadening=broadening, kw=kw)
     if done is not None:
@@ -373,13 +392,14 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
     validation.check_gradient_options(gauge_invariant, broadening)
     return _decompose(a, full_matrices=full_matrices, compute_uv=compute_uv, method=method,
                       overwrite_a=overwrite_a, check_finite=check_finite, device=device,
-                      reduction=reduction, options=options, what="svd")
+                      reduction=reduction, hermitian=hermitian, options=options, what="svd")
 
 
 @hint_on_exhaustion(DENSE_HINT)
 @simple_reductions
 def svdvals(a, *, method="auto", overwrite_a=False, check_finite=True, device="auto",
-            reduction="auto", gauge_invariant=False, broadening=None, **options):
+            reduction="auto", hermitian=False, gauge_invariant=False, broadening=None,
+            **options):
     """Singular values of ``a`` (or of each matrix of a stack), descending.
 
     Takes the same arguments as :func:`svd`, chooses the method by the same rule, and
@@ -408,6 +428,9 @@ def svdvals(a, *, method="auto", overwrite_a=False, check_finite=True, device="a
         Householder bidiagonalization), ``"two-stage"`` (dense → band → bidiagonal), or
         ``"auto"`` (default): two-stage from min(M, N) >= 10 on the CPU and >= 4096 on
         the GPU.
+    hermitian : bool, optional
+        A is Hermitian, as in :func:`svd`: with ``method="auto"`` the values are the
+        absolute values of its eigenvalues, descending.
 
     gauge_invariant, broadening : optional
         As in :func:`svd` (gradients only; the gradient of the values needs neither: it
@@ -444,7 +467,7 @@ def svdvals(a, *, method="auto", overwrite_a=False, check_finite=True, device="a
     True
     """
     kw = dict(method=method, check_finite=check_finite, device=device, reduction=reduction,
-              **options)
+              hermitian=hermitian, **options)
     done = _differentiated(a, full_matrices=False, compute_uv=False,
                            gauge_invariant=gauge_invariant, broadening=broadening, kw=kw)
     if done is not None:
@@ -452,4 +475,5 @@ def svdvals(a, *, method="auto", overwrite_a=False, check_finite=True, device="a
     validation.check_gradient_options(gauge_invariant, broadening)
     return _decompose(a, full_matrices=False, compute_uv=False, method=method,
                       overwrite_a=overwrite_a, check_finite=check_finite, device=device,
-                      reduction=reduction, options=options, what="svdvals")
+                      reduction=reduction, hermitian=hermitian, options=options,
+                      what="svdvals")

@@ -9,7 +9,8 @@ with each column's phase fixed by U's first row (here jitted). JAX's grid is m, 
 7, 29, 32, 53} by batch shape, dtype, ``full_matrices`` and ``compute_uv``, of which JAX's
 own runs draw a sample; here a fixed sample: every shape of m, n ∈ {0, 2, 7, 32} with both
 flags, the dtypes and batch shapes in turn, and the economy 400000 × 2 and 2 × 400000.
-JAX's ``hermitian=True`` and ``algorithm=`` have no gpusvd counterpart. As in JAX,
+JAX's ``algorithm=`` has no gpusvd counterpart (``hermitian=True`` is tested with NumPy's
+Hermitian cases, tests/compat/test_numpy_svd.py). As in JAX,
 ``full_matrices=True`` of a non-square matrix has no derivative (gpusvd refuses it).
 """
 

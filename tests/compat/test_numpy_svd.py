@@ -8,8 +8,9 @@ with ``method="gr"``, ``TestNumPySVD_Jacobi`` with ``method="jacobi"`` and
 all of them with ``method="gr", reduction="two-stage"``; the ``_GPU``
 classes rerun each on the GPU (NumPy in, NumPy out).
 
-Departures: gpusvd has no ``hermitian=`` argument, so NumPy's Hermitian cases run
-through the general SVD and are held to the Hermitian tests' properties.
+NumPy's Hermitian cases run through each method's general SVD, held to the Hermitian
+tests' properties, and with ``hermitian=True`` as upstream passes it
+(``TestNumPySVD_Hermitian``: the eigendecomposition that ``method="auto"`` takes then).
 """
 
 import numpy as np
@@ -155,6 +156,31 @@ class TestNumPySVD_GR_TwoStage(TestNumPySVD_GR):
             ref = np.linalg.svd(view, compute_uv=False)
             assert type(s) is np.ndarray and s.dtype == ref.dtype and s.shape == ref.shape
             assert_allclose(s, ref, rtol=0, atol=RTOL[ref.dtype] * ref.max(initial=0))
+
+
+class TestNumPySVD_Hermitian:
+    """TestSVDHermitian with ``hermitian=True``, as upstream calls it: its cases and
+    test_singular, and their values against ``numpy.linalg.svd(hermitian=True)``'s."""
+    device = "cpu"
+    economy = TestNumPySVD_GR.economy
+    test_herm_cases = TestNumPySVD_GR.test_herm_cases
+    test_singular = TestNumPySVD_GR.test_singular
+
+    def svd(self, a, *args, **kwargs):
+        return gpusvd.svd(a, *args, hermitian=True, device=self.device, **kwargs)
+
+    @pytest.mark.parametrize("case", HERMITIAN, ids=_ids(HERMITIAN))
+    def test_values_of_herm_cases(self, case):
+        for _, view in strided(case.a):
+            s = self.svd(view, compute_uv=False)
+            ref = np.linalg.svd(view, compute_uv=False, hermitian=True)
+            assert type(s) is np.ndarray and s.dtype == ref.dtype and s.shape == ref.shape
+            assert_allclose(s, ref, rtol=0, atol=RTOL[ref.dtype] * ref.max(initial=0))
+
+
+@pytest.mark.gpu
+class TestNumPySVD_Hermitian_GPU(TestNumPySVD_Hermitian):
+    device = "gpu"
 
 
 class TestNumPySVD_Jacobi(TestNumPySVD_GR):

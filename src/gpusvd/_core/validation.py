@@ -9,7 +9,7 @@ import numbers
 
 import numpy as np
 
-from .backend import to_host
+from .backend import to_host, total
 
 _REAL = (np.dtype(np.float32), np.dtype(np.float64))
 _COMPLEX = (np.dtype(np.complex64), np.dtype(np.complex128))
@@ -45,6 +45,33 @@ def check_matrix(a, *, what):
     if a.ndim < 2:
         raise ValueError(f"{what} expects a 2-D array or a stack of them (..., M, N); "
                          f"got an array of shape {a.shape}")
+
+
+# ‖A − Aᴴ‖_F/‖A‖_F allowed of a matrix said to be Hermitian, in units of n·ε.
+HERMITIAN_TOL = 100
+
+
+def check_hermitian(stack, xp, *, what):
+    """Raise ``ValueError`` unless each matrix of ``stack`` (batch, n, n) is Hermitian
+    within ``HERMITIAN_TOL``·n·ε in ‖A − Aᴴ‖_F/‖A‖_F, naming the first that is not; one
+    host synchronization for the stack."""
+    batch, n = stack.shape[:2]
+    if batch == 0 or n == 0:
+        return
+    peak = xp.abs(stack).max(axis=(1, 2))
+    scaled = stack / xp.where(peak > 0, peak, 1)[:, None, None]   # no overflow in squares
+    skew = scaled - scaled.conj().transpose(0, 2, 1)
+    found = to_host(xp.stack([total(xp.abs(skew) ** 2, (1, 2)),
+                              total(xp.abs(scaled) ** 2, (1, 2))]))
+    ratio = np.sqrt(found[0] / np.where(found[1] > 0, found[1], 1))
+    allowed = HERMITIAN_TOL * n * float(np.finfo(stack.dtype).eps)
+    if (ratio > allowed).any():
+        first = int(np.flatnonzero(ratio > allowed)[0])
+        which = "the input is" if batch == 1 else f"matrix {first} of the stack is"
+        raise ValueError(f"{what}(hermitian=True): {which} not Hermitian: "
+                         f"‖A − Aᴴ‖_F/‖A‖_F = {ratio[first]:.3g}, above the "
+                         f"tolerance {allowed:.3g} ({HERMITIAN_TOL}·n·ε); pass "
+                         "hermitian=False for the SVD of any matrix")
 
 
 def not_finite(what):

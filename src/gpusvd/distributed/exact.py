@@ -53,9 +53,7 @@ def svd(a, full_matrices=True, compute_uv=True, *, comm=None, root=0, device="au
         share QDWH (the polar method). ``"auto"`` (default): with ``rows=True`` the polar
         method; otherwise the method that ``gpusvd.svd`` takes on a GPU for A's size and
         dtype (the crossovers ``auto_*_gr_min_n_gpu*``: "gr" for float64 vectors from
-        min(M, N) = 8192), chosen on root. On two H200s the Golub–Reinsch SVD took 3.57 s
-        at 16384² float64 and 18.9 s at 32768², the polar method 5.62 and 44.7
-        (BENCHMARKS.md, "Several GPUs").
+        min(M, N) = 8192), chosen on root; BENCHMARKS.md, "Several GPUs", compares them.
 
     Returns
     -------

@@ -1,4 +1,5 @@
-"""Eigendecomposition of a stack of Hermitian matrices in one call.
+"""Eigendecomposition of a stack of Hermitian matrices in one call, and the SVD of
+Hermitian matrices through it (``svd(a, hermitian=True)``).
 
 On the CPU, NumPy's ``linalg.eigh`` (LAPACK's syevd, the loop over the stack in C). On
 the GPU, cuSOLVER's ``cusolverDnXsyevBatched`` (CUDA 12.6 and later; JAX's ``eigh`` of a
@@ -92,3 +93,31 @@ def eigh(h, xp, *, vectors=True):
     if vectors:
         return xp.linalg.eigh(h)
     return xp.linalg.eigvalsh(h), None
+
+
+def hermitian_svd(stack, xp, *, compute_uv):
+    """The SVD of each Hermitian matrix of ``stack`` (batch, n, n; its lower triangle is
+    read, and it may be overwritten) through its eigendecomposition A = V·Λ·Vᴴ: S = |Λ|
+    descending (ties in index order), U = V in that order, Vh = (V·sign Λ)ᴴ with the sign
+    of a zero eigenvalue taken as +1, as ``numpy.linalg.svd(hermitian=True)`` does.
+    Returns (U, S, Vh), U and Vh None without ``compute_uv``.
+
+    Examples
+    --------
+    >>> u, s, vh = hermitian_svd(np.array([[[1.0, 2.0], [2.0, 1.0]]]), np, compute_uv=True)
+    >>> s
+    array([[3., 1.]])
+    >>> bool(np.allclose((u * s[:, None, :]) @ vh, [[1.0, 2.0], [2.0, 1.0]]))
+    True
+    """
+    w, v = eigh(stack, xp, vectors=compute_uv)
+    s = xp.abs(w)
+    order = (np.argsort(-s, axis=-1, kind="stable") if xp is np
+             else xp.argsort(-s, axis=-1))      # CuPy's sort is stable
+    s = xp.take_along_axis(s, order, axis=-1)
+    if not compute_uv:
+        return None, s, None
+    w = xp.take_along_axis(w, order, axis=-1)
+    u = xp.take_along_axis(v, order[:, None, :], axis=-1)
+    signs = xp.where(w < 0, -1.0, 1.0).astype(u.dtype)
+    return u, s, (u * signs[:, None, :]).conj().swapaxes(-1, -2)
