@@ -70,15 +70,16 @@ def _small_jacobi(job, *, full_matrices, compute_uv, check_finite, what, options
     return u, s, vh
 
 
-def _lapack(stack, xp, *, full_matrices, compute_uv, overwrite_a):
-    """LAPACK's gesdd of the whole ``stack`` on the CPU (:func:`gpusvd._core.lapack.gesdd`,
-    gesvd where it does not converge): not ours, the rule of ``method="auto"`` there
-    (:func:`svd`'s Notes). LAPACK copies the stack into its column order, so
-    ``overwrite_a`` has nothing to spare."""
+def _lapack(stack, xp, *, full_matrices, compute_uv, overwrite_a, driver="gesdd"):
+    """LAPACK's SVD of the whole ``stack`` on the CPU by ``driver``
+    (:func:`gpusvd._core.lapack.svd`: gesdd, gesvd where it does not converge): not
+    ours, the rule of ``method="auto"`` there (:func:`svd`'s Notes). LAPACK copies the
+    stack into its column order, so ``overwrite_a`` has nothing to spare."""
     if xp is not np:
         raise ValueError("method='lapack' is LAPACK's gesdd on the CPU (through NumPy and "
                          "SciPy); pass device='cpu', or another method on the GPU")
-    out = lapack.gesdd(stack, full_matrices=full_matrices, compute_uv=compute_uv)
+    out = lapack.svd(stack, full_matrices=full_matrices, compute_uv=compute_uv,
+                     driver=driver)
     return out if compute_uv else (None, out, None)
 
 
@@ -125,7 +126,7 @@ _OPTIONS = {"gr": golub_reinsch.check_options}
 # The keywords each function takes, for the message of an unknown one.
 _COMMON_KEYWORDS = ("method, overwrite_a, check_finite, device, reduction (with method='gr'), "
                     "hermitian, gauge_invariant and broadening")
-_KEYWORDS = {"svd": f"full_matrices, compute_uv, {_COMMON_KEYWORDS}",
+_KEYWORDS = {"svd": f"full_matrices, compute_uv, lapack_driver, {_COMMON_KEYWORDS}",
              "svdvals": _COMMON_KEYWORDS}
 
 
@@ -182,18 +183,18 @@ def _empty_stack(xp, batch, m, n, dtype, full_matrices, compute_uv):
     return xp.zeros((*batch, m, k_u), dtype), s, xp.zeros((*batch, k_v, n), dtype)
 
 
-def _lapack_directly(placed, *, full_matrices, compute_uv, method):
+def _lapack_directly(placed, *, full_matrices, compute_uv, method, driver):
     """The SVD that ``method="auto"`` (or ``"lapack"``) gives an array placed on the CPU,
     with none of the front end's work but its check (:func:`gpusvd._core.front_end.
     directly`): LAPACK's gesdd scales into its safe range itself. Through the whole front
     end a 2×2 float64 NumPy call costs several times NumPy's own (NOTES.md, "Small
     matrices on the CPU: gesdd directly"). The results are the front end's, bit for bit
-    (gesvd where gesdd does not converge, :func:`gpusvd._core.lapack.gesdd`); None where
-    the front end is needed."""
+    (by ``driver``, :func:`gpusvd._core.lapack.svd`); None where the front end is
+    needed."""
     if method not in ("auto", "lapack"):
         return None
-    out = directly(placed, lambda arr: lapack.gesdd(arr, full_matrices=full_matrices,
-                                                   compute_uv=compute_uv))
+    out = directly(placed, lambda arr: lapack.svd(arr, full_matrices=full_matrices,
+                                                 compute_uv=compute_uv, driver=driver))
     return SVDResult(*out) if out is not None and compute_uv else out
 
 
@@ -212,16 +213,18 @@ def _host_bytes(arr, *, full_matrices, compute_uv):
 
 
 def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finite, device,
-               reduction, hermitian, options, what):
+               reduction, hermitian, options, what, lapack_driver="gesdd"):
     validation.check_choice("method", method, METHODS)
     validation.check_flag("hermitian", hermitian, what=what)
+    validation.check_choice("lapack_driver", lapack_driver, lapack.DRIVERS)
     options = _method_options(method, reduction, options, compute_uv=compute_uv, what=what)
     placed = place(a, device, what)
     if not placed[1].on_gpu and placed[0].ndim >= 2:
         check_host_memory(_host_bytes(placed[0], full_matrices=full_matrices,
                                       compute_uv=compute_uv), "the results and workspace")
     done = None if hermitian else _lapack_directly(
-        placed, full_matrices=full_matrices, compute_uv=compute_uv, method=method)
+        placed, full_matrices=full_matrices, compute_uv=compute_uv, method=method,
+        driver=lapack_driver)
     if done is not None:
         return done
     with receive(a, what=what, device=device, check_finite=check_finite,
@@ -241,6 +244,8 @@ def _decompose(a, *, full_matrices, compute_uv, method, overwrite_a, check_finit
                            fits=lambda: bool(m and n) and small_svd_cuda.fits(
                                m, n, job.stack.dtype, full_matrices=full_matrices,
                                compute_uv=compute_uv))
+        if route == "lapack":
+            options = {"driver": lapack_driver}
         if batch == 0:
             u, s, vh = _empty_stack(xp, (0,), m, n, job.stack.dtype, full_matrices,
                                     compute_uv)
@@ -271,7 +276,7 @@ def _differentiated(a, *, full_matrices, compute_uv, gauge_invariant, broadening
 @simple_reductions
 def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=False,
         check_finite=True, device="auto", reduction="auto", hermitian=False,
-        gauge_invariant=False, broadening=None, **options):
+        lapack_driver="gesdd", gauge_invariant=False, broadening=None, **options):
     """Singular value decomposition ``a = U @ diag(S) @ Vh``.
 
     Parameters
@@ -310,6 +315,9 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
         eigendecomposition (:func:`gpusvd.polar.eigh.hermitian_svd`), another method the
         SVD as without it. ``ValueError`` for a matrix not square or not Hermitian within
         100·n·ε.
+    lapack_driver : {"gesdd", "gesvd"}, optional
+        As in ``scipy.linalg.svd``, where LAPACK computes (``"auto"`` on the CPU,
+        ``"lapack"``); gpusvd's own methods have gesvd's accuracy whatever it says.
     gauge_invariant, broadening : optional
         Gradients only: at repeated singular values a derivative that reads U or Vh is
         NaN; ``gauge_invariant=True`` declares the loss invariant to rotations of their
@@ -384,7 +392,7 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
     ((1000, 8), True)
     """
     kw = dict(method=method, check_finite=check_finite, device=device, reduction=reduction,
-              hermitian=hermitian, **options)
+              hermitian=hermitian, lapack_driver=lapack_driver, **options)
     done = _differentiated(a, full_matrices=full_matrices, compute_uv=compute_uv,
                            gauge_invariant=gauge_invariant, broadening=broadening, kw=kw)
     if done is not None:
@@ -392,7 +400,8 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
     validation.check_gradient_options(gauge_invariant, broadening)
     return _decompose(a, full_matrices=full_matrices, compute_uv=compute_uv, method=method,
                       overwrite_a=overwrite_a, check_finite=check_finite, device=device,
-                      reduction=reduction, hermitian=hermitian, options=options, what="svd")
+                      reduction=reduction, hermitian=hermitian, options=options, what="svd",
+                      lapack_driver=lapack_driver)
 
 
 @hint_on_exhaustion(DENSE_HINT)

@@ -9,8 +9,9 @@ driver, ``TestSciPySVD_Jacobi`` and ``TestSciPySVD_Polar`` rerun ``TestSciPySVD_
 them all with ``method="gr", reduction="two-stage"``; the ``_GPU`` classes
 rerun each on the GPU (NumPy in, NumPy out).
 
-Departures: gpusvd has no ``lapack_driver``: its ``method`` takes that test's place, and
-a method that is not a string is a ``ValueError`` (SciPy: ``TypeError``). gpusvd makes no
+Departures: a method (or ``lapack_driver``) that is not a string is a ``ValueError``
+(SciPy: ``TypeError``); TestSVD_GESVD, ``lapack_driver="gesvd"``, runs in
+test_svd_auto.py, where LAPACK computes. gpusvd makes no
 promise for NaN with ``check_finite=False``, so the NaN test checks the default.
 """
 

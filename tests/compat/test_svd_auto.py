@@ -263,6 +263,40 @@ class TestSciPySVD_LAPACK(test_scipy_svd.TestSciPySVD_GR):
     method = "lapack"
 
 
+class TestSciPySVD_LAPACK_GESVD(test_scipy_svd.TestSciPySVD_GR):
+    """Upstream's TestSVD_GESVD: TestSVD_GESDD again with ``lapack_driver="gesvd"``."""
+    method = "lapack"
+
+    def svd(self, a, **kwargs):
+        return super().svd(a, lapack_driver="gesvd", **kwargs)
+
+
+@pytest.mark.parametrize("method", ["auto", "lapack"])
+@pytest.mark.parametrize("shape", [(40, 30), (3, 12, 20)])
+def test_lapack_driver_as_scipy(monkeypatch, method, shape):
+    """``lapack_driver="gesvd"``: LAPACK's gesvd where LAPACK computes, SciPy's bits; an
+    unknown driver is a ValueError; gpusvd's own methods take it and compute as before."""
+    drivers, real = [], scipy.linalg.svd
+    monkeypatch.setattr(scipy.linalg, "svd", lambda *args, **kw: drivers.append(
+        kw["lapack_driver"]) or real(*args, **kw))
+    a = np.random.default_rng(5).standard_normal(shape)
+    u, s, vh = gpusvd.svd(a, full_matrices=False, device="cpu", method=method,
+                          lapack_driver="gesvd")
+    assert drivers == ["gesvd"]
+    want = real(a, full_matrices=False, lapack_driver="gesvd") if a.ndim == 2 else None
+    if want is not None:
+        for x, y in zip((u, s, vh), want):
+            assert np.array_equal(x, y)
+    drivers.clear()
+    gpusvd.svd(a, device="cpu", method=method)
+    assert drivers == []
+    with pytest.raises(ValueError, match="lapack_driver"):
+        gpusvd.svd(a, lapack_driver="gesvj")
+    got = gpusvd.svd(a, method="gr", device="cpu", lapack_driver="gesvd")
+    for x, y in zip(got, gpusvd.svd(a, method="gr", device="cpu")):
+        assert np.array_equal(x, y)
+
+
 @pytest.mark.gpu
 def test_auto_takes_complex_on_the_gpu(spy):
     import cupy

@@ -55,7 +55,7 @@ def _svd_factor(a, xp):
     """U·Vᴴ of each matrix of ``a`` (batch, m, n) from the SVD that ``gpusvd.svd`` takes
     for it: LAPACK's gesdd on the CPU, gpusvd's batched SVD on a GPU."""
     if xp is np:
-        u, _, vh = lapack.gesdd(a, full_matrices=False, compute_uv=True)
+        u, _, vh = lapack.svd(a, full_matrices=False, compute_uv=True)
     else:
         u, _, vh = svd.svd(a, xp, full_matrices=False, compute_uv=True)
     return xp.matmul(u, vh)
