@@ -43,7 +43,7 @@ class Tunables:
     # §2.2, their trade-off between speed and stability).
     quic_gs_block: int = 20
     # The same on the GPU; 0: the whole basis in one block. Gram–Schmidt projects twice
-    # (quic/gram_schmidt.py), so the block size no longer matters for stability, and one
+    # (quic/gram_schmidt.py), so the block size does not matter for stability, and one
     # block is two GEMMs of n × k × c instead of k/20 memory-bound pairs and their
     # launches; 20 and 64 took 7% and 3% longer (BENCHMARKS.md, "The tunables' defaults").
     quic_gs_block_gpu: int = 0

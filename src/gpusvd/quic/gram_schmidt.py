@@ -7,7 +7,7 @@ against the basis one block of ``quic_gs_block`` vectors at a time: classical
 Gram–Schmidt within a block (one pair of GEMMs, ``X -= V_j (V_jᵀ X)``), modified
 Gram–Schmidt across blocks (each block sees X already cleaned of the blocks before it),
 as the paper proposes. On the GPU the block is ``quic_gs_block_gpu`` (the whole basis by
-default): with the second pass below the block size no longer matters for stability,
+default): with the second pass below the block size does not matter for stability,
 and one block is two large GEMMs instead of k/20 launches of memory-bound ones.
 
 ``Basis.extend`` then does, per call:
