@@ -158,6 +158,17 @@ class TestLowRank_CPU:
         with pytest.raises(ValueError, match=message):
             svd_lowrank(self.put(np.ones((5, 4))), device=self.device, **kw)
 
+    @pytest.mark.parametrize("kw, message", [
+        ({"q": 6, "niter": 2}, r"takes no 'q' \(a rank.*max_rank=6"),
+        ({"n_components": 3}, "max_rank=3"), ({"niter": 4}, "power iterations"),
+        ({"n_iter": 4}, "power iterations"), ({"M": 0.0}, "a − M"),
+        ({"bogus": 1}, "unexpected keyword argument 'bogus'")])
+    def test_the_peers_options_say_what_takes_their_place(self, kw, message):
+        """torch.svd_lowrank's and scikit-learn's keywords: a TypeError naming gpusvd's
+        way (max_rank for a rank; none for power iterations)."""
+        with pytest.raises(TypeError, match=message):
+            svd_lowrank(self.put(np.ones((5, 4))), device=self.device, **kw)
+
     @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
     def test_non_finite(self, bad):
         a = np.ones((6, 5))

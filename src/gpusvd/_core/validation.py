@@ -129,6 +129,32 @@ def check_eps(eps, *, what):
     return check_open_interval("eps", eps, what=what)
 
 
+# The options of the peers' low-rank SVDs (torch.svd_lowrank and pca_lowrank, scikit-learn's
+# randomized_svd): what each is there, and what takes its place in QUIC-SVD.
+_RANK = ("a rank", "pass max_rank={v!r} to cap the rank, or eps for the error it may leave")
+_ITERATIONS = ("power iterations", "QUIC-SVD needs none: its error is guaranteed (eps, with "
+                                   "probability 1 − delta)")
+_PEER_LOWRANK = {"q": _RANK, "k": _RANK, "n_components": _RANK, "niter": _ITERATIONS,
+                 "n_iter": _ITERATIONS,
+                 "n_oversamples": ("oversampling", "QUIC-SVD grows its basis until eps is met"),
+                 "M": ("a matrix subtracted first", "pass a − M"),
+                 "center": ("centering", "pass a − a.mean(axis=0)")}
+
+
+def refuse_peer_options(options, *, what):
+    """``TypeError`` for keywords ``what`` does not take (``options``, possibly empty),
+    saying for those of the peers' low-rank SVDs (``torch.svd_lowrank``'s ``q``, ``niter``,
+    ``M``; scikit-learn's ``n_components``, ``n_iter``) what takes their place."""
+    if not options:
+        return
+    name = next((k for k in _PEER_LOWRANK if k in options), min(options))
+    if name not in _PEER_LOWRANK:
+        raise TypeError(f"{what}() got an unexpected keyword argument {name!r}")
+    meaning, instead = _PEER_LOWRANK[name]
+    raise TypeError(f"{what}() takes no {name!r} ({meaning} in other low-rank SVDs): "
+                    f"{instead.format(v=options[name])}")
+
+
 def check_tol(tol, *, what):
     """A convergence tolerance: None (the method's default) or a number in (0, 1).
 

@@ -94,7 +94,7 @@ def _placement_xp(source, device):
 @hint_on_exhaustion(LOWRANK_HINT)
 @simple_reductions
 def svd_lowrank(a, eps=1e-6, delta=1e-6, *, max_rank=None, partitions=None, seed=None,
-                device="auto", progress=False):
+                device="auto", progress=False, **peer_options):
     """Low-rank SVD with a guaranteed error by QUIC-SVD (cosine trees, Monte Carlo).
 
     Finds U, S, Vh of the smallest rank it can such that
@@ -146,6 +146,9 @@ def svd_lowrank(a, eps=1e-6, delta=1e-6, *, max_rank=None, partitions=None, seed
     ValueError
         eps or delta outside (0, 1), empty or non-2-D input, NaN or infinity, bad
         ``max_rank`` or ``partitions``.
+    TypeError
+        An unknown keyword; for the peers' (``q``, ``niter``, ``M``, ``n_components``),
+        what takes its place.
 
     Examples
     --------
@@ -158,6 +161,7 @@ def svd_lowrank(a, eps=1e-6, delta=1e-6, *, max_rank=None, partitions=None, seed
     >>> bool(np.linalg.norm(a - (r.U * r.S) @ r.Vh) ** 2 <= 1e-10 * np.linalg.norm(a) ** 2)
     True
     """
+    validation.refuse_peer_options(peer_options, what=WHAT)
     eps = validation.check_eps(eps, what=WHAT)
     delta = validation.check_open_interval("delta", delta, what=WHAT)
     max_rank = validation.check_count("max_rank", max_rank, what=WHAT, optional=True)
