@@ -146,3 +146,18 @@ def test_our_methods_run_blas_at_one_thread_on_the_cpu(monkeypatch, method):
     gpusvd.svd(a * 1e-300, method="lapack", device="cpu")  # through the front end
     assert seen[:2] == [{1}, {1}] and seen[2] == before and _blas_threads() == before
     assert gesdd[-2:] == [before, before]
+
+
+def test_usable_cores_follow_the_affinity(monkeypatch):
+    """The cores a process may run on: its affinity (one for a rank MPI bound to one
+    core), else the machine's count."""
+    import os
+
+    from gpusvd._core import threads
+
+    assert 1 <= threads.usable_cores() <= (os.cpu_count() or 1)
+    if hasattr(os, "sched_getaffinity"):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3})
+        assert threads.usable_cores() == 1
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    assert threads.usable_cores() == (os.cpu_count() or 1)

@@ -30,6 +30,7 @@ with BLAS's threads as they are.
 
 import contextlib
 import functools
+import os
 
 from threadpoolctl import ThreadpoolController
 
@@ -59,3 +60,11 @@ def single_threaded_blas():
     """
     with _controller().limit(limits=1, user_api="blas"):
         yield
+
+
+def usable_cores():
+    """The cores this process may run on: its CPU affinity where the system has one (a
+    rank that MPI bound to one core gets 1, not the machine's count), else the count."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1

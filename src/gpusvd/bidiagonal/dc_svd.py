@@ -64,7 +64,6 @@ graded B take the small values from dqds (:mod:`gpusvd.bidiagonal.dqds`).
 """
 
 import functools
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
@@ -73,7 +72,7 @@ import numpy as np
 from .._core import profile, tunables
 from .._core.backend import to_host
 from .._core.errors import LinAlgError
-from .._core.threads import single_threaded_blas
+from .._core.threads import single_threaded_blas, usable_cores
 from .._core.validation import working_dtype
 from . import merge_vectors_cuda, rotate_pairs_cuda, secular_svd_cuda
 from .secular import check_converged
@@ -173,9 +172,9 @@ def _solve_leaves(d, e, leaves):
     [start, end) and its columns to end + sqre, as (U, s, Vᵀ) in the leaves' order.
 
     Leaves of one shape are one stack, NumPy's loop over it in C; the stacks are split
-    over host threads (NumPy releases the GIL in it) with BLAS at one thread: a pool of
-    BLAS threads only slows a 32×33 gesdd, whose calls are too small to share out. The
-    same bits whatever the split."""
+    over host threads, one per core this process may use (NumPy releases the GIL in the
+    loop), with BLAS at one thread: a pool of BLAS threads only slows a leaf's gesdd,
+    whose calls are too small to share out. The same bits whatever the split."""
     shapes = {}
     for i, (start, end, sqre) in enumerate(leaves):
         shapes.setdefault((end - start, sqre), []).append(i)
@@ -189,14 +188,14 @@ def _solve_leaves(d, e, leaves):
             stack[slot, rows[:-1], rows[1:]] = e[start:start + m - 1]
             if sqre:
                 stack[slot, -1, -1] = e[start + m - 1]
-        parts = max(1, min(os.cpu_count() or 1, len(members),
+        parts = max(1, min(usable_cores(), len(members),
                            len(members) * m // LEAF_ROWS_PER_THREAD))
         tasks += [(members[chunk[0]:chunk[-1] + 1], stack[chunk[0]:chunk[-1] + 1])
                   for chunk in np.array_split(np.arange(len(members)), parts)]
     solved = [None] * len(leaves)
     with single_threaded_blas():
         if len(tasks) > 1:
-            with ThreadPoolExecutor(min(len(tasks), os.cpu_count() or 1)) as pool:
+            with ThreadPoolExecutor(min(len(tasks), usable_cores())) as pool:
                 results = list(pool.map(lambda task: np.linalg.svd(task[1]), tasks))
         else:
             results = [np.linalg.svd(task[1]) for task in tasks]
