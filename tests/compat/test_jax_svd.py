@@ -9,8 +9,8 @@ with each column's phase fixed by U's first row (here jitted). JAX's grid is m, 
 7, 29, 32, 53} by batch shape, dtype, ``full_matrices`` and ``compute_uv``, of which JAX's
 own runs draw a sample; here a fixed sample: every shape of m, n ∈ {0, 2, 7, 32} with both
 flags, the dtypes and batch shapes in turn, and the economy 400000 × 2 and 2 × 400000.
-JAX's ``algorithm=`` has no gpusvd counterpart (``hermitian=True`` is tested with NumPy's
-Hermitian cases, tests/compat/test_numpy_svd.py). As in JAX,
+``hermitian=True`` runs on testSVD's square cases made Hermitian; JAX's ``algorithm=``
+has no gpusvd counterpart. As in JAX,
 ``full_matrices=True`` of a non-square matrix has no derivative (gpusvd refuses it).
 """
 
@@ -102,6 +102,38 @@ def test_svd_as_jax_tests_it(case):
         close = 2e-13 if dtype == np.complex128 else 6e-4
         np.testing.assert_allclose(np.asarray(tangent), np.real(np.asarray(d)), atol=close,
                                    rtol=close)
+
+
+HERMITIAN_CASES = [(b, n, dtype, uv) for i, (n, uv) in enumerate(
+    itertools.product(SIZES, [False, True])) for b, dtype in [(BATCHES[i % 3], DTYPES[i % 4])]]
+
+
+@pytest.mark.parametrize("case", HERMITIAN_CASES, ids=lambda c: f"{c[0]}{c[1]}-"
+                         f"{np.dtype(c[2]).name}-uv{int(c[3])}")
+def test_svd_hermitian_as_jax_tests_it(case):
+    """testSVD's ``hermitian=True`` cases (A + Aᴴ of its square matrices): the backward
+    error, unitary factors, the values against NumPy's, the jitted call as the eager."""
+    b, n, dtype, uv = case
+    tol = 100 * float(jnp.finfo(dtype).eps)
+    x = _matrix(b + (n, n), dtype, seed=n + 1)
+    a = jnp.asarray(x + _ct(x))
+    fun = partial(gpusvd.svd, compute_uv=uv, hermitian=True)
+    out = fun(a)
+    a_host = np.asarray(a).astype(np.complex128 if np.dtype(dtype).kind == "c" else np.float64)
+    if uv:
+        u, s, vh = (np.asarray(y) for y in out)
+        if n:
+            error = np.linalg.norm(a_host - (u * s[..., None, :]) @ vh, axis=(-2, -1))
+            assert (error / np.linalg.norm(a_host, axis=(-2, -1))).max() < 2 * tol
+        for q in (_ct(u) @ u, vh @ _ct(vh)):
+            eye = np.broadcast_to(np.eye(q.shape[-1]), q.shape)
+            np.testing.assert_allclose(np.real(q), eye, rtol=3 * tol, atol=3 * tol)
+    else:
+        np.testing.assert_allclose(np.asarray(out), np.linalg.svd(a_host, compute_uv=False),
+                                   atol=1e-4, rtol=3e-4)
+    jitted = jax.jit(fun)(a)
+    for y, z in zip(jax.tree_util.tree_leaves(jitted), jax.tree_util.tree_leaves(out)):
+        np.testing.assert_allclose(np.asarray(y), np.asarray(z), atol=50 * tol * (1 + k_of(a)))
 
 
 def k_of(a):
