@@ -153,10 +153,11 @@ def _svd(args, a):
                                 check_finite=args.check_finite, device=args.device)
     elif compute_uv:
         out = gpusvd.svd(a, full_matrices=args.full_matrices, method=args.method,
-                         check_finite=args.check_finite, device=args.device)
+                         check_finite=args.check_finite, device=args.device,
+                         hermitian=args.hermitian)
     else:
         out = gpusvd.svdvals(a, method=args.method, check_finite=args.check_finite,
-                             device=args.device)
+                             device=args.device, hermitian=getattr(args, "hermitian", False))
     if compute_uv:
         u, s, vh = map(to_host, out)
         return {"U": u, "S": s, "Vh": vh}, lambda: _check_svd(np.asarray(a), u, s, vh), ""
@@ -460,8 +461,12 @@ def _parser():
                    help="Golub-Reinsch, Jacobi, polar, LAPACK's gesdd (CPU), or the "
                         "documented automatic rule")
     p.add_argument("--full-matrices", action="store_true", help="square U and Vh")
+    p.add_argument("--hermitian", action="store_true",
+                   help="A is Hermitian: its eigendecomposition (method auto)")
     p = command("svdvals", "singular values only, descending")
     p.add_argument("--method", choices=METHODS, default="auto")
+    p.add_argument("--hermitian", action="store_true",
+                   help="A is Hermitian: |eigenvalues| (method auto)")
     p = command("jacobi", "blocked one-sided Jacobi SVD (high relative accuracy)")
     p.add_argument("--full-matrices", action="store_true", help="square U and Vh")
     p.add_argument("--values-only", action="store_true", help="singular values only")

@@ -88,6 +88,23 @@ def test_svd_writes_u_s_vh(files, tmp_path, capsys, extra, ku, kv):
     assert testing.orthogonality(u) < TOL and testing.orthogonality(vh, rows=True) < TOL
 
 
+def test_svd_hermitian(tmp_path, capsys):
+    """--hermitian: the eigendecomposition's SVD of a symmetric matrix, checked; a matrix
+    that is not symmetric is refused as the library refuses it."""
+    b = testing.random_matrix(12, 12, seed=4)
+    np.save(tmp_path / "h.npy", b + b.T)
+    np.save(tmp_path / "b.npy", b)
+    rc, text, _ = run(capsys, "svd", tmp_path / "h.npy", "--hermitian", "--check",
+                      "--device", "cpu")
+    values = check_lines(text)
+    assert rc == 0 and all(0 <= v < TOL for v in values.values())
+    rc, text, _ = run(capsys, "svdvals", tmp_path / "h.npy", "--hermitian", "--check",
+                      "--device", "cpu")
+    assert rc == 0
+    rc, _, err = run(capsys, "svd", tmp_path / "b.npy", "--hermitian", "--device", "cpu")
+    assert rc == 1 and "not Hermitian" in err
+
+
 def test_svd_check_prints_residual_and_orthogonality(files, capsys):
     rc, text, _ = run(capsys, "svd", files["a.npy"], "--check")
     values = check_lines(text)
