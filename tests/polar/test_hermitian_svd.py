@@ -143,13 +143,21 @@ def test_jax_derivatives_are_the_svds():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_gpu_as_the_cpu(dtype):
+@pytest.mark.parametrize("n, batch", [(40, (3,)), (None, (2,))])
+def test_gpu_as_the_cpu(dtype, n, batch):
+    """A stack through the batched eigensolver, and matrices past the stack engine's
+    sizes (``batched_max_n`` + 1) one at a time."""
+    from gpusvd._core import tunables
+
     cp = cupy_or_none()
     if cp is None:
         pytest.skip("needs a CUDA GPU and CuPy (scripts/gpu-tests)")
-    a = _hermitian(40, dtype, seed=9, batch=(3,))
+    n = n or tunables.get().batched_max_n + 1
+    a = _hermitian(n, dtype, seed=9, batch=batch)
     out = gpusvd.svd(cp.asarray(a), hermitian=True)
     host = tuple(x.get() for x in out)
     _check(a, host, dtype)
     s_cpu = gpusvd.svdvals(a, hermitian=True, device="cpu")
-    assert np.abs(host[1] - s_cpu).max() <= 30 * 40 * np.finfo(dtype).eps * s_cpu.max()
+    assert np.abs(host[1] - s_cpu).max() <= 30 * n * np.finfo(dtype).eps * s_cpu.max()
+    values = gpusvd.svdvals(cp.asarray(a), hermitian=True).get()
+    assert np.abs(values - s_cpu).max() <= 30 * n * np.finfo(dtype).eps * s_cpu.max()

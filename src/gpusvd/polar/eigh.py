@@ -18,7 +18,7 @@ import functools
 
 import numpy as np
 
-from .._core import libraries
+from .._core import libraries, tunables
 
 # The cudaDataType_t of each element type's real values.
 _CUDA_REAL = {np.dtype(np.float32): 0, np.dtype(np.float64): 1,
@@ -110,7 +110,15 @@ def hermitian_svd(stack, xp, *, compute_uv):
     >>> bool(np.allclose((u * s[:, None, :]) @ vh, [[1.0, 2.0], [2.0, 1.0]]))
     True
     """
-    w, v = eigh(stack, xp, vectors=compute_uv)
+    if xp is not np and stack.shape[-1] > tunables.get().batched_max_n:
+        # one matrix at a time by syevd, as the polar method takes the eigendecomposition
+        # of one H past the stack engine's sizes, for which the batched eigensolver is made
+        parts = [xp.linalg.eigh(h) if compute_uv else (xp.linalg.eigvalsh(h), None)
+                 for h in stack]
+        w = xp.stack([p[0] for p in parts])
+        v = xp.stack([p[1] for p in parts]) if compute_uv else None
+    else:
+        w, v = eigh(stack, xp, vectors=compute_uv)
     s = xp.abs(w)
     order = (np.argsort(-s, axis=-1, kind="stable") if xp is np
              else xp.argsort(-s, axis=-1))      # CuPy's sort is stable
