@@ -78,15 +78,8 @@ def test_svd_as_jax_tests_it(case):
             error = np.linalg.norm(a_host - back, axis=(-2, -1)) / np.linalg.norm(
                 a_host, axis=(-2, -1))
             assert error.max() < 2 * tol
-        for q in (_ct(u) @ u, (vh @ _ct(vh)) if m < n or full else _ct(vh) @ vh):
-            eye = np.broadcast_to(np.eye(q.shape[-1]), q.shape)
-            np.testing.assert_allclose(np.real(q), eye, rtol=3 * tol, atol=3 * tol)
-    else:
-        np.testing.assert_allclose(np.asarray(out), np.linalg.svd(a_host, compute_uv=False),
-                                   atol=1e-4, rtol=3e-4)
-    jitted = jax.jit(fun)(a)
-    for x, y in zip(jax.tree_util.tree_leaves(jitted), jax.tree_util.tree_leaves(out)):
-        np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=50 * tol * (1 + k_of(a)))
+        _unitary((_ct(u) @ u, (vh @ _ct(vh)) if m < n or full else _ct(vh) @ vh), tol)
+    _values_and_jit(a, a_host, out, fun, tol, uv)
     if not uv and a.size < 100000:
         loose = dict(rtol=1e-4, atol=1e-4, eps=1e-8) if dtype == np.complex128 else dict(
             rtol=5e-2, atol=2e-1)
@@ -125,15 +118,25 @@ def test_svd_hermitian_as_jax_tests_it(case):
         if n:
             error = np.linalg.norm(a_host - (u * s[..., None, :]) @ vh, axis=(-2, -1))
             assert (error / np.linalg.norm(a_host, axis=(-2, -1))).max() < 2 * tol
-        for q in (_ct(u) @ u, vh @ _ct(vh)):
-            eye = np.broadcast_to(np.eye(q.shape[-1]), q.shape)
-            np.testing.assert_allclose(np.real(q), eye, rtol=3 * tol, atol=3 * tol)
-    else:
+        _unitary((_ct(u) @ u, vh @ _ct(vh)), tol)
+    _values_and_jit(a, a_host, out, fun, tol, uv)
+
+
+def _unitary(grams, tol):
+    """testSVD's check of U and V: each Gram matrix the identity to 3·tol."""
+    for q in grams:
+        eye = np.broadcast_to(np.eye(q.shape[-1]), q.shape)
+        np.testing.assert_allclose(np.real(q), eye, rtol=3 * tol, atol=3 * tol)
+
+
+def _values_and_jit(a, a_host, out, fun, tol, uv):
+    """testSVD's values-only check against NumPy's, and the jitted call as the eager."""
+    if not uv:
         np.testing.assert_allclose(np.asarray(out), np.linalg.svd(a_host, compute_uv=False),
                                    atol=1e-4, rtol=3e-4)
     jitted = jax.jit(fun)(a)
-    for y, z in zip(jax.tree_util.tree_leaves(jitted), jax.tree_util.tree_leaves(out)):
-        np.testing.assert_allclose(np.asarray(y), np.asarray(z), atol=50 * tol * (1 + k_of(a)))
+    for x, y in zip(jax.tree_util.tree_leaves(jitted), jax.tree_util.tree_leaves(out)):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=50 * tol * (1 + k_of(a)))
 
 
 def k_of(a):
