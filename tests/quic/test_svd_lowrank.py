@@ -162,6 +162,7 @@ class TestLowRank_CPU:
         ({"q": 6, "niter": 2}, r"takes no 'q' \(a rank.*max_rank=6"),
         ({"n_components": 3}, "max_rank=3"), ({"niter": 4}, "power iterations"),
         ({"n_iter": 4}, "power iterations"), ({"M": 0.0}, "a − M"),
+        ({"random_state": 3}, "pass seed=3"),
         ({"bogus": 1}, "unexpected keyword argument 'bogus'")])
     def test_the_peers_options_say_what_takes_their_place(self, kw, message):
         """torch.svd_lowrank's and scikit-learn's keywords: a TypeError naming gpusvd's

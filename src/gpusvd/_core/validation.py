@@ -138,7 +138,8 @@ _PEER_LOWRANK = {"q": _RANK, "k": _RANK, "n_components": _RANK, "niter": _ITERAT
                  "n_iter": _ITERATIONS,
                  "n_oversamples": ("oversampling", "QUIC-SVD grows its basis until eps is met"),
                  "M": ("a matrix subtracted first", "pass a − M"),
-                 "center": ("centering", "pass a − a.mean(axis=0)")}
+                 "center": ("centering", "pass a − a.mean(axis=0)"),
+                 "random_state": ("the sampling's seed", "pass seed={v!r}")}
 
 
 def refuse_peer_options(options, *, what):

@@ -147,8 +147,8 @@ def svd_lowrank(a, eps=1e-6, delta=1e-6, *, max_rank=None, partitions=None, seed
         eps or delta outside (0, 1), empty or non-2-D input, NaN or infinity, bad
         ``max_rank`` or ``partitions``.
     TypeError
-        An unknown keyword; for the peers' (``q``, ``niter``, ``M``, ``n_components``),
-        what takes its place.
+        An unknown keyword; for the peers' (``q``, ``niter``, ``M``, ``n_components``,
+        ``random_state``), what takes its place.
 
     Examples
     --------
