@@ -51,6 +51,26 @@ def check_matrix(a, *, what):
 HERMITIAN_TOL = 100
 
 
+def asymmetry_sums(stack, xp, *, conjugate):
+    """(‖S − Sᵀ‖²_F, ‖S‖²_F) of each matrix S of ``stack`` (batch, n, n) scaled by its
+    largest entry (S − Sᴴ with ``conjugate``), on the device as a (2, batch) array: the
+    relative asymmetry ‖A − Aᵀ‖_F/‖A‖_F is the square root of their ratio, and the
+    scaling keeps the squares from overflowing."""
+    peak = xp.abs(stack).max(axis=(1, 2))
+    scaled = stack / xp.where(peak > 0, peak, 1)[:, None, None]
+    other = scaled.transpose(0, 2, 1)
+    skew = scaled - (other.conj() if conjugate else other)
+
+    def squares(x):
+        return x.real ** 2 + x.imag ** 2 if x.dtype.kind == "c" else x ** 2
+    return xp.stack([total(squares(skew), (1, 2)), total(squares(scaled), (1, 2))])
+
+
+def relative_asymmetry(sums):
+    """‖A − Aᵀ‖_F/‖A‖_F of each matrix from :func:`asymmetry_sums` on the host."""
+    return np.sqrt(sums[0] / np.where(sums[1] > 0, sums[1], 1))
+
+
 def check_hermitian(stack, xp, *, what):
     """Raise ``ValueError`` unless each matrix of ``stack`` (batch, n, n) is Hermitian
     within ``HERMITIAN_TOL``·n·ε in ‖A − Aᴴ‖_F/‖A‖_F, naming the first that is not; one
@@ -58,12 +78,7 @@ def check_hermitian(stack, xp, *, what):
     batch, n = stack.shape[:2]
     if batch == 0 or n == 0:
         return
-    peak = xp.abs(stack).max(axis=(1, 2))
-    scaled = stack / xp.where(peak > 0, peak, 1)[:, None, None]   # no overflow in squares
-    skew = scaled - scaled.conj().transpose(0, 2, 1)
-    found = to_host(xp.stack([total(xp.abs(skew) ** 2, (1, 2)),
-                              total(xp.abs(scaled) ** 2, (1, 2))]))
-    ratio = np.sqrt(found[0] / np.where(found[1] > 0, found[1], 1))
+    ratio = relative_asymmetry(to_host(asymmetry_sums(stack, xp, conjugate=True)))
     allowed = HERMITIAN_TOL * n * float(np.finfo(stack.dtype).eps)
     if (ratio > allowed).any():
         first = int(np.flatnonzero(ratio > allowed)[0])

@@ -10,7 +10,7 @@ is square, finite and symmetric (Aᵀ = A, not Hermitian), picks the method for
 import numpy as np
 
 from .._core import validation
-from .._core.backend import eager_under_compile, simple_reductions, to_host, total
+from .._core.backend import eager_under_compile, simple_reductions, to_host
 from .._core.front_end import receive
 from .._core.errors import LinAlgError
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
@@ -37,16 +37,10 @@ def _inspect(mats, xp):
     batch, n = mats.shape[:2]
     if batch == 0 or n == 0:
         return np.ones(batch, bool)
-    peak = xp.abs(mats).max(axis=(1, 2))
-    scaled = mats / xp.where(peak > 0, peak, 1)[:, None, None]   # no overflow in squares
-    squares = scaled.real ** 2 + scaled.imag ** 2             # the working dtype is complex
-    asym = scaled - scaled.transpose(0, 2, 1)
-    asym = asym.real ** 2 + asym.imag ** 2
+    sums = validation.asymmetry_sums(mats, xp, conjugate=False)
     off = (mats != 0) & ~xp.eye(n, dtype=bool)
-    found = to_host(xp.stack([total(asym, (1, 2)), total(squares, (1, 2)),
-                              off.any(axis=(1, 2)).astype(squares.dtype)]))
-    _check_symmetric(np.sqrt(found[0] / np.where(found[1] > 0, found[1], 1)), n,
-                     mats.dtype)
+    found = to_host(xp.concatenate([sums, off.any(axis=(1, 2))[None].astype(sums.dtype)]))
+    _check_symmetric(validation.relative_asymmetry(found), n, mats.dtype)
     return found[2] == 0
 
 
