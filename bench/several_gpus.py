@@ -260,20 +260,13 @@ def _case(world, comms, n, mode, args, previous):
             def call(a=a, method=method):
                 return gpusvd.svd(a, method=method, **kw) if root else None
             comm = None
-        elif variant == "polar":
+        elif variant in ("polar", "gr"):     # distributed.svd by that method, A on root
             comm = comms[g]
 
-            def call(a=a, comm=comm):
+            def call(a=a, comm=comm, method=variant):
                 if comm is None:
                     return None
-                return distributed.svd(a, comm=comm, method="polar", **kw)
-        elif variant == "gr":
-            comm = comms[g]
-
-            def call(a=a, comm=comm):
-                if comm is None:
-                    return None
-                return distributed.svd(a, comm=comm, method="gr", **kw)
+                return distributed.svd(a, comm=comm, method=method, **kw)
         elif variant == "rows":
             comm = comms[g]
             mine = _own_rows(n, args.seed, comm) if comm is not None else None
