@@ -110,6 +110,17 @@ def test_empty():
     assert gpusvd.svdvals(np.empty((2, 0, 0)), hermitian=True).shape == (2, 0)
 
 
+@pytest.mark.gpu
+def test_gpu_empty():
+    """0×0 matrices never reach cuSOLVER, which refuses n = 0."""
+    cp = cupy_or_none()
+    if cp is None:
+        pytest.skip("needs a CUDA GPU and CuPy (scripts/gpu-tests)")
+    u, s, vh = gpusvd.svd(cp.empty((3, 0, 0)), hermitian=True)
+    assert u.shape == vh.shape == (3, 0, 0) and s.shape == (3, 0)
+    assert gpusvd.svdvals(cp.empty((0, 0), cp.complex64), hermitian=True).shape == (0,)
+
+
 def test_torch_derivatives_are_the_svds():
     """Gradients through A = B + Bᴴ (a Hermitian perturbation for every B), of the
     values and of U·Vᴴ, against finite differences; second order too."""

@@ -86,7 +86,12 @@ def eigh(h, xp, *, vectors=True):
     >>> w
     array([[1., 3.]])
     """
-    if xp is not np and len(h):
+    batch, n, _ = h.shape
+    if not (batch and n):
+        # nothing to solve: cuSOLVER refuses n = 0 (an invalid value, status 3)
+        w = xp.empty((batch, n), np.finfo(h.dtype).dtype)
+        return w, (xp.empty(h.shape, h.dtype) if vectors else None)
+    if xp is not np:
         found = _cusolver_eigh(xp.ascontiguousarray(h), vectors)
         if found is not None:
             return found
