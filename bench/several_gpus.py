@@ -338,9 +338,8 @@ def _accuracy(a, out, s, full, reference):
 
 def _plot(payload, path):
     """Time against GPUs, one panel per mode (the paper's Fig. 9): one colour per n, one
-    line style per method (solid the Jacobi SVD, block-oriented; dashed the others; the
-    Golub–Reinsch SVD with triangles), a marker of its own for each one-process run at 1
-    GPU."""
+    line style and hollow marker per method (solid the Jacobi SVD, block-oriented; dashed
+    the others), a filled marker of its own for each one-process run at 1 GPU."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -351,6 +350,8 @@ def _plot(payload, path):
                "quic_single": ("^", "QUIC-SVD, one GPU")}
     styles = {"block-oriented": "-", "full-block": "-.", "polar": "--", "rows": ":",
               "gr": (0, (3, 1)), "quic": (0, (5, 1, 1, 1))}
+    markers = {"block-oriented": "o", "full-block": "o", "polar": "D", "rows": "P",
+               "gr": "v", "quic": "^"}
     names = {"block-oriented": "Jacobi", "full-block": "Jacobi, full-block",
              "polar": "polar, A on root", "rows": "polar, rows on every rank",
              "gr": "Golub–Reinsch, back-transformations shared", "quic": "QUIC-SVD"}
@@ -369,7 +370,8 @@ def _plot(payload, path):
             for (variant, setting), pts in series.items():
                 pts.sort()
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], color=colour[n],
-                        marker="v" if variant == "gr" else "o",
+                        marker=markers.get(variant, "o"), markerfacecolor="none",
+                        markersize=8,
                         linestyle=styles.get(variant, "-"),
                         label=f"n={n} {names.get(variant, variant)}"
                         + ("" if setting == "default" else f" {setting}"))
@@ -379,7 +381,8 @@ def _plot(payload, path):
                     ax.plot([1], [seconds], marker=marker, markersize=10, linestyle="none",
                             color=colour[n], label=f"n={n} {label}")
         ax.set_xscale("log", base=2)
-        ax.set_xticks([g for g in payload["gpus"]], [str(g) for g in payload["gpus"]])
+        ticks = sorted({1, *payload["gpus"]})
+        ax.set_xticks(ticks, [str(g) for g in ticks])
         ax.set_yscale("log")
         ax.set_xlabel("GPUs")
         ax.set_ylabel("seconds")
