@@ -17,4 +17,4 @@ __all__ = ["HSVDResult", "LinAlgError", "LowRankSVD", "SVDResult", "TakagiResult
            "takagi"]
 __version__ = "0.1.0"
 
-autodiff.EAGER.update(svd=svd, polar=polar)  # what the framework operators compute
+autodiff.EAGER.update(svd=svd, polar=polar, takagi=takagi)  # what the framework operators compute

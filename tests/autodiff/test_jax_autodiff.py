@@ -66,10 +66,12 @@ def test_vjp_of_svdvals_and_a_stack():
     np.testing.assert_allclose(np.asarray(grad), u @ vh, atol=1e-12)
 
 
-@pytest.mark.parametrize("fn", [gpusvd.takagi, gpusvd.jacobi_svd])
+@pytest.mark.parametrize("fn", [gpusvd.jacobi_svd,
+                                lambda x: gpusvd.hsvd(x, np.array([1, -1, 1]))],
+                         ids=["jacobi_svd", "hsvd"])
 def test_a_traced_array_elsewhere_says_what_to_do(fn):
     with pytest.raises(ValueError, match="cannot take a traced JAX array.*svd, "
-                       "gpusvd.svdvals and gpusvd.polar are JAX primitives"):
+                       "gpusvd.svdvals, gpusvd.polar and gpusvd.takagi are JAX primitives"):
         jax.jit(fn)(jnp.eye(3))
 
 

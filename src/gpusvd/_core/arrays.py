@@ -42,8 +42,8 @@ def _instance_of(a, module, name):
 JAX_TRACER_MESSAGE = (
     "this gpusvd function cannot take a traced JAX array (inside jax.jit, jax.vmap, "
     "jax.grad or another transformation): its kernels are not XLA operations. "
-    "gpusvd.svd, gpusvd.svdvals and gpusvd.polar are JAX primitives and work inside every "
-    "transformation; call this one outside the transformed function, or pass the values "
+    "gpusvd.svd, gpusvd.svdvals, gpusvd.polar and gpusvd.takagi are JAX primitives and "
+    "work inside every transformation; call this one outside the transformed function, or pass the values "
     "in with jax.pure_callback")
 
 
@@ -234,6 +234,12 @@ def _tangent(torch, a):
             "vmap of jvp work compiled)") from e
 
 
+# The differentiable call that computes what a function without derivatives computes.
+_DIFFERENTIABLE_TWIN = {
+    "jacobi_svd": "; gpusvd.svd(x, method='jacobi') is the same SVD (jacobi_svd's "
+                  "defaults) with derivatives"}
+
+
 def _torch_refusal(a):
     """Why gpusvd's eager code must not take the torch tensor ``a``, else None: it is
     sparse (DLPack carries dense arrays only), traced by ``torch.compile`` (whose tracer
@@ -267,7 +273,7 @@ def place(a, device="auto", what="this gpusvd function"):
     if jax_tracer(a):  # svd, svdvals and polar take tracers before they get here
         raise ValueError(JAX_TRACER_MESSAGE)
     if _instance_of(a, "torch", "Tensor") and (why := _torch_refusal(a)) is not None:
-        raise ValueError(f"{what}: {why}")
+        raise ValueError(f"{what}: {why}{_DIFFERENTIABLE_TWIN.get(what, '')}")
     cp = cupy_or_none()
     immutable = _instance_of(a, "jax", "Array")
     if is_cupy_array(a):

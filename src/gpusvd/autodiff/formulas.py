@@ -78,6 +78,23 @@ divides only by s_i + s_j (the Daleckii–Krein divided differences of the squar
 
 (the last terms of each for m > k and n > k), exact at repeated values; NaN where
 s_i + s_j or a divided s_i is numerically zero (A rank-deficient: W is not unique there).
+
+**The Takagi factorization** A = U·diag(s)·Uᵀ of a complex symmetric A, differentiated as
+the factorization of (A + Aᵀ)/2 (the derivative along any dA is the one along its
+symmetric part): with P = Uᴴ·dA·Ū (symmetric), Uᴴ·dU = Ω (skew-Hermitian) and
+P = Ω·S + S·Ωᵀ + dS,
+
+    ds = Re diag(P),   Re Ω_ij = Re P_ij / (s_j − s_i),   Im Ω_ij = Im P_ij / (s_i + s_j)
+
+(the diagonal Ω_ii = i·Im P_ii / (2s_i)). U is fixed up to the sign of each column, so
+no phase rule is needed (rule 5); inside a cluster of repeated values U is fixed up to a
+real rotation, which only the real parts' 1/(s_j − s_i) see, and at a numerically zero
+value up to any unitary one, which 1/(s_i + s_j) sees too: rules 1–4 apply to them as to
+the SVD's terms. The reverse mode, with Ĝ = Uᴴ·gU:
+
+    Ā = U·sym(K)·Uᵀ,   K_ij = Re Ĝ_ij / (s_j − s_i) + i·Im Ĝ_ij / (s_i + s_j) + δ_ij·gs_i,
+
+sym(K) = (K + Kᵀ)/2.
 """
 
 from typing import Callable, NamedTuple
@@ -324,3 +341,47 @@ def polar_backward(ops, u, s, vh, gw, gp):
             both = gp + _ct(gp)
             out = out + u @ vh @ (both - both @ v @ vh)
     return u @ inner @ vh + out
+
+
+def _takagi_weights(ops, s, reads_pair, gauge_invariant, broadening):
+    """1/(s_j − s_i) (0 on the diagonal) and 1/(s_i + s_j) (..., n, n) of the Takagi
+    factorization's derivative, undetermined where ``reads_pair`` (module docstring)."""
+    n = s.shape[-1]
+    gaps = _vector_gaps(ops, s, n, n)
+    diff = s[..., None, :] - s[..., :, None]
+    inv_diff = _reciprocal(ops, diff, gaps.close | _eye(ops, s), gaps.close & reads_pair,
+                           gauge_invariant, broadening)
+    inv_sum = _reciprocal(ops, s[..., :, None] + s[..., None, :], gaps.zero_sum,
+                          gaps.zero_sum & reads_pair, gauge_invariant, broadening)
+    return inv_diff, inv_sum
+
+
+def _split(ops, x, along_real, along_imag):
+    """Re x ∘ ``along_real`` + i·Im x ∘ ``along_imag``, complex as ``x``."""
+    return (ops.cast(ops.real(x) * along_real, x)
+            + 1j * ops.cast(ops.real(-1j * x) * along_imag, x))
+
+
+def takagi_jvp(ops, s, u, da, *, gauge_invariant=False, broadening=None):
+    """(ds, dU) of the Takagi factorization A = U·diag(s)·Uᵀ along ``da`` (module
+    docstring; ``s`` (..., n) descending, ``u`` (..., n, n)), rule 4 at repeated values."""
+    p = _ct(u) @ ops.cast((da + da.mT) / 2, u) @ _ct(u).mT
+    ds = _cluster_mean(ops, ops.real(ops.diagonal(p)), s, broadening)
+    inv_diff, inv_sum = _takagi_weights(ops, s, True, gauge_invariant, broadening)
+    return ds, u @ _split(ops, p, inv_diff, inv_sum)
+
+
+def takagi_backward(ops, s, u, gs, gu, *, gauge_invariant=False, broadening=None):
+    """Ā (symmetric) from the cotangents ``gs`` of s and ``gu`` of U (either may be None):
+    the adjoint of :func:`takagi_jvp`, rules 1–3 at repeated and zero values."""
+    g = 0 * s if gs is None else _cluster_mean(ops, gs, s, broadening)
+    if gu is None:
+        return (u * ops.cast(g, u)[..., None, :]) @ u.mT
+    if gs is not None and not (gauge_invariant or broadening):
+        # a cotangent at a zero value beside those of U: undetermined (rule 2)
+        g = ops.where((s <= _values_tol(ops, s)) & (gs != 0), NAN + 0 * gs, g)
+    read = ops.any(gu != 0, -2)
+    inv_diff, inv_sum = _takagi_weights(ops, s, read[..., :, None] | read[..., None, :],
+                                        gauge_invariant, broadening)
+    k = _split(ops, _ct(u) @ gu, inv_diff, inv_sum) + ops.cast(ops.diag_embed(g), u)
+    return u @ ((k + k.mT) / 2) @ u.mT

@@ -1,4 +1,4 @@
-"""JAX's transformations of ``svd``, ``svdvals`` and ``polar``: the entry from gpusvd's
+"""JAX's transformations of ``svd``, ``svdvals``, ``polar`` and ``takagi``: the entry from gpusvd's
 public functions, for a traced JAX array, to the primitives of :mod:`.jax_primitives`
 (which imports JAX: this module does not, so that gpusvd loads without it). Inside
 ``jax.jit``, ``jax.vmap``, ``jax.grad`` and their compositions, each decomposition is one
@@ -61,3 +61,15 @@ def polar(a, *, side, broadening, kw_polar, kw_svd):
     w, p = primitives.polar_p.bind(x, kw=_params(kw_polar), side=side,
                                    kw_svd=_params(kw_svd), broadening=broadening)
     return back(w), back(p)
+
+
+def takagi(a, *, gauge_invariant, broadening, kw):
+    """``takagi`` of the traced array ``a`` as a primitive, whose value is gpusvd's eager
+    Takagi factorization (S, U) with the keywords ``kw``, computed in complex (real input
+    promoted as gpusvd promotes it); ``gauge_invariant`` and ``broadening`` choose the
+    derivative's rule (:func:`.formulas.takagi_backward`)."""
+    from . import jax_primitives as primitives
+
+    return tuple(primitives.takagi_p.bind(primitives.complex_working(a), kw=_params(kw),
+                                          gauge_invariant=gauge_invariant,
+                                          broadening=broadening))

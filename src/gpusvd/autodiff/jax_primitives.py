@@ -1,6 +1,6 @@
-"""gpusvd's ``svd``, ``svdvals`` and ``polar`` as JAX primitives, usable inside ``jax.jit``,
-``jax.vmap``, ``jax.grad``, ``jax.jvp``, ``jax.jacfwd``, ``jax.jacrev`` and ``jax.hessian``
-in any composition.
+"""gpusvd's ``svd``, ``svdvals``, ``polar`` and ``takagi`` as JAX primitives, usable inside
+``jax.jit``, ``jax.vmap``, ``jax.grad``, ``jax.jvp``, ``jax.jacfwd``, ``jax.jacrev`` and
+``jax.hessian`` in any composition.
 
 Each decomposition is one primitive whose value is gpusvd's eager function on concrete
 arrays (``autodiff.EAGER``); its keywords are the primitive's parameters, so that ``method``,
@@ -37,6 +37,9 @@ Derivatives, from :mod:`.formulas` (written once for torch and JAX):
   cluster is undefined) and the transpose of x·NaN is NaN even where the cotangent is
   exactly zero; the reverse rule leaves out the terms whose cotangent columns are zero,
   so a loss that never reads a repeated value's columns keeps its finite gradient.
+- ``takagi``'s JVP binds ``takagi`` for (s, U) and ``takagi_tangent``, made as
+  ``svd_tangent`` is (:func:`_linear_tangent`), from :func:`.formulas.takagi_jvp` and
+  :func:`.formulas.takagi_backward`.
 - ``svdvals``' JVP binds ``svd`` (ds needs U and V) and keeps ds; its primal is that s.
 - ``polar``'s JVP binds ``polar`` for the factors and ``svd`` for (U, s, Vh); the tangent
   is :func:`.formulas.polar_jvp` in ``jax.numpy``, transposed by JAX (its closed forms
@@ -98,6 +101,10 @@ def _polar_call(x, *, kw, side, **_):
     return tuple(EAGER["polar"](x, side=side, **dict(kw)))
 
 
+def _takagi_call(x, *, kw, **_):
+    return tuple(EAGER["takagi"](x, **dict(kw)))
+
+
 # Their results' shapes and dtypes (s real: float32 for float32 and complex64 input).
 def _svd_shapes(a, *, full_matrices, **_):
     *batch, m, n = a.shape
@@ -115,6 +122,11 @@ def _polar_shapes(a, *, side, **_):
     *batch, m, n = a.shape
     side_n = n if side == "right" else m
     return ShapedArray(a.shape, a.dtype), ShapedArray((*batch, side_n, side_n), a.dtype)
+
+
+def _takagi_shapes(a, **_):
+    *batch, n, _ = a.shape
+    return ShapedArray((*batch, n), jnp.finfo(a.dtype).dtype), ShapedArray(a.shape, a.dtype)
 
 
 def _structs(avals):
@@ -208,11 +220,7 @@ def _decomposition(name, call, shapes):
 svd_p = _decomposition("svd", _svd_call, _svd_shapes)
 svdvals_p = _decomposition("svdvals", _svdvals_call, _svdvals_shapes)
 polar_p = _decomposition("polar", _polar_call, _polar_shapes)
-
-
-# The linear tangent map of the SVD (module docstring).
-svd_tangent_p = Primitive("gpusvd_svd_tangent")
-svd_tangent_p.multiple_results = True
+takagi_p = _decomposition("takagi", _takagi_call, _takagi_shapes)
 
 
 def _highest(formula, *args, **kwargs):
@@ -223,61 +231,71 @@ def _highest(formula, *args, **kwargs):
         return formula(*args, **kwargs)
 
 
-def _tangent(u, s, vh, da, *, gauge_invariant, broadening):
-    return tuple(_highest(formulas.svd_jvp, OPS, u, s, vh, da,
-                          gauge_invariant=gauge_invariant, broadening=broadening))
-
-
-def _tangent_shapes(u, s, vh, da, **_):
-    return tuple(ShapedArray(x.shape, x.dtype) for x in (u, s, vh))
-
-
 def _conj(g):
     return None if g is None else jnp.conj(g)
 
 
-def _tangent_transpose(cotangents, u, s, vh, da, **params):
-    """dA's cotangent by :func:`.formulas.svd_backward`. JAX pairs a cotangent with its
-    tangent as Re Σ x·y, the formulas (as torch) as Re Σ conj(x)·y: the complex cotangents
-    are conjugated on the way in and out."""
-    gu, gs, gvh = (None if type(c) is ad.Zero else c for c in cotangents)
-    if gu is None and gs is None and gvh is None:
-        return None, None, None, ad.Zero(da.aval)
-    bar = _highest(formulas.svd_backward, OPS, u, s, vh, _conj(gu), gs, _conj(gvh), **params)
-    return None, None, None, jnp.conj(bar)
+def _linear_tangent(name, forward, backward):
+    """The primitive of a decomposition's tangent map (module docstring): linear in its
+    last argument dA, its value ``forward(OPS, *factors, dA, **rule)`` in ``jax.numpy``
+    (a tangent of each factor), its transpose ``backward(OPS, *factors, *cotangents,
+    **rule)``, its own JVP that of its value (higher derivatives)."""
+    primitive = Primitive(f"gpusvd_{name}_tangent")
+    primitive.multiple_results = True
+
+    def value(*args, **rule):
+        return tuple(_highest(forward, OPS, *args, **rule))
+
+    def shapes(*args, **_):
+        return tuple(ShapedArray(x.shape, x.dtype) for x in args[:-1])
+
+    def transpose(cotangents, *args, **rule):
+        """dA's cotangent by ``backward``. JAX pairs a cotangent with its tangent as
+        Re Σ x·y, the formulas (as torch) as Re Σ conj(x)·y: the complex cotangents are
+        conjugated on the way in and out."""
+        *factors, da = args
+        none = (None,) * len(factors)
+        given = [None if type(c) is ad.Zero else c for c in cotangents]
+        if all(c is None for c in given):
+            return (*none, ad.Zero(da.aval))
+        bar = _highest(backward, OPS, *factors, *map(_conj, given), **rule)
+        return (*none, jnp.conj(bar))
+
+    def jvp(primals, tangents, **rule):
+        """Linear in dA: the map at dA's tangent, plus the derivative of its
+        ``jax.numpy`` value along the factors' tangents (left out where all are zero,
+        where the NaN of a repeated value's columns times zero would otherwise
+        appear)."""
+        *factors, da = primals
+        moved = []
+        if all(type(t) is ad.Zero for t in tangents[:-1]):
+            out = primitive.bind(*primals, **rule)
+        else:
+            out, along = jax.jvp(lambda *f: value(*f, da, **rule), tuple(factors),
+                                 tuple(ad.instantiate_zeros(t) for t in tangents[:-1]))
+            moved.append(along)
+        if type(tangents[-1]) is not ad.Zero:
+            moved.append(primitive.bind(*factors, tangents[-1], **rule))
+        return out, [sum(terms) for terms in zip(*moved)]
+
+    def batch(args, dims, **rule):
+        """Every argument stacked on the front axis (broadcast where it is not mapped)."""
+        size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
+        args = [jnp.broadcast_to(x, (size, *x.shape)) if d is None
+                else jnp.moveaxis(x, d, 0) for x, d in zip(args, dims)]
+        return primitive.bind(*args, **rule), (0,) * (len(args) - 1)
+
+    primitive.def_impl(value)
+    primitive.def_abstract_eval(shapes)
+    mlir.register_lowering(primitive, mlir.lower_fun(value, multiple_results=True))
+    ad.primitive_transposes[primitive] = transpose
+    ad.primitive_jvps[primitive] = jvp
+    batching.primitive_batchers[primitive] = batch
+    return primitive
 
 
-def _tangent_jvp(primals, tangents, **params):
-    """Linear in dA: the map at dA's tangent, plus the derivative of its ``jax.numpy``
-    value along U's, s's and Vh's tangents (left out where all three are zero, where
-    the NaN of a repeated value's columns times zero would otherwise appear)."""
-    u, s, vh, da = primals
-    moved = []
-    if all(type(t) is ad.Zero for t in tangents[:3]):
-        out = svd_tangent_p.bind(u, s, vh, da, **params)
-    else:
-        out, along = jax.jvp(lambda *usv: _tangent(*usv, da, **params), (u, s, vh),
-                             tuple(ad.instantiate_zeros(t) for t in tangents[:3]))
-        moved.append(along)
-    if type(tangents[3]) is not ad.Zero:
-        moved.append(svd_tangent_p.bind(u, s, vh, tangents[3], **params))
-    return out, [sum(terms) for terms in zip(*moved)]
-
-
-def _tangent_batch(args, dims, **params):
-    """Every argument stacked on the front axis (broadcast where it is not mapped)."""
-    size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
-    args = [jnp.broadcast_to(x, (size, *x.shape)) if d is None else jnp.moveaxis(x, d, 0)
-            for x, d in zip(args, dims)]
-    return svd_tangent_p.bind(*args, **params), (0, 0, 0)
-
-
-svd_tangent_p.def_impl(_tangent)
-svd_tangent_p.def_abstract_eval(_tangent_shapes)
-mlir.register_lowering(svd_tangent_p, mlir.lower_fun(_tangent, multiple_results=True))
-ad.primitive_transposes[svd_tangent_p] = _tangent_transpose
-ad.primitive_jvps[svd_tangent_p] = _tangent_jvp
-batching.primitive_batchers[svd_tangent_p] = _tangent_batch
+svd_tangent_p = _linear_tangent("svd", formulas.svd_jvp, formulas.svd_backward)
+takagi_tangent_p = _linear_tangent("takagi", formulas.takagi_jvp, formulas.takagi_backward)
 
 
 # The JVP rules of the decompositions (module docstring). JAX calls a rule only with a
@@ -322,9 +340,17 @@ def _polar_jvp(primals, tangents, **params):
     return (w, p), (dw, dp)
 
 
+def _takagi_jvp(primals, tangents, **params):
+    (a,), (da,) = primals, tangents
+    s, u = takagi_p.bind(a, **params)
+    return (s, u), takagi_tangent_p.bind(s, u, da, gauge_invariant=params["gauge_invariant"],
+                                         broadening=params["broadening"])
+
+
 ad.primitive_jvps[svd_p] = _svd_jvp
 ad.primitive_jvps[svdvals_p] = _svdvals_jvp
 ad.primitive_jvps[polar_p] = _polar_jvp
+ad.primitive_jvps[takagi_p] = _takagi_jvp
 
 
 def working(a):
@@ -337,3 +363,16 @@ def working(a):
     if jnp.issubdtype(dtype, jnp.floating):
         return a.astype(jnp.float32), lambda r: r.astype(dtype)
     return a.astype(jax.dtypes.canonicalize_dtype(np.float64)), lambda r: r
+
+
+def complex_working(a):
+    """``a`` in the complex dtype the Takagi primitive takes: complex64 from float32,
+    complex64 and half precision, complex128 otherwise (JAX's default complex for
+    integers), as gpusvd's ``takagi`` computes them."""
+    dtype = jnp.dtype(a.dtype)
+    if jnp.issubdtype(dtype, jnp.inexact) and dtype.itemsize <= (8 if dtype.kind == "c"
+                                                                  else 4):
+        return a.astype(jnp.complex64)
+    if jnp.issubdtype(dtype, jnp.inexact):
+        return a.astype(jnp.complex128)
+    return a.astype(jax.dtypes.canonicalize_dtype(np.complex128))

@@ -1,6 +1,6 @@
-"""The torch side of :mod:`.torch_ops`: the operators ``gpusvd::svd``, ``svdvals`` and
-``polar``, their fake implementations, vmap rules and reverse mode, and the autograd
-Functions that ``gpusvd.svd`` and friends apply. Imported only when a tensor needs them
+"""The torch side of :mod:`.torch_ops`: the operators ``gpusvd::svd``, ``svdvals``,
+``polar`` and ``takagi``, their fake implementations, vmap rules and reverse mode, and
+the autograd Functions that ``gpusvd.svd`` and friends apply. Imported only when a tensor needs them
 (it imports torch); importing it registers the operators."""
 
 import functools
@@ -127,12 +127,26 @@ def _polar_fake(a, side, options):
     return a.new_empty(a.shape, dtype=dtype), a.new_empty((*batch, k, k), dtype=dtype)
 
 
+def _takagi_impl(a, options):
+    return _own(EAGER["takagi"](a, **_decode(options)), a)
+
+
+def _takagi_fake(a, options):
+    dtype = a.dtype
+    if not dtype.is_complex:   # gpusvd's takagi computes in complex: float32 and half in
+        dtype = (torch.complex64 if dtype.is_floating_point and dtype.itemsize <= 4
+                 else torch.complex128)           # complex64, the rest in complex128
+    return a.new_empty(a.shape[:-1], dtype=dtype.to_real()), a.new_empty(a.shape, dtype=dtype)
+
+
 svd_op = _operator(
     "svd(Tensor a, bool full_matrices, str options) -> (Tensor, Tensor, Tensor)",
     _svd_eager, _svd_fake)
 svdvals_op = _operator("svdvals(Tensor a, str options) -> Tensor", _svdvals_impl, _svdvals_fake)
 polar_op = _operator("polar(Tensor a, str side, str options) -> (Tensor, Tensor)",
                      _polar_impl, _polar_fake)
+takagi_op = _operator("takagi(Tensor a, str options) -> (Tensor, Tensor)", _takagi_impl,
+                      _takagi_fake)
 
 torch.library.register_vmap(svd_op, lambda info, dims, a, full_matrices, options: (
     svd_op(_to_front(a, dims[0]), full_matrices, options), (0, 0, 0)), lib=_LIB)
@@ -140,6 +154,8 @@ torch.library.register_vmap(svdvals_op, lambda info, dims, a, options: (
     svdvals_op(_to_front(a, dims[0]), options), 0), lib=_LIB)
 torch.library.register_vmap(polar_op, lambda info, dims, a, side, options: (
     polar_op(_to_front(a, dims[0]), side, options), (0, 0)), lib=_LIB)
+torch.library.register_vmap(takagi_op, lambda info, dims, a, options: (
+    takagi_op(_to_front(a, dims[0]), options), (0, 0)), lib=_LIB)
 
 
 _DERIVATIVES = (torch._C._functorch.TransformType.Grad, torch._C._functorch.TransformType.Jvp)
@@ -295,6 +311,42 @@ torch.library.register_autograd(polar_backward_op, _polar_backward_op_backward,
                                 setup_context=_polar_backward_op_context)
 
 
+@torch.library.custom_op("gpusvd::takagi_backward", mutates_args=())
+def takagi_backward_op(s: Tensor, u: Tensor, gs: Tensor | None, gu: Tensor | None,
+                       gauge_invariant: bool, broadening: float) -> Tensor:
+    return _takagi_backward_formula(s, u, gs, gu, gauge_invariant=gauge_invariant,
+                                    broadening=broadening)
+
+
+@takagi_backward_op.register_fake
+def _(s, u, gs, gu, gauge_invariant, broadening):
+    return torch.empty_like(u)
+
+
+def _takagi_backward_formula(s, u, gs, gu, *, gauge_invariant, broadening):
+    return formulas.takagi_backward(OPS, s, u, gs, gu, gauge_invariant=gauge_invariant,
+                                    broadening=broadening or None)
+
+
+def _takagi_backward_op_context(ctx, inputs, output):
+    ctx.rule = inputs[4:]
+    ctx.present = [t is not None for t in inputs[:4]]
+    ctx.save_for_backward(*_present(*inputs[:4]))
+
+
+def _takagi_backward_op_backward(ctx, grad):
+    saved = iter(ctx.saved_tensors)
+    inputs = [next(saved) if here else None for here in ctx.present]
+    gauge_invariant, broadening = ctx.rule
+    formula = functools.partial(_takagi_backward_formula, gauge_invariant=gauge_invariant,
+                                broadening=broadening)
+    return (*_formula_vjp(formula, inputs, grad), None, None)
+
+
+torch.library.register_autograd(takagi_backward_op, _takagi_backward_op_backward,
+                                setup_context=_takagi_backward_op_context)
+
+
 def _batched(op, info, dims, *args):
     """A vmap rule of the derivative operators: the formulas take leading batch axes."""
     size = info.batch_size
@@ -308,6 +360,8 @@ def _batched(op, info, dims, *args):
 
 torch.library.register_vmap(svd_backward_op, functools.partial(_batched, svd_backward_op))
 torch.library.register_vmap(polar_backward_op, functools.partial(_batched, polar_backward_op))
+torch.library.register_vmap(takagi_backward_op,
+                            functools.partial(_batched, takagi_backward_op))
 
 
 def _svd_derivative(u, s, vh, gu, gs, gvh, rule, opaque):
@@ -417,8 +471,59 @@ class RightPolarWithJvp(RightPolar):
         return formulas.polar_jvp(OPS, u, s, vh, da)
 
 
+class Takagi(torch.autograd.Function):
+    """(S, U) of the Takagi factorization of ``a``, differentiated by
+    :func:`.formulas.takagi_backward` (the gradient of real input is real)."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(a, options, gauge_invariant, broadening):
+        if _traced(a):
+            return torch.ops.gpusvd.takagi(a, options)
+        return _takagi_impl(a.detach(), options)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        a, _, gauge_invariant, broadening = inputs
+        ctx.set_materialize_grads(False)
+        ctx.real = not a.dtype.is_complex
+        ctx.rule = dict(gauge_invariant=gauge_invariant, broadening=broadening)
+        ctx.save_for_backward(*output)
+        ctx.save_for_forward(*output)
+
+    @staticmethod
+    def backward(ctx, gs, gu):
+        # Under compilation (this class, without jvp): the derivative by its operator
+        return Takagi._backward(ctx, gs, gu, True)
+
+    @staticmethod
+    def _backward(ctx, gs, gu, opaque):
+        s, u = ctx.saved_tensors
+        if opaque:
+            grad = takagi_backward_op(s, u, gs, gu, bool(ctx.rule["gauge_invariant"]),
+                                      float(ctx.rule["broadening"] or 0.0))
+        else:
+            grad = formulas.takagi_backward(OPS, s, u, gs, gu, **ctx.rule)
+        return (grad.real if ctx.real else grad), None, None, None
+
+
+class TakagiWithJvp(Takagi):
+    forward = staticmethod(torch.compiler.disable(Takagi.forward, reason=_NOT_TRACED))
+
+    @staticmethod
+    def backward(ctx, gs, gu):
+        return Takagi._backward(ctx, gs, gu, False)
+
+    @staticmethod
+    def jvp(ctx, da, *_):
+        s, u = ctx.saved_tensors
+        return formulas.takagi_jvp(OPS, s, u, da, **ctx.rule)
+
+
 # The Functions by whether Dynamo traces them (then without jvp).
 FUNCTIONS = {False: (SVDWithJvp, RightPolarWithJvp), True: (SVD, RightPolar)}
+TAKAGI = {False: TakagiWithJvp, True: Takagi}
 
 
 # --- the operators' own Functions (:func:`_autograd`): the default rule of
@@ -503,6 +608,21 @@ class _PolarOperator(torch.autograd.Function):
         return formulas.polar_jvp(OPS, u, s, vh, da)
 
 
+class _TakagiOperator(TakagiWithJvp):
+    @staticmethod
+    def forward(a, options):
+        return takagi_op(a, options)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        Takagi.setup_context(ctx, (*inputs, False, None), output)
+
+    @staticmethod
+    def backward(ctx, gs, gu):
+        return TakagiWithJvp.backward(ctx, gs, gu)[:2]
+
+
 _autograd(svd_op, _SVDOperator)
 _autograd(svdvals_op, _SVDValsOperator)
 _autograd(polar_op, _PolarOperator)
+_autograd(takagi_op, _TakagiOperator)

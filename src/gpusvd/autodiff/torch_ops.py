@@ -1,5 +1,5 @@
-"""PyTorch operators ``gpusvd::svd``, ``gpusvd::svdvals`` and ``gpusvd::polar``, and the
-autograd of ``gpusvd.svd``, ``svdvals`` and ``polar`` on tensors.
+"""PyTorch operators ``gpusvd::svd``, ``svdvals``, ``polar`` and ``takagi``, and the autograd
+of ``gpusvd.svd``, ``svdvals``, ``polar`` and ``takagi`` on tensors.
 
 Each decomposition is a torch operator whose implementation is gpusvd's eager code on
 the tensor's device, with a fake (meta) implementation, so that
@@ -79,7 +79,7 @@ def _library():
     rather than tracing it."""
     importlib.import_module(".torch_library", __package__)
     if not _EAGERLY:
-        for name in ("svd", "polar"):
+        for name in ("svd", "polar", "takagi"):
             _EAGERLY[name] = _torch().compiler.disable(
                 globals()[name],
                 reason=f"gpusvd.{name} under a torch.func derivative or forward mode runs "
@@ -160,3 +160,18 @@ def polar(a, *, side, broadening, kw_polar, kw_svd):
     u, s, vh = svd_fn.apply(x, False, library.encode(kw_svd), False, broadening)
     w, p = polar_fn.apply(x, u, s, vh)
     return (w, p) if side == "right" else (w.transpose(-1, -2).conj_physical(), p)
+
+
+def takagi(a, *, gauge_invariant, broadening, kw):
+    """gpusvd's Takagi factorization (S, U) of the tensor ``a`` (:func:`handles`) with the
+    keywords ``kw``, through its operator, with its derivatives
+    (:func:`.formulas.takagi_backward`)."""
+    _library()
+    from . import torch_library as library
+
+    a = a.float() if under_autocast(a) else a
+    if _compiled_transform(a):
+        return _EAGERLY["takagi"](a, gauge_invariant=gauge_invariant, broadening=broadening,
+                                  kw=kw)
+    function = library.TAKAGI[_torch().compiler.is_compiling()]
+    return function.apply(a, library.encode(kw), gauge_invariant, broadening)

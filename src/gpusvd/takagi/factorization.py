@@ -10,7 +10,8 @@ is square, finite and symmetric (Aᵀ = A, not Hermitian), picks the method for
 import numpy as np
 
 from .._core import validation
-from .._core.backend import eager_under_compile, simple_reductions, to_host
+from .. import autodiff
+from .._core.backend import simple_reductions, to_host
 from .._core.front_end import receive
 from .._core.errors import LinAlgError
 from .._core.memory import DENSE_HINT, hint_on_exhaustion
@@ -105,11 +106,10 @@ def _one_launch(mats, xp, tol, max_sweeps, *, fallback):
     return s, u
 
 
-@eager_under_compile
 @hint_on_exhaustion(DENSE_HINT)
 @simple_reductions
 def takagi(a, *, method="auto", device="auto", tol=None, max_sweeps=driver.MAX_SWEEPS,
-           check_finite=True):
+           check_finite=True, gauge_invariant=False, broadening=None):
     """Takagi factorization ``a = U @ diag(S) @ U.T`` of a complex symmetric matrix.
 
     The same values as the singular values of ``a``, and ``U`` in place of both singular
@@ -149,6 +149,14 @@ def takagi(a, *, method="auto", device="auto", tol=None, max_sweeps=driver.MAX_S
         (default 50, which ``"eigh"`` accepts and ignores).
     check_finite : bool, optional
         Check that the input holds no NaN or infinity (``ValueError`` if it does).
+    gauge_invariant, broadening : optional
+        The derivative's rule at repeated and zero values, as :func:`gpusvd.svd`'s. A
+        torch tensor that is differentiated or compiled, or a JAX array inside ``jit``,
+        ``vmap``, ``grad`` or ``jvp``, goes through a torch operator or a JAX primitive
+        with reverse and forward mode and second derivatives: those of the factorization
+        of (A + Aᵀ)/2 (U is fixed up to each column's sign, so its derivative exists
+        where the values are distinct and nonzero; elsewhere a loss that reads the
+        columns concerned gets NaN, never a finite wrong gradient).
 
     Returns
     -------
@@ -181,10 +189,17 @@ def takagi(a, *, method="auto", device="auto", tol=None, max_sweeps=driver.MAX_S
     validation.check_choice("method", method, METHODS)
     max_sweeps = validation.check_count("max_sweeps", max_sweeps, what="takagi")
     tol = validation.check_tol(tol, what="takagi")
+    validation.check_gradient_options(gauge_invariant, broadening)
     controlled = tol is not None or max_sweeps != driver.MAX_SWEEPS
     if method == "eigh" and controlled:
         raise ValueError("takagi: tol and max_sweeps control the sweeps of "
                          "method='jacobi'; method='eigh' takes neither")
+    binding = autodiff.binding_for(a)
+    if binding is not None:
+        kw = dict(method=method, device=device, tol=tol, max_sweeps=max_sweeps,
+                  check_finite=check_finite)
+        return TakagiResult(*binding.takagi(a, gauge_invariant=gauge_invariant,
+                                            broadening=broadening, kw=kw))
     with receive(a, what="takagi", device=device, check_finite=check_finite,
                  working=lambda dtype: _COMPLEX.get(dtype, dtype)) as job:
         mats, xp = job.stack, job.xp
