@@ -261,28 +261,32 @@ def _(u, s, vh, gu, gs, gvh, gauge_invariant, broadening):
     return u.new_empty((*u.shape[:-1], vh.shape[-1]))
 
 
-def _svd_backward_op_context(ctx, inputs, output):
-    ctx.rule = inputs[6:]
-    ctx.present = [t is not None for t in inputs[:6]]
-    ctx.save_for_backward(*_present(*inputs[:6]))
-
-
-def _svd_backward_op_backward(ctx, grad):
-    saved = iter(ctx.saved_tensors)
-    inputs = [next(saved) if here else None for here in ctx.present]
-    gauge_invariant, broadening = ctx.rule
-    formula = functools.partial(_svd_backward_formula, gauge_invariant=gauge_invariant,
-                                broadening=broadening)
-    return (*_formula_vjp(formula, inputs, grad), None, None)
-
-
 def _svd_backward_formula(u, s, vh, gu, gs, gvh, *, gauge_invariant, broadening):
     return formulas.svd_backward(OPS, u, s, vh, gu, gs, gvh, gauge_invariant=gauge_invariant,
                                  broadening=broadening or None)
 
 
-torch.library.register_autograd(svd_backward_op, _svd_backward_op_backward,
-                                setup_context=_svd_backward_op_context)
+def _differentiated_by_rule(op, formula, tensors):
+    """Registers the derivative of the derivative operator ``op``, whose first ``tensors``
+    inputs are tensors (or None) and whose last two are the rule (``gauge_invariant``,
+    ``broadening``): torch.func.vjp of ``formula`` under that rule."""
+    def context(ctx, inputs, output):
+        ctx.rule = inputs[tensors:]
+        ctx.present = [t is not None for t in inputs[:tensors]]
+        ctx.save_for_backward(*_present(*inputs[:tensors]))
+
+    def backward(ctx, grad):
+        saved = iter(ctx.saved_tensors)
+        inputs = [next(saved) if here else None for here in ctx.present]
+        gauge_invariant, broadening = ctx.rule
+        ruled = functools.partial(formula, gauge_invariant=gauge_invariant,
+                                  broadening=broadening)
+        return (*_formula_vjp(ruled, inputs, grad), None, None)
+
+    torch.library.register_autograd(op, backward, setup_context=context)
+
+
+_differentiated_by_rule(svd_backward_op, _svd_backward_formula, 6)
 
 
 @torch.library.custom_op("gpusvd::polar_backward", mutates_args=())
@@ -328,23 +332,7 @@ def _takagi_backward_formula(s, u, gs, gu, *, gauge_invariant, broadening):
                                     broadening=broadening or None)
 
 
-def _takagi_backward_op_context(ctx, inputs, output):
-    ctx.rule = inputs[4:]
-    ctx.present = [t is not None for t in inputs[:4]]
-    ctx.save_for_backward(*_present(*inputs[:4]))
-
-
-def _takagi_backward_op_backward(ctx, grad):
-    saved = iter(ctx.saved_tensors)
-    inputs = [next(saved) if here else None for here in ctx.present]
-    gauge_invariant, broadening = ctx.rule
-    formula = functools.partial(_takagi_backward_formula, gauge_invariant=gauge_invariant,
-                                broadening=broadening)
-    return (*_formula_vjp(formula, inputs, grad), None, None)
-
-
-torch.library.register_autograd(takagi_backward_op, _takagi_backward_op_backward,
-                                setup_context=_takagi_backward_op_context)
+_differentiated_by_rule(takagi_backward_op, _takagi_backward_formula, 4)
 
 
 def _batched(op, info, dims, *args):
