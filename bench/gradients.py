@@ -22,6 +22,11 @@ run took 202 s on an H100 (2026-11-27), about 70 s of it JAX's start and compila
 - ``svd``: forward + backward of the loss sum(s) + sum(U·Vh) through ``gpusvd.svd`` and
   ``torch.linalg.svd``, and of sum(s) through the values only, at ``--sizes`` and a stack
   of ``--stack`` matrices, float32 and float64.
+- ``takagi``: forward + backward of sum(s) + sum(W∘|U|²) through ``gpusvd.takagi`` and
+  through the SVD-based factorization in torch (U·diag(Uᴴ·conj(V))^½, as thewalrus
+  computes it, differentiated by torch's SVD), the forward of ``gpusvd.takagi`` alone
+  beside them, at ``--takagi-sizes``, complex64 and complex128; the distance of the torch
+  gradient's symmetric part from gpusvd's gradient, relative to its size.
 """
 
 import argparse
@@ -72,6 +77,68 @@ def _svd_cases():
     return {"gpusvd_svd": ours, "torch_svd": theirs,
             "gpusvd_svdvals": lambda x: gpusvd.svdvals(x).sum().backward(),
             "torch_svdvals": lambda x: torch.linalg.svdvals(x).sum().backward()}
+
+
+def _takagi_cases(weights):
+    """name: (the loss of a Takagi factorization, forward + backward) for a tensor x of
+    complex symmetric matrices that requires grad."""
+    import torch
+
+    import gpusvd
+
+    def loss(s, u):
+        return s.sum() + (weights * u.abs() ** 2).sum()
+
+    def ours(x):
+        loss(*gpusvd.takagi(x)).backward()
+
+    def through_torch_svd(x):
+        u, s, vh = torch.linalg.svd(x)
+        phases = torch.diagonal(u.mH @ vh.mT, dim1=-2, dim2=-1)
+        loss(s, u * phases.sqrt()[..., None, :]).backward()
+
+    return {"gpusvd_takagi": ours, "torch_svd_takagi": through_torch_svd}
+
+
+def run_takagi(args, records, save):
+    import gpusvd
+
+    for dtype in ("complex64", "complex128"):
+        for n in args.takagi_sizes:
+            b = _torch_matrix((n, n), dtype, seed=3)
+            a = (b + b.mT).detach()
+            weights = _torch_matrix((n, n), {"complex64": "float32",
+                                             "complex128": "float64"}[dtype], seed=4)
+            grads = {}
+            cases = {"gpusvd_takagi_forward": lambda x: gpusvd.takagi(x.detach()),
+                     **_takagi_cases(weights)}
+            for name, fn in cases.items():
+                x = a.clone().requires_grad_()
+                try:
+                    timing = common.time_gpu(lambda: fn(x), warmup=1, repeat=args.repeat,
+                                             max_seconds=args.max_seconds)
+                    rec = {"seconds": timing.median}
+                    if x.grad is not None:      # one call's gradient, not the sum of all
+                        x.grad = None
+                        fn(x)
+                        grads[name] = x.grad
+                        rec["grad_finite"] = bool(x.grad.isfinite().all())
+                except Exception as exc:  # a peer that fails is recorded, not fatal
+                    rec = {"error": common.short_error(exc)}
+                records.append({"part": "takagi", "case": name, "shape": [n, n],
+                                "dtype": dtype, **rec})
+                print(f"{save():4.0f} s  takagi {name:22s} {n:6d} {dtype:10s} "
+                      f"{rec.get('seconds', float('nan')):9.4f} s "
+                      f"{rec.get('error', '')}", flush=True)
+                common.free_gpu_memory()
+            if len(grads) == 2:
+                # the factorization is of symmetric matrices: gpusvd's gradient is that of
+                # takagi((A + Aᵀ)/2), symmetric; the SVD route's is compared by its
+                # symmetric part, its derivative along symmetric directions
+                ours, theirs = grads["gpusvd_takagi"], grads["torch_svd_takagi"]
+                theirs = (theirs + theirs.mT) / 2
+                records[-1]["grad_distance"] = float((theirs - ours).abs().max()
+                                                     / ours.abs().max())
 
 
 def _newton_schulz(x):
@@ -215,10 +282,11 @@ def plot(path, png):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--parts", nargs="+", default=["svd", "polar", "degenerate"],
-                   choices=["svd", "polar", "degenerate"])
+                   choices=["svd", "polar", "degenerate", "takagi"])
     p.add_argument("--sizes", type=int, nargs="+", default=[256, 1024, 4096])
     p.add_argument("--stack", type=int, default=1000, help="matrices of 64² in the stack")
     p.add_argument("--polar-sizes", type=int, nargs="+", default=[1024, 4096, 8192])
+    p.add_argument("--takagi-sizes", type=int, nargs="+", default=[256, 1024, 2048])
     p.add_argument("--dtypes", nargs="+", default=["float32", "float64"])
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--max-seconds", type=float, default=1.0,
@@ -244,6 +312,8 @@ def main(argv=None):
         run_polar(args, records, save)
     if "svd" in args.parts:
         run_svd(args, records, save)
+    if "takagi" in args.parts:
+        run_takagi(args, records, save)
 
 
 if __name__ == "__main__":

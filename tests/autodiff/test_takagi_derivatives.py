@@ -72,6 +72,27 @@ def test_gradient_against_finite_differences(dtype):
     assert np.abs(grad.numpy() - expected).max() <= 1e-6 * np.abs(expected).max()
 
 
+def test_gradient_as_through_torchs_svd():
+    """Against an independent route: U·diag(Uᴴ·conj(V))^½ from torch's SVD (as thewalrus
+    computes the factorization) differentiated by torch, whose gradient's symmetric part
+    is the derivative along symmetric directions."""
+    b = _random((12, 12), torch.complex128, seed=17)
+    a = b + b.mT
+    w = torch.as_tensor(_weights(12, seed=18))
+
+    def loss(s, u):
+        return (s ** 2).sum() + (w * u.abs() ** 2).sum()
+
+    x = a.clone().requires_grad_()
+    (ours,) = torch.autograd.grad(loss(*gpusvd.takagi(x)), x)
+    y = a.clone().requires_grad_()
+    u, s, vh = torch.linalg.svd(y)
+    phases = torch.diagonal(u.mH @ vh.mT).sqrt()
+    (theirs,) = torch.autograd.grad(loss(s, u * phases), y)
+    theirs = (theirs + theirs.mT) / 2
+    assert (ours - theirs).abs().max() <= 1e-10 * ours.abs().max()
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.complex128], ids=str)
 @pytest.mark.parametrize("shape", [(4, 4), (2, 3, 3)], ids=str)
 def test_gradcheck_forward_mode_and_second_order(shape, dtype, device):
