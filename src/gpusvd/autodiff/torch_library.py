@@ -5,6 +5,7 @@ the autograd Functions that ``gpusvd.svd`` and friends apply. Imported only when
 
 import functools
 import json
+import sys
 
 import torch
 from torch import Tensor
@@ -13,6 +14,7 @@ from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
 
 from .._core.arrays import plain_torch_tensor
 from . import EAGER, formulas
+from .torch_ops import constant_for_dynamo
 
 OPS = formulas.Ops(where=torch.where, abs=torch.abs, diag_embed=torch.diag_embed,
                    diagonal=lambda x: torch.diagonal(x, dim1=-2, dim2=-1),
@@ -22,7 +24,7 @@ OPS = formulas.Ops(where=torch.where, abs=torch.abs, diag_embed=torch.diag_embed
 _ct = formulas.conj_transpose
 
 
-@torch.compiler.assume_constant_result
+@constant_for_dynamo
 def encode(kw):
     """The operators' ``options`` string: the eager call's keywords (a constant to
     Dynamo, which runs this once when it traces a call)."""
@@ -395,16 +397,7 @@ class SVD(torch.autograd.Function):
         return grad, None, None, None, None
 
 
-# The Functions with ``jvp`` run eagerly only, also where eager code runs inside
-# torch.compile (behind the graph break of torch_ops._EAGERLY, under torch.func.jvp):
-# Dynamo must not capture their forward there, which would hand the operator the
-# transform's dual tensors below their derivative.
-_NOT_TRACED = "gpusvd's forward-mode Functions run eagerly"
-
-
 class SVDWithJvp(SVD):
-    forward = staticmethod(torch.compiler.disable(SVD.forward, reason=_NOT_TRACED))
-
     @staticmethod
     def backward(ctx, gu, gs, gvh):
         return SVD._backward(ctx, gu, gs, gvh, False)
@@ -446,8 +439,6 @@ class RightPolar(torch.autograd.Function):
 
 
 class RightPolarWithJvp(RightPolar):
-    forward = staticmethod(torch.compiler.disable(RightPolar.forward, reason=_NOT_TRACED))
-
     @staticmethod
     def backward(ctx, gw, gp):
         u, s, vh = ctx.saved_tensors
@@ -497,8 +488,6 @@ class Takagi(torch.autograd.Function):
 
 
 class TakagiWithJvp(Takagi):
-    forward = staticmethod(torch.compiler.disable(Takagi.forward, reason=_NOT_TRACED))
-
     @staticmethod
     def backward(ctx, gs, gu):
         return Takagi._backward(ctx, gs, gu, False)
@@ -509,9 +498,35 @@ class TakagiWithJvp(Takagi):
         return formulas.takagi_jvp(OPS, s, u, da, **ctx.rule)
 
 
-# The Functions by whether Dynamo traces them (then without jvp).
-FUNCTIONS = {False: (SVDWithJvp, RightPolarWithJvp), True: (SVD, RightPolar)}
-TAKAGI = {False: TakagiWithJvp, True: Takagi}
+# The Functions with ``jvp`` run eagerly only, also where eager code runs inside
+# torch.compile (behind the graph break of torch_ops._EAGERLY, under torch.func.jvp):
+# Dynamo must not capture their forward there, which would hand the operator the
+# transform's dual tensors below their derivative. Their forward is hidden from Dynamo
+# (torch.compiler.disable) once Dynamo is loaded; before, nothing can capture it, and
+# importing Dynamo would cost the first differentiated call about a second.
+_HIDDEN = {}
+
+
+def _hidden_from_dynamo(function):
+    """``function`` (an autograd Function with ``jvp``) whose forward Dynamo never
+    captures."""
+    if "torch._dynamo" not in sys.modules:
+        return function
+    if function not in _HIDDEN:
+        forward = torch.compiler.disable(function.forward,
+                                         reason="gpusvd's forward-mode Functions run eagerly")
+        _HIDDEN[function] = type(function.__name__, (function,),
+                                 {"forward": staticmethod(forward)})
+    return _HIDDEN[function]
+
+
+def functions(traced):
+    """The autograd Functions (SVD, RightPolar, Takagi) of a call that Dynamo traces
+    (``traced``: the Functions without ``jvp``, which Dynamo does not trace) or of an
+    eager one."""
+    if traced:
+        return SVD, RightPolar, Takagi
+    return tuple(map(_hidden_from_dynamo, (SVDWithJvp, RightPolarWithJvp, TakagiWithJvp)))
 
 
 # --- the operators' own Functions (:func:`_autograd`): the default rule of

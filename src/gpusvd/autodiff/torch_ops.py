@@ -39,7 +39,7 @@ import sys
 from .._core.arrays import torch_use, under_autocast
 
 
-def _constant_for_dynamo(fn):
+def constant_for_dynamo(fn):
     """``torch.compiler.assume_constant_result`` without importing torch (the attribute is
     that decorator's whole effect): Dynamo runs ``fn`` when it traces a call, and keeps
     the result as a constant."""
@@ -69,16 +69,18 @@ def handles(a):
 
 # This module's svd and polar where Dynamo does not trace them (``torch.compiler.disable``:
 # a graph break): the Functions with ``jvp`` then run, on the transforms' tensors as
-# eager code has them (``is_compiling()`` is False inside). Filled by :func:`_library`.
+# eager code has them (``is_compiling()`` is False inside). Filled by :func:`_library`
+# once Dynamo is loaded (only a compiled call takes them; importing Dynamo would cost an
+# eager first call about a second).
 _EAGERLY = {}
 
 
-@_constant_for_dynamo
+@constant_for_dynamo
 def _library():
     """Imports :mod:`.torch_library`, which registers the operators; Dynamo runs this
     rather than tracing it."""
     importlib.import_module(".torch_library", __package__)
-    if not _EAGERLY:
+    if not _EAGERLY and "torch._dynamo" in sys.modules:
         for name in ("svd", "polar", "takagi"):
             _EAGERLY[name] = _torch().compiler.disable(
                 globals()[name],
@@ -107,7 +109,7 @@ def _compiled_transform(a):
     return interpreter.key() != _vmap_transform() and interpreter.level() > 1
 
 
-@_constant_for_dynamo
+@constant_for_dynamo
 def _resumes_reverse_transforms():
     """Whether Dynamo resumes ``torch.func.jacrev`` right after a graph break inside it:
     from PyTorch 2.13 (2.11 returns a wrong finite Jacobian after any break there, a
@@ -116,7 +118,7 @@ def _resumes_reverse_transforms():
     return _torch().__version__ >= "2.13"  # a TorchVersion, compared as a version
 
 
-@_constant_for_dynamo
+@constant_for_dynamo
 def _vmap_transform():
     return _torch()._C._functorch.TransformType.Vmap
 
@@ -133,7 +135,7 @@ def svd(a, *, full_matrices, compute_uv, gauge_invariant, broadening, kw):
             a, full_matrices=full_matrices, compute_uv=compute_uv,
             gauge_invariant=gauge_invariant, broadening=broadening, kw=kw)
     options = library.encode(kw)
-    svd_fn, _ = library.FUNCTIONS[_torch().compiler.is_compiling()]
+    svd_fn, _, _ = library.functions(_torch().compiler.is_compiling())
     if not compute_uv:
         if not _needs_derivative(a):
             return _torch().ops.gpusvd.svdvals(a, options)
@@ -155,7 +157,7 @@ def polar(a, *, side, broadening, kw_polar, kw_svd):
     if not _needs_derivative(a):
         options = library.encode({"svd": kw_svd, "polar": kw_polar})
         return _torch().ops.gpusvd.polar(a, side, options)
-    svd_fn, polar_fn = library.FUNCTIONS[_torch().compiler.is_compiling()]
+    svd_fn, polar_fn, _ = library.functions(_torch().compiler.is_compiling())
     x = a if side == "right" else a.transpose(-1, -2).conj_physical()
     u, s, vh = svd_fn.apply(x, False, library.encode(kw_svd), False, broadening)
     w, p = polar_fn.apply(x, u, s, vh)
@@ -173,5 +175,5 @@ def takagi(a, *, gauge_invariant, broadening, kw):
     if _compiled_transform(a):
         return _EAGERLY["takagi"](a, gauge_invariant=gauge_invariant, broadening=broadening,
                                   kw=kw)
-    function = library.TAKAGI[_torch().compiler.is_compiling()]
+    _, _, function = library.functions(_torch().compiler.is_compiling())
     return function.apply(a, library.encode(kw), gauge_invariant, broadening)
