@@ -155,8 +155,8 @@ def takagi(a, *, method="auto", device="auto", tol=None, max_sweeps=driver.MAX_S
         ``vmap``, ``grad`` or ``jvp``, goes through a torch operator or a JAX primitive
         with reverse and forward mode and second derivatives: those of the factorization
         of (A + Aᵀ)/2 (U is fixed up to each column's sign, so its derivative exists
-        where the values are distinct and nonzero; elsewhere a loss that reads the
-        columns concerned gets NaN, never a finite wrong gradient).
+        where the values are distinct and nonzero; elsewhere :func:`gpusvd.svd`'s rule
+        applies: a loss that reads the columns concerned gets NaN).
 
     Returns
     -------
