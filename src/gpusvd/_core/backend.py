@@ -52,6 +52,14 @@ def simple_reductions(fn):
     return wrapped
 
 
+def constant_for_dynamo(fn):
+    """``torch.compiler.assume_constant_result`` without importing torch (the attribute is
+    that decorator's whole effect): Dynamo runs ``fn`` when it traces a call, and keeps
+    the result as a constant."""
+    fn._dynamo_marked_constant = True
+    return fn
+
+
 # The public functions that are not torch operators, as Dynamo is to call them: each one
 # wrapped once in torch.compiler.disable (a graph break there), by :func:`eager_under_compile`.
 _EAGER_UNDER_COMPILE = {}

@@ -13,8 +13,8 @@ from torch._functorch.utils import enable_single_level_autograd_function
 from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
 
 from .._core.arrays import plain_torch_tensor
+from .._core.backend import constant_for_dynamo
 from . import EAGER, formulas
-from .torch_ops import constant_for_dynamo
 
 OPS = formulas.Ops(where=torch.where, abs=torch.abs, diag_embed=torch.diag_embed,
                    diagonal=lambda x: torch.diagonal(x, dim1=-2, dim2=-1),

@@ -37,14 +37,7 @@ import importlib
 import sys
 
 from .._core.arrays import torch_use, under_autocast
-
-
-def constant_for_dynamo(fn):
-    """``torch.compiler.assume_constant_result`` without importing torch (the attribute is
-    that decorator's whole effect): Dynamo runs ``fn`` when it traces a call, and keeps
-    the result as a constant."""
-    fn._dynamo_marked_constant = True
-    return fn
+from .._core.backend import constant_for_dynamo
 
 
 def _torch():
