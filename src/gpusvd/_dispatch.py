@@ -7,6 +7,7 @@ the stack of matrices to the method, and hands results back in the input's array
 """
 
 import contextlib
+import math
 
 import numpy as np
 
@@ -203,12 +204,13 @@ def _host_bytes(arr, *, full_matrices, compute_uv):
     of every matrix, a working copy of the input and LAPACK's gesdd workspace (4k² for
     vectors), in the working dtype."""
     *batch, m, n = arr.shape
-    count = int(np.prod(batch, dtype=np.int64))
+    count = math.prod(batch)        # Python's integers: no overflow, and no ufunc to call
     k = min(m, n)
     per_matrix = k + m * n
     if compute_uv:
         per_matrix += m * (m if full_matrices else k) + (n if full_matrices else k) * n
-    item = np.dtype(np.result_type(arr.dtype, np.float32)).itemsize
+    # the working dtype's: half precision computes in float32, integers in float64
+    item = max(arr.dtype.itemsize, 4) if arr.dtype.kind in "fc" else 8
     return item * (count * per_matrix + 4 * k * k)
 
 

@@ -113,3 +113,16 @@ def test_a_cpu_svd_larger_than_the_host_raises_before_it_starts(monkeypatch):
     assert gpusvd.svdvals(np.ones((3, 30000)), device="cpu").shape == (3,)
     monkeypatch.setattr(memory, "available_host_bytes", lambda: None)   # not Linux
     assert gpusvd.svd(np.ones((2, 3)), device="cpu").S.shape == (2,)
+
+
+def test_small_needs_are_not_checked(monkeypatch):
+    """Below UNCHECKED_HOST_BYTES no /proc/meminfo is read (a third of a 2×2 call's
+    time); at it, the check runs."""
+    def unread():
+        raise AssertionError("read /proc/meminfo")
+
+    monkeypatch.setattr(memory, "available_host_bytes", unread)
+    assert gpusvd.svd(np.eye(64), device="cpu").S.shape == (64,)
+    memory.check_host_memory(memory.UNCHECKED_HOST_BYTES - 1, "a test")
+    with pytest.raises(AssertionError, match="meminfo"):
+        memory.check_host_memory(memory.UNCHECKED_HOST_BYTES, "a test")
