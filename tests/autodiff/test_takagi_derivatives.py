@@ -227,6 +227,38 @@ def test_repeated_values_right_or_nan():
     assert grad.isfinite().all()
 
 
+def test_gauge_invariant_and_broadening_at_a_repeated_value():
+    """The projector onto a repeated value's columns, U_c·U_cᴴ, does not depend on how
+    they are chosen: NaN by default (it reads the cluster), finite with
+    ``gauge_invariant=True`` and equal to finite differences of the eager projector;
+    ``broadening`` makes it finite too."""
+    rng = np.random.default_rng(19)
+    q, _ = np.linalg.qr(rng.standard_normal((4, 4)) + 1j * rng.standard_normal((4, 4)))
+    a = (q * [4.0, 2.0, 2.0, 0.5]) @ q.T
+    w = torch.as_tensor(rng.standard_normal((4, 4)))
+
+    def loss(x, **rule):
+        _, u = gpusvd.takagi(x + x.mT, **rule)
+        return (w * (u[:, 1:3] @ u[:, 1:3].mH).real).sum()
+
+    b = torch.tensor(a / 2)
+    grads = {}
+    for name, rule in (("default", {}), ("gauge_invariant", {"gauge_invariant": True}),
+                       ("broadening", {"broadening": 1e-6})):
+        x = b.clone().requires_grad_()
+        (grads[name],) = torch.autograd.grad(loss(x, **rule), x)
+    assert grads["default"].isnan().any()
+    assert grads["broadening"].isfinite().all()
+    h, expected = 1e-6, np.zeros((4, 4), complex)
+    for index in np.ndindex(4, 4):
+        for unit in (1.0, 1j):
+            step = torch.zeros((4, 4), dtype=torch.complex128)
+            step[index] = h * unit
+            expected[index] += unit * float(loss(b + step) - loss(b - step)) / (2 * h)
+    got = grads["gauge_invariant"].numpy()
+    assert np.abs(got - expected).max() <= 1e-6 * np.abs(expected).max()
+
+
 def test_options_and_refusals():
     a = _random((3, 3), torch.complex128, seed=14)
     a = (a + a.mT).requires_grad_()
