@@ -157,7 +157,7 @@ def _svd(args, a):
                          hermitian=args.hermitian)
     else:
         out = gpusvd.svdvals(a, method=args.method, check_finite=args.check_finite,
-                             device=args.device, hermitian=getattr(args, "hermitian", False))
+                             device=args.device, hermitian=args.hermitian)
     if compute_uv:
         u, s, vh = map(to_host, out)
         return {"U": u, "S": s, "Vh": vh}, lambda: _check_svd(np.asarray(a), u, s, vh), ""

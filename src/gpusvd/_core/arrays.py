@@ -43,8 +43,8 @@ JAX_TRACER_MESSAGE = (
     "this gpusvd function cannot take a traced JAX array (inside jax.jit, jax.vmap, "
     "jax.grad or another transformation): its kernels are not XLA operations. "
     "gpusvd.svd, gpusvd.svdvals, gpusvd.polar and gpusvd.takagi are JAX primitives and "
-    "work inside every transformation; call this one outside the transformed function, or pass the values "
-    "in with jax.pure_callback")
+    "work inside every transformation; call this one outside the transformed function, "
+    "or pass the values in with jax.pure_callback")
 
 
 def jax_tracer(a):

@@ -370,9 +370,7 @@ def complex_working(a):
     complex64 and half precision, complex128 otherwise (JAX's default complex for
     integers), as gpusvd's ``takagi`` computes them."""
     dtype = jnp.dtype(a.dtype)
-    if jnp.issubdtype(dtype, jnp.inexact) and dtype.itemsize <= (8 if dtype.kind == "c"
-                                                                  else 4):
-        return a.astype(jnp.complex64)
-    if jnp.issubdtype(dtype, jnp.inexact):
-        return a.astype(jnp.complex128)
-    return a.astype(jax.dtypes.canonicalize_dtype(np.complex128))
+    if not jnp.issubdtype(dtype, jnp.inexact):
+        return a.astype(jax.dtypes.canonicalize_dtype(np.complex128))
+    single = dtype.itemsize <= (8 if jnp.issubdtype(dtype, jnp.complexfloating) else 4)
+    return a.astype(jnp.complex64 if single else jnp.complex128)
