@@ -6,6 +6,7 @@ interop tests only add what is particular to a library: how to convert in and ou
 what "the same type and device" means.
 """
 
+import functools
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -53,10 +54,10 @@ def _check_lowrank(a, out):
     assert err <= 1e-10 * np.linalg.norm(a) ** 2
 
 
-def _check_hsvd(g, out):
+def _check_hsvd(g, out, signs=SIGNS):
     u, s, v, j = out
     assert np.allclose(g @ v, u * s, atol=1e-12 * s.max())
-    assert np.allclose(v.T @ np.diag(SIGNS) @ v, np.diag(j), atol=1e-10 * s.max())
+    assert np.allclose(v.T @ np.diag(signs) @ v, np.diag(j), atol=1e-10 * s.max())
 
 
 CASES = [
@@ -79,6 +80,10 @@ CASES = [
          lambda x: gpusvd.svd_lowrank(x, eps=1e-10, seed=0), _check_lowrank),
     Case("hsvd", lambda: testing.random_matrix(30, 20, seed=10),
          lambda x: gpusvd.hsvd(x, SIGNS), _check_hsvd),
+    # Definite signs: the one-sided Jacobi's J, the signs as they came
+    Case("hsvd_definite", lambda: testing.random_matrix(30, 20, seed=11),
+         lambda x: gpusvd.hsvd(x, np.ones(20)),
+         functools.partial(_check_hsvd, signs=np.ones(20))),
 ]
 IDS = [case.name for case in CASES]
 

@@ -123,6 +123,15 @@ class TestHSVD(OnCPU):
         with pytest.raises(ValueError):
             self.run(hsvd, np.eye(2), [1, -1], variant="nope")
 
+    @pytest.mark.parametrize("signs", [[1.0] * 6, [-1.0] * 6, [1.0, -1.0] * 3])
+    @pytest.mark.parametrize("batch", [(), (3,)])
+    def test_results_are_writable(self, signs, batch):
+        """Every result is writable: J of definite signs was a read-only broadcast view
+        of them (which JAX's from_dlpack refused)."""
+        g = random_matrix(int(np.prod(batch)) * 8, 6, seed=2).reshape(*batch, 8, 6)
+        for x in map(self.get, hsvd(self.put(g), signs, device=self.device)):
+            assert x.flags.writeable
+
     def test_input_unchanged_and_deterministic(self):
         g = random_matrix(50, 40, seed=1)
         signs = np.where(np.arange(40) % 3 == 0, -1.0, 1.0)

@@ -348,14 +348,20 @@ def _to_cupy_on(device_id):
     return restore
 
 
+def _writable(h):
+    """The host array ``h``, copied where it is read-only (a broadcast view)."""
+    return h if h.flags.writeable else h.copy()
+
+
 def _via(back, home, like):
     """Results to the input's library by its ``from_dlpack``, on the input's device.
 
     Contiguous first: DLPack carries strides, but not every consumer takes any (XLA
-    imports only dense layouts).
+    imports only dense layouts); writable too: NumPy exports a read-only array only
+    to consumers of DLPack 1.0, which JAX's ``from_dlpack`` is not.
     """
     if home == "cpu":
-        return lambda r: back(np.ascontiguousarray(to_host(r)))
+        return lambda r: back(_writable(np.ascontiguousarray(to_host(r))))
     home_id = like.device.id
 
     def restore(r):

@@ -368,10 +368,10 @@ def small_jacobi(g, signs, *, xp, strategy, tol, max_sweeps):
                           "Jacobi method; raise max_sweeps")
     progress.report("jacobi", worst, max_sweeps)  # all sweeps ran in the one inner call
     if k == n:
-        return gp, vp, np.broadcast_to(signs, (batch, n))
+        return gp, vp, np.tile(signs, (batch, 1))
     keep = kept_columns(vp, n, xp)
     if (signs == signs[0]).all():  # no host copy of keep: the signs stay as they were
-        kept_signs = np.broadcast_to(signs, (batch, n))
+        kept_signs = np.tile(signs, (batch, 1))
     else:
         kept_signs = signs_pad[to_host(keep)]
     return drop_columns(gp[:, :m], keep, xp), drop_columns(vp[:, :n], keep, xp), kept_signs
