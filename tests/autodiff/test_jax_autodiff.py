@@ -66,13 +66,18 @@ def test_vjp_of_svdvals_and_a_stack():
     np.testing.assert_allclose(np.asarray(grad), u @ vh, atol=1e-12)
 
 
-@pytest.mark.parametrize("fn", [gpusvd.jacobi_svd,
-                                lambda x: gpusvd.hsvd(x, np.array([1, -1, 1]))],
-                         ids=["jacobi_svd", "hsvd"])
-def test_a_traced_array_elsewhere_says_what_to_do(fn):
-    with pytest.raises(ValueError, match="cannot take a traced JAX array.*svd, "
-                       "gpusvd.svdvals, gpusvd.polar and gpusvd.takagi are JAX primitives"):
+@pytest.mark.parametrize("name, fn, twin", [
+    ("jacobi_svd", gpusvd.jacobi_svd, "gpusvd.svd(x, method='jacobi') is the same SVD"),
+    ("hsvd", lambda x: gpusvd.hsvd(x, np.array([1, -1, 1])), ""),
+    ("eigh_factored", lambda x: gpusvd.eigh_factored(x, np.array([1, -1, 1])), ""),
+    ("svd_lowrank", lambda x: gpusvd.svd_lowrank(x, eps=1e-6), "")])
+def test_a_traced_array_elsewhere_says_what_to_do(name, fn, twin):
+    """The refusal names the function, the primitives, and jacobi_svd's twin."""
+    with pytest.raises(ValueError, match=f"^{name}: cannot take a traced JAX array.*svd, "
+                       "gpusvd.svdvals, gpusvd.polar and gpusvd.takagi are JAX primitives"
+                       ) as info:
         jax.jit(fn)(jnp.eye(3))
+    assert twin in str(info.value)
 
 
 @pytest.mark.parametrize("case", ["random", "diag_1123"])

@@ -38,13 +38,14 @@ def _instance_of(a, module, name):
 
 
 # What a user who passes a traced JAX array to a gpusvd function that is not a JAX
-# primitive is told (svd, svdvals and polar are: :mod:`gpusvd.autodiff.jax_primitives`).
+# primitive is told, after the function's name (svd, svdvals, polar and takagi are
+# primitives: :mod:`gpusvd.autodiff.jax_primitives`).
 JAX_TRACER_MESSAGE = (
-    "this gpusvd function cannot take a traced JAX array (inside jax.jit, jax.vmap, "
-    "jax.grad or another transformation): its kernels are not XLA operations. "
-    "gpusvd.svd, gpusvd.svdvals, gpusvd.polar and gpusvd.takagi are JAX primitives and "
-    "work inside every transformation; call this one outside the transformed function, "
-    "or pass the values in with jax.pure_callback")
+    "cannot take a traced JAX array (inside jax.jit, jax.vmap, jax.grad or another "
+    "transformation): its kernels are not XLA operations. gpusvd.svd, gpusvd.svdvals, "
+    "gpusvd.polar and gpusvd.takagi are JAX primitives and work inside every "
+    "transformation; call this one outside the transformed function, or pass the values "
+    "in with jax.pure_callback")
 
 
 def jax_tracer(a):
@@ -271,8 +272,8 @@ def place(a, device="auto", what="this gpusvd function"):
     ``ValueError``.
     """
     kind, index = parse_device(device)
-    if jax_tracer(a):  # svd, svdvals and polar take tracers before they get here
-        raise ValueError(JAX_TRACER_MESSAGE)
+    if jax_tracer(a):  # svd, svdvals, polar and takagi take tracers before they get here
+        raise ValueError(f"{what}: {JAX_TRACER_MESSAGE}{_DIFFERENTIABLE_TWIN.get(what, '')}")
     if _instance_of(a, "torch", "Tensor") and (why := _torch_refusal(a)) is not None:
         raise ValueError(f"{what}: {why}{_DIFFERENTIABLE_TWIN.get(what, '')}")
     cp = cupy_or_none()
