@@ -4,7 +4,8 @@ tests/jacobi/host_kernel.py): the CUDA source run on the CPU.
 Each "thread" runs the kernel's body for one value index, one after the other; g++ with
 ``-ffp-contract=off`` does the kernel's IEEE operations in the kernel's order (mul_rn is a
 plain product there), so the values must be the Numba twin's bit for bit. The device
-function ``count_below`` is exported too, for the case table of the Sturm count.
+functions ``count_below`` and ``node_point`` are exported too, for the case table of the
+Sturm count and the tree of a round of counts.
 """
 
 import ctypes
@@ -28,7 +29,7 @@ static void values(const R *t, long long n, R floor, R pivmin, R top, R two_eps,
     threadIdx.x = 0;
     for (long long i = 0; i < n; ++i) {{
         blockIdx.x = (unsigned)i;
-        bisection_singular_values<R>(t, n, floor, pivmin, top, two_eps, max_steps, out);
+        bisection_singular_values<R, 1>(t, n, floor, pivmin, top, two_eps, max_steps, out);
     }}
 }}
 #define TWIN(SUFFIX, R)                                                                   \\
@@ -36,7 +37,9 @@ static void values(const R *t, long long n, R floor, R pivmin, R top, R two_eps,
                                     R two_eps, int max_steps, R *out)                     \\
     {{ values<R>(t, n, floor, pivmin, top, two_eps, max_steps, out); }}                     \\
     extern "C" long long count_##SUFFIX(const R *t, long long m, R x, R pivmin)           \\
-    {{ return count_below<R>(t, m, x, pivmin); }}
+    {{ return count_below<R>(t, m, x, pivmin); }}                                          \\
+    extern "C" R point_##SUFFIX(R lo, R hi, int node, int levels)                         \\
+    {{ return node_point<R>(lo, hi, node, levels); }}
 TWIN(float32, float)
 TWIN(float64, double)
 """
@@ -58,6 +61,9 @@ class HostBisection:
             count = getattr(lib, f"count_{name}")
             count.argtypes = [ctypes.c_void_p, ctypes.c_longlong, ctype, ctype]
             count.restype = ctypes.c_longlong
+            point = getattr(lib, f"point_{name}")
+            point.argtypes = [ctype, ctype, ctypes.c_int, ctypes.c_int]
+            point.restype = ctype
 
     def bisect(self, t, n, b):
         """The CUDA twin's contract (``bisection_cuda.bisect``) on a NumPy ``t``."""
@@ -66,6 +72,10 @@ class HostBisection:
         getattr(self._lib, f"values_{t.dtype.name}")(
             _pointer(t), n, b.floor, b.pivmin, b.top, b.two_eps, b.max_steps, _pointer(out))
         return out
+
+    def node_point(self, lo, hi, node, levels, dtype):
+        """The kernel's point of tree node ``node`` below [lo, hi] (``node_point``)."""
+        return getattr(self._lib, f"point_{np.dtype(dtype).name}")(lo, hi, node, levels)
 
     def count_below(self, t, x, pivmin):
         """The kernel's count at each shift of ``x`` (an array), as the Numba count."""

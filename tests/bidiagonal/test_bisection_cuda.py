@@ -63,6 +63,16 @@ def test_large_against_twin_and_lapack(kind, dtype):
         BOUND * n * np.finfo(dtype).eps + 2 * BOUND * n * np.finfo(np.float64).eps)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_largest_against_twin(dtype):
+    """n = 16384: 16 lanes a value over 8192 blocks, the size where a comparison of the
+    grouped kernel with an NVRTC build of the one-thread kernel it replaced gave different
+    float32 bits (float64 equal); the Numba twin decides."""
+    d, e = testing.bidiagonal(16384, kind="random", dtype=dtype, seed=1)
+    gpu, cpu = _both(d, e)
+    np.testing.assert_array_equal(gpu, cpu)
+
+
 def test_subnormal_float32_input():
     # CuPy's float32 arithmetic flushes subnormals: the scaling must not go through it.
     d, e = bisection_cases.SUBNORMAL32

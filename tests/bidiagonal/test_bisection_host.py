@@ -62,3 +62,36 @@ def test_sturm_count_table(host, name):
     x = np.ldexp(np.asarray(shifts, np.float64), -exponent)
     counts = host.count_below(t, x, bisection.bounds(np.float64).pivmin)
     assert counts.tolist() == [int(np.sum(ref < shift)) for shift in shifts]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_every_node_of_a_round_is_the_bisection_s_point(host, dtype):
+    """A GPU round counts at the 15 nodes of the next four steps' tree at once
+    (kernels/bisection.cu, LEVELS = 4; the host build runs LEVELS = 1): each node's point
+    must be, bit for bit, the midpoint one thread's bisection reaches there by the
+    decisions that lead to it, on intervals from geometric (hi > 2·lo, far apart) to
+    arithmetic ones a few ulps wide."""
+    real = np.dtype(dtype).type
+    two = real(2)
+
+    def midpoint(lo, hi):
+        return np.sqrt(lo) * np.sqrt(hi) if hi > lo + lo else (lo + hi) * real(0.5)
+
+    rng = np.random.default_rng(4)
+    tiny = np.finfo(dtype).smallest_normal
+    intervals = [(real(tiny), real(4)), (real(1e-30), real(3e-30)), (real(0.5), real(0.75))]
+    for _ in range(20):
+        lo = real(rng.uniform(0.1, 2.0))
+        intervals.append((lo, lo * real(1 + 16 * np.finfo(dtype).eps)))
+        intervals.append((lo, lo * two ** real(rng.integers(2, 40))))
+    for lo0, hi0 in intervals:
+        for node in range(1, 16):
+            lo, hi, at, step = lo0, hi0, 8, 4
+            while True:  # one thread's steps to the node
+                mid = midpoint(lo, hi)
+                if node == at:
+                    break
+                lo, hi = (lo, mid) if node < at else (mid, hi)
+                at, step = (at - step if node < at else at + step), step // 2
+            got = host.node_point(lo0, hi0, node, 4, dtype)
+            assert real(got) == mid, (lo0, hi0, node)

@@ -47,6 +47,7 @@ inline double __dsub_rn(double a, double b) { return a - b; }
 inline void __syncthreads() {}
 inline int __syncthreads_or(int p) { return p; }
 template <typename T> T __shfl_xor_sync(unsigned, T v, int, int) { return v; }
+template <typename T> T __shfl_sync(unsigned, T v, int, int) { return v; }
 template <typename T> T __ldg(const T *p) { return *p; }
 inline unsigned long long atomicAdd(unsigned long long *a, unsigned long long v)
 { unsigned long long old = *a; *a += v; return old; }

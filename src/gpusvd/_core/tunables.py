@@ -259,10 +259,10 @@ class Tunables:
     # Sturm count is a chain of 2n dependent divisions, latency-bound. Measured in NOTES.md
     # ("Bisection for the bidiagonal's values").
     bisection_cpu_lanes: int = 8
-    # Threads per block of the CUDA bisection kernel (one value each): at n <= 16384 there
-    # are fewer warps than the GPU's schedulers (132 SMs × 4), so one warp per block
-    # spreads them over all SMs; 64–256 made no difference within 1% (BENCHMARKS.md, "The
-    # tunables' defaults").
+    # Threads per block of the CUDA bisection kernel (whole warps, two values' groups of
+    # lanes a warp): one warp per block spreads the warps over all SMs; with one thread a
+    # value 64–256 made no difference within 1% (BENCHMARKS.md, "The tunables'
+    # defaults").
     bisection_threads_per_block: int = 32
     # Thread blocks per SM of stage 2's GPU bulge chasing (condensed/bulge_cuda.py), each
     # running one sweep at a time; the grid is also capped by the sweeps that can run at

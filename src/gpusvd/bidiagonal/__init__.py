@@ -7,7 +7,7 @@
 - ``rotations_cuda``: the same on the GPU, chunk by chunk (kernels/apply_rotations.cu).
 - ``qr_svd``: the SVD with vectors by the QR and its rotations, the values by dqds.
 - ``bisection``: the values by bisection on the Golub–Kahan tridiagonal (Numba).
-- ``bisection_cuda``: the same on the GPU, one thread per value (kernels/bisection.cu).
+- ``bisection_cuda``: the same on the GPU, a group of lanes per value (kernels/bisection.cu).
 - ``dbdsdc``: the SVD by divide and conquer, LAPACK's dbdsdc on the host.
 - ``dc_svd``: the SVD by divide and conquer (Gu & Eisenstat), its GEMMs in ``xp``.
 - ``secular``: the step and convergence check of a secular equation's root finder (dlaed4).

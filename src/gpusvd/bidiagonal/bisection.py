@@ -1,7 +1,7 @@
 """Singular values of a bidiagonal by bisection on its Golub–Kahan tridiagonal.
 
 The parallel values solver of the two-stage SVD: every singular value is found on its
-own, so the work is spread over values (one GPU thread each, Numba's ``prange`` on the
+own, so the work is spread over values (a group of GPU lanes each, Numba's ``prange`` on the
 CPU), where dqds (dqds.py) is one sequential chain.
 
 The upper bidiagonal B (diagonal d, superdiagonal e) of order n is the 2n×2n
@@ -53,7 +53,8 @@ for every σ above the floor below. Departures from dstebz, and why:
   come out ordered (σ̂ᵢ ≥ σ̂ⱼ for i < j in the descending output) without a sort, and the
   same on every device whose division and square root round correctly.
 
-The CUDA twin is ``kernels/bisection.cu`` (one thread per value), launched by
+The CUDA twin is ``kernels/bisection.cu`` (a group of lanes per value, which counts at
+the next steps' points at once and takes the same steps), launched by
 :mod:`.bisection_cuda`; both do the same IEEE operations in the same order (products
 written ``__dmul_rn`` there so that nvcc does not fuse them into an fma), so they give the
 same bits. :data:`_TWINS` maps the array namespace to its twin.
@@ -232,8 +233,8 @@ def bidiagonal_singular_values_bisection(d, e):
     """Singular values of the upper bidiagonal B (diagonal d, superdiagonal e) by
     bisection on its Golub–Kahan tridiagonal, each to high relative accuracy.
 
-    Parallel over the values: Numba threads for NumPy input, one CUDA thread per value
-    for CuPy input (module docstring). Each value σ is accurate to 4·n·ε·σ (Demmel &
+    Parallel over the values: Numba threads for NumPy input, a group of CUDA lanes per
+    value for CuPy input (module docstring). Each value σ is accurate to 4·n·ε·σ (Demmel &
     Kahan 1990) where σ ≥ 2.5e-293·max|B| in float64 (2.5e-32 in float32), and in
     practice down to 2.2e-308·max|B| (1.2e-38); values below that are returned as 0.
 

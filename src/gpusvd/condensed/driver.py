@@ -9,7 +9,7 @@ values solver (or the bidiagonal's SVD and the back-transformations: :func:`two_
 3. The bidiagonal's values, each to high relative accuracy, where the bidiagonal lies
    (:data:`_VALUES_SOLVERS`): on the CPU dqds (bidiagonal/dqds.py) in float64, as
    the one-stage path; on the GPU bisection on the Golub–Kahan tridiagonal
-   (bidiagonal/bisection.py, one CUDA thread per value) in the working precision, so that
+   (bidiagonal/bisection.py, a group of CUDA lanes per value) in the working precision, so that
    only the values cross to the host, when the caller reads them. On one CPU core bisection is
    15–25× slower than dqds (NOTES.md, "Bisection for the bidiagonal's values": n = 1000
    0.36 s against 0.023 s), hence dqds there.
@@ -157,7 +157,7 @@ def _divide_and_conquer_on_device(d, e, xp, real):
     lies (each to 4·n·ε·σ relative, in float64, as ``svdvals`` takes them: the divide and
     conquer's own are accurate to n·ε·σ₁ only).
 
-    On a GPU the bisection (one launch, a thread per value) runs on a stream of its own
+    On a GPU the bisection (one launch, a group of lanes per value) runs on a stream of its own
     while the host drives the merges, which leave the device idle much of their time; the
     current stream waits for it, copies the values, and the side stream waits for that
     copy before it runs anything else (so that CuPy's pool, which keeps the side
