@@ -320,6 +320,24 @@ class TestByteOrder_CPU(Calls):
         assert np.array_equal(_host(got.S), _host(ref.S))
 
 
+class TestHalfPrecision_CPU(Calls):
+    """A NumPy or CuPy float16 matrix is promoted to float32, as SciPy does: the values of
+    its float32 copy, bit for bit (torch and JAX half precision come back in their own
+    dtype: tests/interop)."""
+
+    @pytest.mark.parametrize("name", VALUE_CALLS)
+    def test_float16_is_float32(self, name):
+        a = testing.random_matrix(12, 7, seed=8).astype(np.float16)
+        got = self.values(name, a)
+        assert got.dtype == np.float32
+        assert np.array_equal(got, self.values(name, a.astype(np.float32)))
+
+
+@pytest.mark.gpu
+class TestHalfPrecision_GPU(_OnGPU, TestHalfPrecision_CPU):
+    """CuPy float16 input."""
+
+
 @pytest.mark.gpu
 class TestByteOrder_GPU(TestByteOrder_CPU):
     """Big-endian NumPy input computed on the GPU (CuPy takes native order only)."""
