@@ -2,11 +2,11 @@
 ``kernels/bisection.cu``, a group of lanes per singular value.
 
 A value's bisection takes about 64 Sturm counts of 2n − 1 steps in float64 (32 in
-float32), each a chain of dependent divisions; one thread a value leaves most of the GPU
-idle and waits on that chain (84 ms at n = 8192 float64 on the H200). A group of
-:data:`GROUP` lanes counts at the :data:`LEVELS` levels of the next steps' tree at once
-(the kernel's comment), so a value takes LEVELS times fewer rounds of counts and comes
-out bit for bit as one thread's bisection. One launch, no host synchronization: the
+float32), each a chain of dependent divisions: with one thread a value, the GPU waits on
+that chain with most of its schedulers idle. A group of :data:`GROUP` lanes counts at
+the :data:`LEVELS` levels of the next steps' tree at once (the kernel's comment), so a
+value takes LEVELS times fewer rounds of counts and comes out bit for bit as one
+thread's bisection (BENCHMARKS.md, "Values only on the GPU"). One launch, no host synchronization: the
 caller reads the values when it needs them.
 """
 
