@@ -6,8 +6,8 @@ float32), each a chain of dependent divisions: with one thread a value, the GPU 
 that chain with most of its schedulers idle. A group of :data:`GROUP` lanes counts at
 the :data:`LEVELS` levels of the next steps' tree at once (the kernel's comment), so a
 value takes LEVELS times fewer rounds of counts and comes out bit for bit as one
-thread's bisection (BENCHMARKS.md, "Values only on the GPU"). One launch, no host synchronization: the
-caller reads the values when it needs them.
+thread's bisection (BENCHMARKS.md, "Values only on the GPU"). One launch, no host
+synchronization: the caller reads the values when it needs them.
 """
 
 import numpy as np
