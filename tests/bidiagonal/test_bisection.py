@@ -211,3 +211,22 @@ def test_bad_input(d, e, error, match):
 
 def test_every_namespace_has_a_twin():
     assert set(bisection._TWINS) == {"numpy", "cupy"}
+
+
+@pytest.mark.parametrize("n, expected", [(1, 4), (1500, 4), (4096, 4), (4097, 3),
+                                         (8192, 3), (16384, 2), (65536, 2)])
+def test_gpu_levels_keep_the_lanes_within_the_target(n, expected):
+    """The CUDA kernel's steps a round by n (bisection_cuda.levels): the most that keeps
+    n·2^LEVELS within LANES, clamped to the shipped instantiations."""
+    from gpusvd.bidiagonal import bisection_cuda
+
+    assert bisection_cuda.levels(n) == expected
+    if expected > bisection_cuda.LEVELS[0]:
+        assert n << expected <= bisection_cuda.LANES
+
+
+def test_gpu_levels_refuses_an_unshipped_instantiation():
+    from gpusvd.bidiagonal import bisection_cuda
+
+    with pytest.raises(ValueError, match="steps_a_round"):
+        bisection_cuda.bisect(None, 4, None, steps_a_round=5)

@@ -15,6 +15,8 @@ import scipy.linalg
 
 from gpusvd import testing
 from gpusvd._core import kernels
+from gpusvd._core.scaling import scale_values
+from gpusvd.bidiagonal import bisection, bisection_cuda
 from gpusvd.bidiagonal.bisection import bidiagonal_singular_values_bisection
 
 from . import bisection_cases
@@ -65,12 +67,26 @@ def test_large_against_twin_and_lapack(kind, dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_largest_against_twin(dtype):
-    """n = 16384: 16 lanes a value over 8192 blocks, the size where a comparison of the
-    grouped kernel with an NVRTC build of the one-thread kernel it replaced gave different
-    float32 bits (float64 equal); the Numba twin decides."""
+    """n = 16384, the largest size tested (two levels a round by :func:`levels`)."""
     d, e = testing.bidiagonal(16384, kind="random", dtype=dtype, seed=1)
     gpu, cpu = _both(d, e)
     np.testing.assert_array_equal(gpu, cpu)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("steps_a_round", bisection_cuda.LEVELS)
+@pytest.mark.parametrize("kind", ["random", "graded"])
+def test_every_instantiation_against_twin(kind, steps_a_round, dtype):
+    """Each shipped LEVELS on one n, whatever :func:`levels` would pick there."""
+    import cupy
+
+    n = 1500
+    d, e = testing.bidiagonal(n, kind=kind, dtype=dtype, seed=61)
+    t, exponent = bisection.golub_kahan_offdiagonal(cupy, cupy.asarray(d), cupy.asarray(e))
+    gpu = scale_values(
+        bisection_cuda.bisect(t, n, bisection.bounds(np.dtype(dtype)), steps_a_round),
+        exponent, cupy).get()
+    np.testing.assert_array_equal(gpu, bidiagonal_singular_values_bisection(d, e))
 
 
 def test_subnormal_float32_input():

@@ -71,7 +71,8 @@ REGISTRY = {
     "bidiagonal/kernels/apply_rotations.cu": KernelFile(tuple(
         f"apply_rotations<{ctype}, {window}>" for ctype in _REAL for window in (8, 16))),
     "bidiagonal/kernels/bisection.cu": KernelFile(tuple(
-        f"bisection_singular_values<{ctype}, 4>" for ctype in _REAL)),
+        f"bisection_singular_values<{ctype}, {levels}>" for ctype in _REAL
+        for levels in (2, 3, 4))),
     "bidiagonal/kernels/rotate_pairs.cu": KernelFile(tuple(
         f"rotate_pairs<{ctype}>" for ctype in _REAL)),
     "bidiagonal/kernels/merge_vectors.cu": KernelFile(tuple(
