@@ -274,11 +274,12 @@ def test_precompile_reaches_both_forms_of_merge(monkeypatch):
     from gpusvd._core import precompile
 
     seen = set()
-    for name in ("_times_embedded", "_supports"):
-        monkeypatch.setattr(dc, name, lambda *a, _f=getattr(dc, name), _n=name:
-                            seen.add(_n) or _f(*a))
+    monkeypatch.setattr(dc, "_supports", lambda *a, _f=dc._supports:
+                        seen.add("_supports") or _f(*a))
+    monkeypatch.setitem(dc._UPDATE_COLUMNS, "numpy", lambda *a, _f=dc._UPDATE_COLUMNS["numpy"]:
+                        seen.add("_update_columns") or _f(*a))
     cols = 2 * max(tunables.get().jacobi_block_width, tunables.get().jacobi_block_width_gpu) + 4
     d, e = _family("random", cols, seed=1)
     with tunables.override(**precompile.DIVIDE_AND_CONQUER_MERGES):
         _check(d, e)
-    assert seen == {"_times_embedded", "_supports"}
+    assert seen == {"_update_columns", "_supports"}

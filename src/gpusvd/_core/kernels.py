@@ -77,7 +77,8 @@ REGISTRY = {
         f"rotate_pairs<{ctype}>" for ctype in _REAL)),
     "bidiagonal/kernels/merge_vectors.cu": KernelFile(tuple(
         f"{kernel}<double>" for kernel in ("svd_merge_weights", "svd_merge_columns",
-                                           "place_blocks"))),
+                                           "place_blocks", "gather_columns",
+                                           "scatter_columns"))),
     "bidiagonal/kernels/secular.cu": KernelFile(("svd_secular_roots<double>",)),
     "quic/kernels/weighted_means.cu": KernelFile(tuple(
         f"{kernel}<{ctype}>" for kernel in ("piece_sums", "child_sums", "row_dots")

@@ -282,13 +282,11 @@ class Tunables:
     # leaves of 32; 256 is faster at 4096 and slower at 8192 (BENCHMARKS.md, "The
     # tunables' defaults").
     divide_conquer_leaf_size: int = 128
-    # Merges of bidiagonal/dc_svd.py with at most this many rows update U and V by one
-    # dense GEMM each (U·W, W the identity but for the merge's vectors) instead of the
-    # GEMMs split by the columns' supports: up to twice the flops, but ~5 launches per
-    # matrix instead of ~15, which on a GPU is most of a small merge's time. H100, the
-    # two-stage SVD of a Gaussian matrix in float64 (bench/results/two_stage_s10g.json): at
-    # n = 8192 2.19 s with no dense merges, 2.16 with them up to 1024 rows, 1.87 up to 4096
-    # (all but the top merge); at 4096 0.81, 0.78, 0.69.
+    # Merges of bidiagonal/dc_svd.py with at most this many rows update U and V with the
+    # rest of their tree level, all their rows against their kept columns in one batched
+    # GEMM a matrix, instead of the GEMMs split by the columns' supports: up to twice the
+    # flops, but a handful of launches a level instead of ~15 a merge, which on a GPU is
+    # most of a small merge's time. NOTES.md ("Where things stand") has the timings.
     divide_conquer_dense_merge_rows: int = 4096
     # Deflation's column rotations in bidiagonal/dc_svd.py by the namespace's compiled twin
     # (a Numba loop over blocks of rows on NumPy; rotate_pairs.cu on CuPy, one launch per

@@ -36,10 +36,11 @@ namespace ``xp``, only O(n) data on the host.
      and each difference of squares a product of the differences above. M's vectors:
      v_j = (ẑ_i/((d_i − σ_j)(d_i + σ_j)))_i, u_j = (−1, d_i·v_{ij})_{i≥2}, normalized
      (dlasd3, dividing twice as it does to spare underflow).
-   - U ← U·U_M and V ← V·V_M on the kept columns as GEMMs in xp, each half's rows
-     against only the columns that can be nonzero there (:func:`_supports`; dlasd3's
-     GEMMs on dlasd2's column types): U's coupling row is e_k's, so its new row is
-     U_M's first; V's rows split at k.
+   - U ← U·U_M and V ← V·V_M on the kept columns as GEMMs in xp, a tree level's merges
+     together (:func:`_update_level`); the largest merges each half's rows against only
+     the columns that can be nonzero there (:func:`_supports`; dlasd3's GEMMs on
+     dlasd2's column types): U's coupling row is e_k's, so its new row is U_M's first;
+     V's rows split at k.
 
 Departures from LAPACK: leaves of up to ``divide_conquer_leaf_size`` rows (128; LAPACK's
 SMLSIZ is 25), by gesdd on the dense block rather than dlasdq. Columns are never sorted
@@ -53,10 +54,11 @@ one transfer (:func:`_coupling_rows`), the one wait per level; each merge's defl
 runs on the host while the device still works on the previous merge; its secular equation
 (secular_svd_cuda.py), vectors (merge_vectors_cuda.py) and rotations
 (rotate_pairs_cuda.py) are a few launches; its values come back at the level's end. The
-leaves cross to the device in one copy (merge_vectors_cuda.py). Merges of up to
-``divide_conquer_dense_merge_rows`` rows update U and V by one dense GEMM each (:func:`_times_embedded`), the larger by the
-GEMMs split by support. On the H100 at n = 8192, inside the two-stage SVD: 0.5 s, where
-the QR took 3.3 s.
+leaves cross to the device in one copy (merge_vectors_cuda.py). The level's merges of up
+to ``divide_conquer_dense_merge_rows`` rows then update U and V together: their kept
+columns gathered into one zero-padded stack, one batched GEMM by their vectors, one
+scatter (:func:`_update_columns`, merge_vectors_cuda.py); larger merges by the GEMMs
+split by support. NOTES.md ("Where things stand") has the timings.
 
 Accuracy: backward stable, ‖B − U·S·Vᵀ‖ and ‖UᵀU − I‖, ‖VᵀV − I‖ of order n·ε; the
 values to about n·ε·σ₁ (the deflation's absolute tolerance), not each to itself: for a
@@ -65,6 +67,7 @@ graded B take the small values from dqds (:mod:`gpusvd.bidiagonal.dqds`).
 
 import functools
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, NamedTuple
 
 import numba
 import numpy as np
@@ -321,16 +324,22 @@ _MERGE_VECTORS = {"numpy": functools.partial(_merge_vectors, xp=np),
                   "cupy": merge_vectors_cuda.svd_merge_vectors}
 
 
-def _times_embedded(q, block, columns, xp):
-    """q ← q·W in place, W the identity but for its columns ``columns`` (host indices),
-    which hold ``block`` (k×k) in the rows ``columns``: the merge's update of the kept
-    columns as one dense GEMM, a handful of launches where the support-split GEMMs of
-    :func:`_merge` take about fifteen (for the small merges, whose flops are few)."""
-    idx = xp.asarray(columns)
-    w = xp.eye(q.shape[1], dtype=q.dtype)
-    w[:, idx] = 0.0
-    w[idx[:, None], idx[None, :]] = block
-    q[...] = q @ w
+def _update_columns(q, starts, rows, cols, wt, xp):
+    """For each merge i of a tree level, ``q[s:s + m, c] ← q[s:s + m, c] · W_i`` with
+    s = ``starts[i]``, m = ``rows[i]``, c = ``cols[i]`` (host index arrays, k_i columns of
+    q) and W_i = ``wt[i, :k_i, :k_i]ᵀ`` (``wt`` a (count, K, K) stack in xp, K ≥ every
+    k_i): the merges' updates of their kept columns, the other columns unchanged (their
+    W is the identity)."""
+    for i, (start, m, columns) in enumerate(zip(starts, rows, cols)):
+        k, idx = len(columns), xp.asarray(columns)
+        q[start:start + m, idx] = q[start:start + m, idx] @ wt[i, :k, :k].T
+
+
+# A level's updates of the kept columns by the name of their namespace (the CUDA twin:
+# one gather, one batched GEMM and one scatter for the whole level); others take
+# _update_columns.
+_UPDATE_COLUMNS = {"numpy": functools.partial(_update_columns, xp=np),
+                   "cupy": merge_vectors_cuda.update_columns}
 
 
 def _coupling_rows(v, level, xp):
@@ -352,13 +361,34 @@ def _coupling_rows(v, level, xp):
     return list(zip(pieces[::2], pieces[1::2]))
 
 
-def _merge(s, u, v, cut, alpha, beta, sqre, xp, row, first):
-    """Merge the halves of a block around its coupling row ``cut``: s (host) holds the
-    values of u's columns (m×m view) and v's (m×(m + sqre)); all three are updated.
-    ``row`` and ``first`` are V's rows cut (columns :cut + 1) and cut + 1 (columns
-    cut + 1:) as host arrays (:func:`_coupling_rows`). On CuPy the secular equation is
-    solved on the device (secular_svd_cuda.py) and the values are stored by the function
-    returned (:func:`_values`); elsewhere they are stored at once and None returned."""
+class _Merge(NamedTuple):
+    """A merge after its deflation, its secular equation solved or queued: what its
+    vectors, its update of U and V and its values need."""
+
+    start: int        # the merge's first row in the block
+    m: int            # its rows: U's block is m×m, V's m×(m + sqre)
+    sqre: int
+    cut: int          # its coupling row, from start
+    problem: tuple    # (poles, weights), on the device for CuPy
+    origin: Any       # each root's pole and offset from it (on the device for CuPy)
+    tau: Any
+    steps: Any        # the device's iteration counts, None on the host
+    columns: Any      # its kept columns (host, from start), the zero pole's first
+    poles: Any        # the kept poles (host, scaled)
+    exponent: int     # the merge's scaling, 2^exponent
+    upairs: Any       # U's and V's deflation rotations (host, column pairs from start)
+    vpairs: Any
+    null_weight: bool  # V's null column rotated into the zero pole's (b₁ ≠ 0)
+
+
+def _merge(s, u, v, start, cut, alpha, beta, sqre, xp, row, first):
+    """Deflate the merge of a block's halves around its coupling row ``cut``: s (host)
+    holds the values of u's columns (m×m view) and v's (m×(m + sqre)), u and v get the
+    deflation's rotations and s the deflated values; the secular equation of the poles
+    kept is solved (on the device for CuPy: secular_svd_cuda.py). ``row`` and ``first``
+    are V's rows cut (columns :cut + 1) and cut + 1 (columns cut + 1:) as host arrays
+    (:func:`_coupling_rows`). Returns the :class:`_Merge` whose vectors update u and v
+    (:func:`_update_level`)."""
     m = u.shape[0]
     rotate = _rotation(xp)
     z = np.concatenate((alpha * row[:cut], [0.0], beta * first[:m - cut - 1]))
@@ -393,47 +423,78 @@ def _merge(s, u, v, cut, alpha, beta, sqre, xp, row, first):
         else:
             problem = poles, weights
             origin, tau = secular_singular_values(poles, weights)
+    return _Merge(start, m, sqre, cut, problem, origin, tau, steps, order[kept], poles,
+                  exponent, order[upairs], order[vpairs], b1 != 0.0)
+
+
+def _update_split(u, v, merge, u_m, v_m, xp):
+    """u ← u·W_U and v ← v·W_V on one merge's block (u m×m, v m×(m + sqre) views), each
+    half's rows against only the columns that can be nonzero there (:func:`_supports`):
+    up to half the flops of the dense update, for about fifteen launches a matrix."""
+    m, cut, columns = merge.m, merge.cut, merge.columns
+    index = np.arange(m)
+    up, low = _supports(columns, index < cut, index > cut, merge.upairs)
+    top = u[:cut, xp.asarray(columns[up])] @ u_m[xp.asarray(up)]
+    bottom = u[cut + 1:, xp.asarray(columns[low])] @ u_m[xp.asarray(low)]
+    u[:cut, xp.asarray(columns)] = top
+    u[cut, xp.asarray(columns)] = u_m[0]
+    u[cut + 1:, xp.asarray(columns)] = bottom
+    below = index > cut
+    below[cut] = merge.null_weight
+    up, low = _supports(columns, index <= cut, below, merge.vpairs)
+    top = v[:cut + 1, xp.asarray(columns[up])] @ v_m[xp.asarray(up)]
+    bottom = v[cut + 1:, xp.asarray(columns[low])] @ v_m[xp.asarray(low)]
+    v[:cut + 1, xp.asarray(columns)] = top
+    v[cut + 1:, xp.asarray(columns)] = bottom
+
+
+def _update_level(u, v, merges, xp):
+    """U and V (the block's) updated by the vectors of a tree level's merges: merges of
+    up to ``divide_conquer_dense_merge_rows`` rows together, their kept columns by one
+    batched product each for U and V (:data:`_UPDATE_COLUMNS`, the merges' vectors
+    transposed into a zero-padded stack); larger ones one by one, split by support
+    (:func:`_update_split`)."""
+    vectors = _MERGE_VECTORS.get(xp.__name__, functools.partial(_merge_vectors, xp=xp))
+    limit = tunables.get().divide_conquer_dense_merge_rows
+    together = [merge for merge in merges if merge.m + merge.sqre <= limit]
     with profile.phase("vectors", xp):
-        u_m, v_m = _MERGE_VECTORS.get(xp.__name__, functools.partial(_merge_vectors, xp=xp))(
-            *problem, origin, tau)
+        alone = [(merge, *vectors(*merge.problem, merge.origin, merge.tau))
+                 for merge in merges if merge.m + merge.sqre > limit]
+        if together:
+            width = max(len(merge.columns) for merge in together)
+            stacks = xp.zeros((2, len(together), width, width))
+            for i, merge in enumerate(together):
+                k = len(merge.columns)
+                u_m, v_m = vectors(*merge.problem, merge.origin, merge.tau)
+                stacks[0, i, :k, :k] = u_m.T
+                stacks[1, i, :k, :k] = v_m.T
     with profile.phase("gemm", xp):
-        columns = order[kept]
-        if m + sqre <= tunables.get().divide_conquer_dense_merge_rows:
-            # diag(U₁, 1, U₂)'s 1 (U's row and column cut are zero till now and no
-            # rotation of U touched the zero pole), then U ← U·W_U, V ← V·W_V whole
-            u[cut, cut] = 1.0
-            _times_embedded(u, u_m, columns, xp)
-            _times_embedded(v, v_m, columns, xp)
-            return _values(s, columns, poles, origin, tau, exponent, xp, steps)
-        index = np.arange(m)
-        up, low = _supports(columns, index < cut, index > cut, order[upairs])
-        top = u[:cut, xp.asarray(columns[up])] @ u_m[xp.asarray(up)]
-        bottom = u[cut + 1:, xp.asarray(columns[low])] @ u_m[xp.asarray(low)]
-        u[:cut, xp.asarray(columns)] = top
-        u[cut, xp.asarray(columns)] = u_m[0]
-        u[cut + 1:, xp.asarray(columns)] = bottom
-        below = index > cut
-        below[cut] = b1 != 0.0
-        up, low = _supports(columns, index <= cut, below, order[vpairs])
-        top = v[:cut + 1, xp.asarray(columns[up])] @ v_m[xp.asarray(up)]
-        bottom = v[cut + 1:, xp.asarray(columns[low])] @ v_m[xp.asarray(low)]
-        v[:cut + 1, xp.asarray(columns)] = top
-        v[cut + 1:, xp.asarray(columns)] = bottom
-    return _values(s, columns, poles, origin, tau, exponent, xp, steps)
+        for merge, u_m, v_m in alone:
+            end = merge.start + merge.m
+            _update_split(u[merge.start:end, merge.start:end],
+                          v[merge.start:end + merge.sqre, merge.start:end + merge.sqre],
+                          merge, u_m, v_m, xp)
+        if not together:
+            return
+        # diag(U₁, 1, U₂)'s 1: U's row and column cut are zero till now, and no rotation
+        # of U touched the zero pole
+        cuts = xp.asarray([merge.start + merge.cut for merge in together])
+        u[cuts, cuts] = 1.0
+        update = _UPDATE_COLUMNS.get(xp.__name__, functools.partial(_update_columns, xp=xp))
+        starts = [merge.start for merge in together]
+        cols = [merge.start + merge.columns for merge in together]
+        update(u, starts, [merge.m for merge in together], cols, stacks[0])
+        update(v, starts, [merge.m + merge.sqre for merge in together], cols, stacks[1])
 
 
-def _values(s, columns, poles, origin, tau, exponent, xp, steps):
-    """s[columns] ← the merge's values (roots d_o + τ, scaled back) at once on the host;
-    for roots on the device, a function that does it (and checks their convergence) once
-    the level's work is queued, so their read does not wait on this merge's GEMMs."""
-    def store():
-        if steps is not None:
-            check_converged(to_host(steps))
-        s[columns] = np.ldexp(poles[to_host(origin)] + to_host(tau), -exponent)
-    if steps is None:
-        store()
-        return None
-    return store
+def _store_values(s, merge):
+    """The merge's values, the roots d_o + τ scaled back, into its columns of s (host,
+    the block's), once the device's roots are checked to have converged: called after
+    the level's work is queued, so that on a GPU their read does not hold it up."""
+    if merge.steps is not None:
+        check_converged(to_host(merge.steps))
+    s[merge.start + merge.columns] = np.ldexp(
+        merge.poles[to_host(merge.origin)] + to_host(merge.tau), -merge.exponent)
 
 
 def _solve_block(d, e, u, v, xp):
@@ -458,14 +519,14 @@ def _solve_block(d, e, u, v, xp):
         levels.setdefault(merge[0], []).append(merge)
     for depth in sorted(levels, reverse=True):  # the deepest level first
         level = levels[depth]
-        pending = [_merge(s[start:end], u[start:end, start:end],
-                          v[start:end + sqre, start:end + sqre], cut - start, d[cut], e[cut],
-                          sqre, xp, row, first)
-                   for (_, start, cut, end, sqre), (row, first)
-                   in zip(level, _coupling_rows(v, level, xp))]
-        for store in pending:  # the values of roots found on the device
-            if store is not None:
-                store()
+        merges = [_merge(s[start:end], u[start:end, start:end],
+                         v[start:end + sqre, start:end + sqre], start, cut - start, d[cut],
+                         e[cut], sqre, xp, row, first)
+                  for (_, start, cut, end, sqre), (row, first)
+                  in zip(level, _coupling_rows(v, level, xp))]
+        _update_level(u, v, merges, xp)
+        for merge in merges:  # the values, the device's roots read back
+            _store_values(s, merge)
     return s
 
 

@@ -10,7 +10,10 @@ per entry (the kernel file says where the order of sums differs).
 
 The leaves likewise: computed on the host (LAPACK), they cross to the device in one copy
 (:func:`pack_blocks`) and one launch places them all, where each took a copy and a
-setitem.
+setitem. And a tree level's updates of U (or V) by its merges' vectors: one copy of the
+merges' indices, one launch gathers their kept columns into a stack, one batched GEMM,
+one launch scatters them back (:func:`update_columns`), where each merge took about ten
+CuPy operations.
 """
 
 import numpy as np
@@ -22,9 +25,11 @@ _KERNEL_FILE = "bidiagonal/kernels/merge_vectors.cu"
 _WEIGHT_THREADS = 256
 _LANES = 32
 # Threads per block of the columns kernel (one block per column, k up to n) and of the
-# placement (one block per leaf of at most 33² entries).
+# placement (one block per leaf of at most 33² entries), and of the gather and scatter of
+# a level's columns (one block per column).
 _COLUMN_THREADS = 256
 _PLACE_THREADS = 256
+_GATHER_THREADS = 256
 
 
 def _upload(*parts):
@@ -101,3 +106,32 @@ def place_blocks(target, blocks, starts):
     kernel((len(blocks),), (_PLACE_THREADS,),
            (target, np.int64(target.strides[1] // target.itemsize), packed,
             np.int64(packed.shape[1]), starts, sizes))
+
+
+def update_columns(q, starts, rows, cols, wt):
+    """For each merge i of a tree level, ``q[s:s + m, c] ← q[s:s + m, c] · W_i`` with
+    s = ``starts[i]``, m = ``rows[i]``, c = ``cols[i]`` (host int64 arrays of q's column
+    indices, k_i of them) and W_i = ``wt[i, :k_i, :k_i]ᵀ``: q a column-major float64 CuPy
+    view, ``wt`` a C-ordered (count, K, K) CuPy stack, zero past each k_i. One upload of
+    the indices, a gather of the kept columns into a zero-padded (count, K, max m) stack
+    (their transposes, each column contiguous), one batched GEMM by ``wt`` and a
+    scatter: the twin of ``dc_svd._update_columns``."""
+    import cupy
+
+    if q.strides[0] != q.itemsize:
+        raise ValueError("update_columns needs a column-major q (Fortran order or a view "
+                         "of it)")
+    count, width = wt.shape[0], wt.shape[1]
+    height = int(max(rows))
+    offsets = np.concatenate(([0], np.cumsum([len(c) for c in cols]))).astype(np.int64)
+    indices = _upload(np.asarray(starts, np.int64), np.asarray(rows, np.int64), offsets,
+                      np.concatenate(cols).astype(np.int64))
+    shape = (np.int64(q.strides[1] // q.itemsize), *indices, np.int64(width),
+             np.int64(height))
+    ctype = kernels.CTYPE[np.dtype(np.float64)]
+    stack = cupy.empty((count, width, height))
+    kernels.get_kernel(_KERNEL_FILE, f"gather_columns<{ctype}>")(
+        (count * width,), (_GATHER_THREADS,), (q, *shape, stack))
+    stack = cupy.matmul(wt, stack)
+    kernels.get_kernel(_KERNEL_FILE, f"scatter_columns<{ctype}>")(
+        (count * width,), (_GATHER_THREADS,), (q, *shape, stack))

@@ -1,7 +1,8 @@
-// The k x k vectors of one bidiagonal divide-and-conquer merge (Gu & Eisenstat), and the
-// leaves' blocks placed on the diagonal: the CUDA twins of dc_svd._merge_vectors
-// (dlasd3) and dc_svd._place_host. The module's docstring gives the formulas
-// and the papers.
+// The k x k vectors of one bidiagonal divide-and-conquer merge (Gu & Eisenstat), the
+// leaves' blocks placed on the diagonal, and a tree level's kept columns gathered into a
+// stack and scattered back around its batched GEMM: the CUDA twins of
+// dc_svd._merge_vectors (dlasd3), dc_svd._place_host and dc_svd._update_columns. The
+// module's docstring gives the formulas and the papers.
 //
 // A merge is two launches instead of ~25 CuPy operations on k x k arrays:
 //   svd_merge_weights: a group of `lanes` threads (a warp) per row i forms the factors of
@@ -141,4 +142,46 @@ __global__ void place_blocks(T *__restrict__ out, long long ld, const T *__restr
         const long long r = t % m, c = t / m;
         out[(s + r) + (s + c) * ld] = block[r + c * size];
     }
+}
+
+// A tree level's merges, i < count: merge i's block has rows starts[i] ... starts[i] +
+// rows[i] - 1 of the column-major q (leading dimension ld) and its kept columns are
+// cols[offsets[i] ... offsets[i + 1] - 1]. Thread block b takes column c = b % width of
+// merge i = b / width; stack[b * height + r] is entry r of that column, zero past the
+// merge's rows or columns (so that a product with zero-padded factors stays finite).
+template <typename T>
+__global__ void gather_columns(const T *__restrict__ q, long long ld,
+                               const long long *__restrict__ starts,
+                               const long long *__restrict__ rows,
+                               const long long *__restrict__ offsets,
+                               const long long *__restrict__ cols, long long width,
+                               long long height, T *__restrict__ stack)
+{
+    const long long b = blockIdx.x, i = b / width, c = b % width;
+    const long long first = offsets[i], kept = c < offsets[i + 1] - first;
+    const long long m = kept ? rows[i] : 0;
+    const T *column = q + (kept ? cols[first + c] * ld + starts[i] : 0);
+    T *out = stack + b * height;
+    for (long long r = threadIdx.x; r < height; r += blockDim.x)
+        out[r] = r < m ? column[r] : T(0);
+}
+
+// The inverse of gather_columns on the merges' rows and kept columns: q's entries from
+// the stack, the padding left out.
+template <typename T>
+__global__ void scatter_columns(T *__restrict__ q, long long ld,
+                                const long long *__restrict__ starts,
+                                const long long *__restrict__ rows,
+                                const long long *__restrict__ offsets,
+                                const long long *__restrict__ cols, long long width,
+                                long long height, const T *__restrict__ stack)
+{
+    const long long b = blockIdx.x, i = b / width, c = b % width;
+    const long long first = offsets[i];
+    if (c >= offsets[i + 1] - first)
+        return;
+    T *column = q + cols[first + c] * ld + starts[i];
+    const T *in = stack + b * height;
+    for (long long r = threadIdx.x; r < rows[i]; r += blockDim.x)
+        column[r] = in[r];
 }
