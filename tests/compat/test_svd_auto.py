@@ -80,17 +80,17 @@ def test_rule_for_values_only_on_the_gpu(shape, dtype, expected):
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 def test_rule_for_complex_vectors_on_the_gpu(shape, dtype, expected):
     assert _dispatch._route(shape, np.dtype(dtype), GPU) == expected
-    real = np.dtype(dtype).type(0).real.dtype  # float64 takes gr from 8192 too
-    assert _dispatch._route(shape, real, GPU) == (
-        "gr" if real == np.float64 and min(shape[-2:]) >= 8192 else "polar")
+    real = np.dtype(dtype).type(0).real.dtype
+    assert _dispatch._route(shape, real, GPU) == (  # real matrices take gr from 8192 too
+        "gr" if min(shape[-2:]) >= 8192 else "polar")
     with tunables.override(auto_vectors_gr_min_n_gpu_complex=10 ** 6):
         assert _dispatch._route(shape, np.dtype(dtype), GPU) == "polar"
 
 
 @pytest.mark.parametrize(("shape", "dtype", "expected"), [
     ((8192, 8192), np.float64, "gr"), ((2, 20000, 8192), np.float64, "gr"),
-    ((8191, 8192), np.float64, "polar"), ((8192, 8192), np.float32, "polar"),
-    ((16384, 16384), np.float32, "gr"), ((16383, 16384), np.float32, "polar"),
+    ((8191, 8192), np.float64, "polar"), ((8192, 8192), np.float32, "gr"),
+    ((16384, 16384), np.float32, "gr"), ((8191, 16384), np.float32, "polar"),
 ])
 def test_rule_for_large_real_vectors_on_the_gpu(shape, dtype, expected):
     assert _dispatch._route(shape, np.dtype(dtype), GPU) == expected

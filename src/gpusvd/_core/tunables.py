@@ -188,12 +188,13 @@ class Tunables:
     auto_values_gr_min_n_gpu_complex: int = 4096
     auto_vectors_gr_min_n_gpu_complex: int = 8192
     # The SVD with vectors of a real matrix: "gr" from min(m, n) >= these, where it
-    # overtakes polar (H200, one run, bench/results/exact_gr_h200.json): float64 8192
-    # 1.02 s against 1.10 (another run: 1.042 each; 4096: 0.370 against 0.219), 16384
-    # 4.18 against 6.34; float32 8192 0.895 against 0.773, 16384 3.22 against 4.05
-    # (BENCHMARKS.md, "Exact SVD of one square matrix on the GPU").
+    # overtakes polar (H200, one run each, bench/results/gr_polar_h200_8192.json and
+    # exact_gr_h200.json): 8192 float64 0.768 s against 1.106, float32 0.679 against
+    # 0.781; 4096 float64 0.370 against 0.219, float32 0.358 against 0.144; 16384 float64
+    # 4.18 against 6.34, float32 3.22 against 4.05 (BENCHMARKS.md, "Exact SVD of one
+    # square matrix on the GPU").
     auto_vectors_gr_min_n_gpu_float64: int = 8192
-    auto_vectors_gr_min_n_gpu_float32: int = 16384
+    auto_vectors_gr_min_n_gpu_float32: int = 8192
     # Share of the GPU's free memory (with CuPy's pool's free blocks) that one chunk of a
     # stack may take in the polar SVD (polar/svd.py); a larger stack is
     # decomposed chunk by chunk rather than running out of memory. A half leaves room
@@ -286,7 +287,9 @@ class Tunables:
     # rest of their tree level, all their rows against their kept columns in one batched
     # GEMM a matrix, instead of the GEMMs split by the columns' supports: up to twice the
     # flops, but a handful of launches a level instead of ~15 a merge, which on a GPU is
-    # most of a small merge's time. NOTES.md ("Where things stand") has the timings.
+    # most of a small merge's time. H200, the solver alone on a Gaussian matrix's
+    # bidiagonal, float64, medians of 3: n = 8192 0.107 s at 2048 or 4096 rows, 0.134 at
+    # 8192; n = 16384 0.368, 0.379, 0.386 at 2048, 4096, 8192, 0.518 at 16384.
     divide_conquer_dense_merge_rows: int = 4096
     # Deflation's column rotations in bidiagonal/dc_svd.py by the namespace's compiled twin
     # (a Numba loop over blocks of rows on NumPy; rotate_pairs.cu on CuPy, one launch per
