@@ -60,11 +60,12 @@ extern "C" void place(double *out, long long ld, const double *packed, long long
 }}
 extern "C" void gather(const double *q, long long ld, const long long *starts,
                        const long long *rows, const long long *offsets, const long long *cols,
-                       long long count, long long width, long long height, double *stack)
+                       long long count, long long width, long long height,
+                       const long long *ones, double *stack)
 {{
     for (long long b = 0; b < count * width; ++b)
         start(b), gather_columns<double>(q, ld, starts, rows, offsets, cols, width, height,
-                                         stack);
+                                         ones, stack);
 }}
 extern "C" void scatter(double *q, long long ld, const long long *starts,
                         const long long *rows, const long long *offsets, const long long *cols,
@@ -174,23 +175,25 @@ def test_host_build_places_leaves(host):
 def _level(seed, n=60):
     """A tree level's merges on an n×n column-major q: blocks with a row between them
     (the coupling rows of the level above), each with its kept columns in the merge's
-    order (not sorted, the zero pole's first), of several counts; and their vectors'
+    order (not sorted, the zero pole's first), of several counts; the row of each
+    merge's 1 in its first kept column, or −1 (a V update); and their vectors'
     zero-padded transposes."""
     rng = np.random.default_rng(seed)
     q = np.asfortranarray(rng.standard_normal((n, n)))
-    starts, rows, cols = [], [], []
+    starts, rows, cols, ones = [], [], [], []
     start = 1
     for m in (7, 12, 1, 9, 13):
         k = int(rng.integers(1, m + 1))
         starts.append(start)
         rows.append(m + int(rng.integers(0, 2)))  # V's block has a column more (sqre)
         cols.append(start + rng.permutation(m)[:k])
+        ones.append(int(rng.integers(-1, m)))
         start += m + 1
     width = max(len(c) for c in cols)
     wt = np.zeros((len(cols), width, width))
     for slot, c in zip(wt, cols):
         slot[:len(c), :len(c)] = rng.standard_normal((len(c), len(c)))
-    return q, starts, rows, cols, wt
+    return q, starts, rows, cols, ones, wt
 
 
 def _indices(starts, rows, cols):
@@ -199,21 +202,28 @@ def _indices(starts, rows, cols):
             (starts, rows, offsets, np.concatenate(cols))]
 
 
+def _gathered(q, starts, rows, cols, ones, shape):
+    """gather_columns' stack by NumPy's indexing."""
+    want = np.zeros(shape)
+    for i, (s, m, c, one) in enumerate(zip(starts, rows, cols, ones)):
+        want[i, :len(c), :m] = q[s:s + m, c].T
+        if one >= 0:
+            want[i, 0, one] = 1.0
+    return want
+
+
 def test_host_build_gathers_and_scatters_a_level(host):
     """gather_columns: each merge's kept columns on its rows, transposed into a stack
     and zero-padded; scatter_columns: the stack back into those entries and no other;
     both bit for bit against NumPy's indexing."""
-    q, starts, rows, cols, wt = _level(5)
+    q, starts, rows, cols, ones, wt = _level(5)
     count, width, height = len(cols), wt.shape[1], max(rows)
     indices = _indices(starts, rows, cols)
     stack = np.full((count, width, height), np.nan)
     host.gather(_pointer(q), ctypes.c_longlong(q.shape[0]), *map(_pointer, indices),
                 ctypes.c_longlong(count), ctypes.c_longlong(width), ctypes.c_longlong(height),
-                _pointer(stack))
-    want = np.zeros_like(stack)
-    for i, (s, m, c) in enumerate(zip(starts, rows, cols)):
-        want[i, :len(c), :m] = q[s:s + m, c].T
-    assert np.array_equal(stack, want)
+                _pointer(np.asarray(ones, np.int64)), _pointer(stack))
+    assert np.array_equal(stack, _gathered(q, starts, rows, cols, ones, stack.shape))
     new = np.random.default_rng(6).standard_normal(stack.shape)
     got, want = q.copy(order="F"), q.copy(order="F")
     host.scatter(_pointer(got), ctypes.c_longlong(q.shape[0]), *map(_pointer, indices),
@@ -225,17 +235,19 @@ def test_host_build_gathers_and_scatters_a_level(host):
 
 
 def test_update_columns_is_each_merge_s_product():
-    """dc_svd._update_columns: q's kept columns of each merge times W_i = wt[i]ᵀ on the
-    merge's rows, every other entry unchanged."""
-    q, starts, rows, cols, wt = _level(7)
+    """dc_svd._update_columns: q's kept columns of each merge (with its 1) times
+    W_i = wt[i]ᵀ on the merge's rows, every other entry unchanged."""
+    q, starts, rows, cols, ones, wt = _level(7)
     want = q.copy(order="F")
-    for i, (s, m, c) in enumerate(zip(starts, rows, cols)):
+    for i, (s, m, c, one) in enumerate(zip(starts, rows, cols, ones)):
         k = len(c)
         block = np.eye(q.shape[1])
         block[np.ix_(c, c)] = wt[i, :k, :k].T
         rows_i = slice(s, s + m)
+        if one >= 0:
+            want[s + one, c[0]] = 1.0
         want[rows_i] = want[rows_i] @ block
-    svd_dc._update_columns(q, starts, rows, cols, wt, np)
+    svd_dc._update_columns(q, starts, rows, cols, ones, wt, np)
     assert np.abs(q - want).max() <= 4 * q.shape[0] * EPS * np.abs(want).max()
 
 
@@ -248,15 +260,16 @@ def test_gpu_update_columns(seed):
 
     from gpusvd.bidiagonal.merge_vectors_cuda import update_columns
 
-    q, starts, rows, cols, wt = _level(seed, n=80)
+    q, starts, rows, cols, ones, wt = _level(seed, n=80)
     got = cupy.asarray(q, order="F")
-    update_columns(got[1:, 1:], [s - 1 for s in starts], rows, [c - 1 for c in cols],
+    update_columns(got[1:, 1:], [s - 1 for s in starts], rows, [c - 1 for c in cols], ones,
                    cupy.asarray(wt))
     svd_dc._update_columns(q[1:, 1:], [s - 1 for s in starts], rows, [c - 1 for c in cols],
-                           wt, np)
+                           ones, wt, np)
     assert np.abs(cupy.asnumpy(got) - q).max() <= 4 * q.shape[0] * EPS * np.abs(q).max()
     with pytest.raises(ValueError, match="column-major"):
-        update_columns(cupy.asarray(q, order="C"), starts, rows, cols, cupy.asarray(wt))
+        update_columns(cupy.asarray(q, order="C"), starts, rows, cols, ones,
+                       cupy.asarray(wt))
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", [700, 2500])

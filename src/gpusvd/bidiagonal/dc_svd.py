@@ -324,15 +324,19 @@ _MERGE_VECTORS = {"numpy": functools.partial(_merge_vectors, xp=np),
                   "cupy": merge_vectors_cuda.svd_merge_vectors}
 
 
-def _update_columns(q, starts, rows, cols, wt, xp):
+def _update_columns(q, starts, rows, cols, ones, wt, xp):
     """For each merge i of a tree level, ``q[s:s + m, c] ← q[s:s + m, c] · W_i`` with
     s = ``starts[i]``, m = ``rows[i]``, c = ``cols[i]`` (host index arrays, k_i columns of
     q) and W_i = ``wt[i, :k_i, :k_i]ᵀ`` (``wt`` a (count, K, K) stack in xp, K ≥ every
     k_i): the merges' updates of their kept columns, the other columns unchanged (their
-    W is the identity)."""
+    W is the identity). Where ``ones[i]`` ≥ 0 the product reads 1 in row ``ones[i]``
+    (from s) of the first kept column, whatever q holds there: diag(U₁, 1, U₂)'s 1."""
     for i, (start, m, columns) in enumerate(zip(starts, rows, cols)):
         k, idx = len(columns), xp.asarray(columns)
-        q[start:start + m, idx] = q[start:start + m, idx] @ wt[i, :k, :k].T
+        block = q[start:start + m, idx]
+        if ones[i] >= 0:
+            block[ones[i], 0] = 1.0
+        q[start:start + m, idx] = block @ wt[i, :k, :k].T
 
 
 # A level's updates of the kept columns by the name of their namespace (the CUDA twin:
@@ -476,15 +480,15 @@ def _update_level(u, v, merges, xp):
                           merge, u_m, v_m, xp)
         if not together:
             return
-        # diag(U₁, 1, U₂)'s 1: U's row and column cut are zero till now, and no rotation
-        # of U touched the zero pole
-        cuts = xp.asarray([merge.start + merge.cut for merge in together])
-        u[cuts, cuts] = 1.0
         update = _UPDATE_COLUMNS.get(xp.__name__, functools.partial(_update_columns, xp=xp))
         starts = [merge.start for merge in together]
         cols = [merge.start + merge.columns for merge in together]
-        update(u, starts, [merge.m for merge in together], cols, stacks[0])
-        update(v, starts, [merge.m + merge.sqre for merge in together], cols, stacks[1])
+        # diag(U₁, 1, U₂)'s 1 at (cut, cut): U's row and column cut are zero till now, no
+        # rotation of U touched the zero pole, and its column is the first kept one
+        ones = [merge.cut for merge in together]
+        update(u, starts, [merge.m for merge in together], cols, ones, stacks[0])
+        update(v, starts, [merge.m + merge.sqre for merge in together], cols,
+               [-1] * len(together), stacks[1])
 
 
 def _store_values(s, merge):

@@ -108,14 +108,15 @@ def place_blocks(target, blocks, starts):
             np.int64(packed.shape[1]), starts, sizes))
 
 
-def update_columns(q, starts, rows, cols, wt):
+def update_columns(q, starts, rows, cols, ones, wt):
     """For each merge i of a tree level, ``q[s:s + m, c] ← q[s:s + m, c] · W_i`` with
     s = ``starts[i]``, m = ``rows[i]``, c = ``cols[i]`` (host int64 arrays of q's column
-    indices, k_i of them) and W_i = ``wt[i, :k_i, :k_i]ᵀ``: q a column-major float64 CuPy
-    view, ``wt`` a C-ordered (count, K, K) CuPy stack, zero past each k_i. One upload of
-    the indices, a gather of the kept columns into a zero-padded (count, K, max m) stack
-    (their transposes, each column contiguous), one batched GEMM by ``wt`` and a
-    scatter: the twin of ``dc_svd._update_columns``."""
+    indices, k_i of them) and W_i = ``wt[i, :k_i, :k_i]ᵀ``, the product reading 1 in row
+    ``ones[i]`` (from s) of the first kept column where ``ones[i]`` ≥ 0: q a column-major
+    float64 CuPy view, ``wt`` a C-ordered (count, K, K) CuPy stack, zero past each k_i.
+    One upload of the indices, a gather of the kept columns into a zero-padded
+    (count, K, max m) stack (their transposes, each column contiguous), one batched GEMM
+    by ``wt`` and a scatter: the twin of ``dc_svd._update_columns``."""
     import cupy
 
     if q.strides[0] != q.itemsize:
@@ -124,14 +125,15 @@ def update_columns(q, starts, rows, cols, wt):
     count, width = wt.shape[0], wt.shape[1]
     height = int(max(rows))
     offsets = np.concatenate(([0], np.cumsum([len(c) for c in cols]))).astype(np.int64)
-    indices = _upload(np.asarray(starts, np.int64), np.asarray(rows, np.int64), offsets,
-                      np.concatenate(cols).astype(np.int64))
-    shape = (np.int64(q.strides[1] // q.itemsize), *indices, np.int64(width),
-             np.int64(height))
+    starts, rows, ones, offsets, flat = _upload(
+        np.asarray(starts, np.int64), np.asarray(rows, np.int64), np.asarray(ones, np.int64),
+        offsets, np.concatenate(cols).astype(np.int64))
+    ld = np.int64(q.strides[1] // q.itemsize)
+    shape = (starts, rows, offsets, flat, np.int64(width), np.int64(height))
     ctype = kernels.CTYPE[np.dtype(np.float64)]
     stack = cupy.empty((count, width, height))
     kernels.get_kernel(_KERNEL_FILE, f"gather_columns<{ctype}>")(
-        (count * width,), (_GATHER_THREADS,), (q, *shape, stack))
+        (count * width,), (_GATHER_THREADS,), (q, ld, *shape, ones, stack))
     stack = cupy.matmul(wt, stack)
     kernels.get_kernel(_KERNEL_FILE, f"scatter_columns<{ctype}>")(
-        (count * width,), (_GATHER_THREADS,), (q, *shape, stack))
+        (count * width,), (_GATHER_THREADS,), (q, ld, *shape, stack))

@@ -148,22 +148,24 @@ __global__ void place_blocks(T *__restrict__ out, long long ld, const T *__restr
 // rows[i] - 1 of the column-major q (leading dimension ld) and its kept columns are
 // cols[offsets[i] ... offsets[i + 1] - 1]. Thread block b takes column c = b % width of
 // merge i = b / width; stack[b * height + r] is entry r of that column, zero past the
-// merge's rows or columns (so that a product with zero-padded factors stays finite).
+// merge's rows or columns (so that a product with zero-padded factors stays finite), and
+// 1 in row ones[i] of the first kept column where ones[i] >= 0 (U's coupling entry).
 template <typename T>
 __global__ void gather_columns(const T *__restrict__ q, long long ld,
                                const long long *__restrict__ starts,
                                const long long *__restrict__ rows,
                                const long long *__restrict__ offsets,
                                const long long *__restrict__ cols, long long width,
-                               long long height, T *__restrict__ stack)
+                               long long height, const long long *__restrict__ ones,
+                               T *__restrict__ stack)
 {
     const long long b = blockIdx.x, i = b / width, c = b % width;
     const long long first = offsets[i], kept = c < offsets[i + 1] - first;
-    const long long m = kept ? rows[i] : 0;
+    const long long m = kept ? rows[i] : 0, one = c == 0 ? ones[i] : -1;
     const T *column = q + (kept ? cols[first + c] * ld + starts[i] : 0);
     T *out = stack + b * height;
     for (long long r = threadIdx.x; r < height; r += blockDim.x)
-        out[r] = r < m ? column[r] : T(0);
+        out[r] = r == one ? T(1) : r < m ? column[r] : T(0);
 }
 
 // The inverse of gather_columns on the merges' rows and kept columns: q's entries from
