@@ -283,3 +283,47 @@ def test_precompile_reaches_both_forms_of_merge(monkeypatch):
     with tunables.override(**precompile.DIVIDE_AND_CONQUER_MERGES):
         _check(d, e)
     assert seen == {"_update_columns", "_supports"}
+
+
+def test_groups_of_a_level_fit_the_budget():
+    """_groups: consecutive merges, every group within the budget unless a merge alone
+    exceeds it, all of them once and in order; no budget: one group."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(8)
+    merges = [SimpleNamespace(columns=np.arange(int(rng.integers(1, 300))),
+                              m=int(rng.integers(300, 400)), sqre=int(rng.integers(0, 2)))
+              for _ in range(40)]
+    assert dc._groups(merges, None) == [merges]
+    for budget in (1, 5e6, 3e7, 1e12):
+        groups = dc._groups(merges, budget)
+        assert [m for g in groups for m in g] == merges
+        for group in groups:
+            width = max(len(m.columns) for m in group)
+            height = max(m.m + m.sqre for m in group)
+            held = 8 * len(group) * (2 * width ** 2 + 2 * width * height)
+            assert len(group) == 1 or held <= budget
+    assert len(dc._groups(merges, 1e12)) == 1 and len(dc._groups(merges, 1)) == 40
+
+
+@pytest.mark.parametrize("kind", ["random", "clustered"])
+def test_a_level_in_groups_gives_the_same_bits(kind, monkeypatch):
+    """A level's batched update split into groups (a small device, here any budget on the
+    host): the same U, s, Vᵀ, bit for bit, as in one group."""
+    d, e = _family(kind, 600, seed=9)
+    whole = bidiagonal_svd_dc(d, e)
+    monkeypatch.setattr(dc, "_level_budget", lambda xp: 2e5)
+    grouped = bidiagonal_svd_dc(d, e)
+    for a, b in zip(whole, grouped):
+        assert np.array_equal(a, b)
+
+
+@pytest.mark.gpu
+def test_gpu_level_in_groups(monkeypatch):
+    """On the GPU with a budget that puts every merge of a level in a group of its own:
+    the solver's bounds, and the values of one group to rounding."""
+    d, e = _family("random", 1200, seed=10)
+    whole = _on_gpu(d, e)[1]
+    monkeypatch.setattr(dc, "_level_budget", lambda xp: 1)
+    s = _check_solver(d, e, solve=_on_gpu)[1]
+    assert np.abs(s - whole).max() <= BOUND * len(d) * np.finfo(float).eps * s[0]

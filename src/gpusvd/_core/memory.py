@@ -45,6 +45,13 @@ def available_host_bytes():
     return None
 
 
+def free_device_bytes(xp):
+    """Device memory free for new arrays on CuPy's current device: the driver's free bytes
+    and the blocks CuPy's pool holds unused."""
+    free, _ = xp.cuda.runtime.memGetInfo()
+    return free + xp.get_default_memory_pool().free_bytes()
+
+
 # Below this, a CPU computation's needs are not checked: reading /proc/meminfo took a third
 # of a 2×2 call's time (40 of 110 µs), and no host that runs gpusvd lacks this much.
 UNCHECKED_HOST_BYTES = 2 ** 26

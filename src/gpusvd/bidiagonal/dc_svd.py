@@ -75,6 +75,7 @@ import numpy as np
 from .._core import profile, tunables
 from .._core.backend import to_host
 from .._core.errors import LinAlgError
+from .._core.memory import free_device_bytes
 from .._core.threads import single_threaded_blas, usable_cores
 from .._core.validation import working_dtype
 from . import merge_vectors_cuda, rotate_pairs_cuda, secular_svd_cuda
@@ -91,6 +92,9 @@ _DEFLATION_FACTOR = 64.0
 # Rows of U or V rotated together, contiguous in their Fortran-ordered columns: a block of
 # one column stays in L1 (256 × 8 bytes) while every rotation passes over it.
 _ROW_BLOCK = 256
+# The share of the free device memory a group of a level's batched update may hold
+# (:func:`_groups`): at n = 8192 a level holds about 1.1 GB, at 16384 2.1 GB.
+LEVEL_MEMORY_SHARE = 0.25
 
 
 def _check(d, e):
@@ -452,43 +456,73 @@ def _update_split(u, v, merge, u_m, v_m, xp):
     v[cut + 1:, xp.asarray(columns)] = bottom
 
 
+def _level_budget(xp):
+    """Bytes a group of a level's batched update may hold: :data:`LEVEL_MEMORY_SHARE` of
+    the free device memory on a GPU; None (no limit) on the host, where the update goes a
+    merge at a time anyway."""
+    if xp.__name__ != "cupy":
+        return None
+    return LEVEL_MEMORY_SHARE * free_device_bytes(xp)
+
+
+def _groups(merges, budget):
+    """``merges`` in consecutive groups whose batched update fits ``budget`` bytes (one
+    group when None): 8·count·(2K² + 2K·M) for count merges of at most M rows and K kept
+    columns (the two stacks of vectors, the gathered columns and their product). A merge
+    larger than the budget alone is a group of its own."""
+    if budget is None:
+        return [merges]
+    groups, current, width, height = [], [], 0, 0
+    for merge in merges:
+        k, m = len(merge.columns), merge.m + merge.sqre
+        w, h = max(width, k), max(height, m)
+        if current and 8 * (len(current) + 1) * (2 * w * w + 2 * w * h) > budget:
+            groups.append(current)
+            current, w, h = [], k, m
+        current.append(merge)
+        width, height = w, h
+    groups.append(current)
+    return groups
+
+
 def _update_level(u, v, merges, xp):
     """U and V (the block's) updated by the vectors of a tree level's merges: merges of
-    up to ``divide_conquer_dense_merge_rows`` rows together, their kept columns by one
-    batched product each for U and V (:data:`_UPDATE_COLUMNS`, the merges' vectors
-    transposed into a zero-padded stack); larger ones one by one, split by support
-    (:func:`_update_split`)."""
+    up to ``divide_conquer_dense_merge_rows`` rows together (in groups that fit
+    :func:`_level_budget`), their kept columns by one batched product each for U and V
+    (:data:`_UPDATE_COLUMNS`, the merges' vectors transposed into a zero-padded stack);
+    larger ones one by one, split by support (:func:`_update_split`)."""
     vectors = _MERGE_VECTORS.get(xp.__name__, functools.partial(_merge_vectors, xp=xp))
     limit = tunables.get().divide_conquer_dense_merge_rows
-    together = [merge for merge in merges if merge.m + merge.sqre <= limit]
     with profile.phase("vectors", xp):
         alone = [(merge, *vectors(*merge.problem, merge.origin, merge.tau))
                  for merge in merges if merge.m + merge.sqre > limit]
-        if together:
-            width = max(len(merge.columns) for merge in together)
-            stacks = xp.zeros((2, len(together), width, width))
-            for i, merge in enumerate(together):
-                k = len(merge.columns)
-                u_m, v_m = vectors(*merge.problem, merge.origin, merge.tau)
-                stacks[0, i, :k, :k] = u_m.T
-                stacks[1, i, :k, :k] = v_m.T
     with profile.phase("gemm", xp):
         for merge, u_m, v_m in alone:
             end = merge.start + merge.m
             _update_split(u[merge.start:end, merge.start:end],
                           v[merge.start:end + merge.sqre, merge.start:end + merge.sqre],
                           merge, u_m, v_m, xp)
-        if not together:
-            return
-        update = _UPDATE_COLUMNS.get(xp.__name__, functools.partial(_update_columns, xp=xp))
-        starts = [merge.start for merge in together]
-        cols = [merge.start + merge.columns for merge in together]
-        # diag(U₁, 1, U₂)'s 1 at (cut, cut): U's row and column cut are zero till now, no
-        # rotation of U touched the zero pole, and its column is the first kept one
-        ones = [merge.cut for merge in together]
-        update(u, starts, [merge.m for merge in together], cols, ones, stacks[0])
-        update(v, starts, [merge.m + merge.sqre for merge in together], cols,
-               [-1] * len(together), stacks[1])
+    together = [merge for merge in merges if merge.m + merge.sqre <= limit]
+    update = _UPDATE_COLUMNS.get(xp.__name__, functools.partial(_update_columns, xp=xp))
+    for group in _groups(together, _level_budget(xp)) if together else []:
+        with profile.phase("vectors", xp):
+            width = max(len(merge.columns) for merge in group)
+            stacks = xp.zeros((2, len(group), width, width))
+            for i, merge in enumerate(group):
+                k = len(merge.columns)
+                u_m, v_m = vectors(*merge.problem, merge.origin, merge.tau)
+                stacks[0, i, :k, :k] = u_m.T
+                stacks[1, i, :k, :k] = v_m.T
+        with profile.phase("gemm", xp):
+            starts = [merge.start for merge in group]
+            cols = [merge.start + merge.columns for merge in group]
+            # diag(U₁, 1, U₂)'s 1 at (cut, cut): U's row and column cut are zero till now,
+            # no rotation of U touched the zero pole, and its column is the first kept one
+            ones = [merge.cut for merge in group]
+            update(u, starts, [merge.m for merge in group], cols, ones, stacks[0])
+            update(v, starts, [merge.m + merge.sqre for merge in group], cols,
+                   [-1] * len(group), stacks[1])
+            del stacks
 
 
 def _store_values(s, merge):

@@ -52,6 +52,7 @@ import numpy as np
 
 from .._core import profile, tunables
 from .._core.backend import to_host
+from .._core.memory import free_device_bytes
 from .._core.scaling import scale_values, times_power_of_two, unit_exponent
 from ..jacobi.small_qr_cuda import stack_qr
 from . import cholesky_qr, estimates, fixed_schedule, qdwh
@@ -248,11 +249,7 @@ def chunk_size(batch, m, n, xp):
     in the share ``batched_memory_share`` of its free memory (at least one)."""
     if xp is np:
         return batch
-    import cupy
-
-    free, _ = cupy.cuda.runtime.memGetInfo()
-    pool = cupy.get_default_memory_pool()
-    free += pool.total_bytes() - pool.used_bytes()
+    free = free_device_bytes(xp)
     per_matrix = WORK_BYTES_PER_ENTRY * (m + n) * n
     share = tunables.get().batched_memory_share
     return max(1, min(batch, int(free * share) // per_matrix))

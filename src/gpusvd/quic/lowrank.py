@@ -14,10 +14,9 @@ import numpy as np
 from .._core import tunables, validation
 from .._core.arrays import parse_device, place
 from .._core.backend import cupy_or_none, eager_under_compile, simple_reductions, to_host
-from .._core.memory import LOWRANK_HINT, hint_on_exhaustion
+from .._core.memory import LOWRANK_HINT, free_device_bytes, hint_on_exhaustion
 from .._core.results import LowRankSVD
 from .driver import partition_bounds, quic_svd
-from .pipeline import free_device_bytes
 from .sources import Source, open_source
 
 WHAT = "svd_lowrank"

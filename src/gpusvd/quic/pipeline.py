@@ -23,6 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from .._core import tunables
+from .._core.memory import free_device_bytes
 
 
 class ResidentFeeder:
@@ -133,12 +134,6 @@ def stream_depth(partition_bytes, partitions, xp):
     free = free_device_bytes(xp)
     fits = int(t.quic_device_memory_fraction * free // max(partition_bytes, 1)) - 1
     return max(2, min(fits, t.quic_stream_depth, partitions))
-
-
-def free_device_bytes(xp):
-    """Device memory free for new arrays: the driver's free bytes and CuPy's pool's."""
-    free, _ = xp.cuda.runtime.memGetInfo()
-    return free + xp.get_default_memory_pool().free_bytes()
 
 
 def make_feeder(source, bounds, dtype, xp):
