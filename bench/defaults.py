@@ -92,9 +92,9 @@ def _studies():
                                         "svdvals gr 4096² float64",
                                         lambda: _gaussian((4096, 4096), "float64", 6),
                                         gr_values),
-        "chase_blocks_per_sm": ("chase_blocks_per_sm", values("chase_blocks_per_sm", 2, 4, 16),
-                                "svdvals gr 4096² float64",
-                                lambda: _gaussian((4096, 4096), "float64", 6), gr_values),
+        "chase_blocks_per_sm": ("chase_blocks_per_sm", values("chase_blocks_per_sm", 2, 8),
+                                "svdvals gr 8192² float64",
+                                lambda: _gaussian((8192, 8192), "float64", 6), gr_values),
     }
 
 

@@ -267,11 +267,14 @@ class Tunables:
     bisection_threads_per_block: int = 32
     # Thread blocks per SM of stage 2's GPU bulge chasing (condensed/bulge_cuda.py), each
     # running one sweep at a time; the grid is also capped by the sweeps that can run at
-    # once, 2(n−2)/(3b) + 1: 8 blocks of 32–128 threads per SM (1056 on 132 SMs) hold
-    # every sweep that can be in flight up to n = 16384 with b ≥ 16 (683 there, 171 at
-    # n = 8192, b = 32); 2, 4 and 16 made no difference within 1% at 4096² (BENCHMARKS.md,
-    # "The tunables' defaults").
-    chase_blocks_per_sm: int = 8
+    # once, 2(n−2)/(3b) + 1 (171 at n = 8192, b = 32; 683 at 16384). One block an SM is
+    # fastest: a second block on an SM slows both sweeps' tasks, and every task is on the
+    # chase's critical path (H200, 2026-11-30, b = 32, ms, grid of 64 / 96 / 132 blocks
+    # against the sweeps' cap): float64 8192 182 / 156 / 156 against 171 (171 blocks),
+    # 16384 614 / 445 / 384 against 421 (342), 4096 74 / 75 / 76 against 75 (86);
+    # float32 8192 188 / 161 / 159 against 180, 16384 626 / 455 / 381 against 421
+    # (NOTES.md, "Stage 2's time").
+    chase_blocks_per_sm: int = 1
     # Stage 2 on the GPU (condensed/kernels/bulge.cu); off, a CuPy band is chased by the
     # Numba loop on a host copy (8192, b = 32: 10.2 s against 0.35 s on the H100). On: 1,222
     # chases of 8 bands on the H100 were finite and bitwise identical run to run
