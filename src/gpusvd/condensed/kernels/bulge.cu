@@ -86,6 +86,22 @@ template <typename T> __device__ Scratch<T> scratch(unsigned char *raw, int b)
     return s;
 }
 
+// y_k = x_k - wt * v_k (conj(v_k) on the right, where ``left`` is false) for every k of
+// a held row or column, in Wide<T> and rounded as the loops below round it; past ln, x
+// and v are read as zero (hold zeroes x there) and y is not stored. All of them first,
+// then the stores, each predicated: with a branch around each entry's shared load,
+// product and store, the entries' chains ran one after another (1.4 us a task).
+template <typename T>
+__device__ __forceinline__ void updated(T (&y)[CHASE_HELD], const T (&x)[CHASE_HELD],
+                                        Wide<T> wt, const T *v, int ln, bool left)
+{
+#pragma unroll
+    for (int k = 0; k < CHASE_HELD; ++k) {
+        const T vk = k < ln ? v[k] : T{};
+        y[k] = narrow<T>(sub_rn(widen(x[k]), mul_rn(wt, widen(left ? vk : conj_of(vk)))));
+    }
+}
+
 // A(r0:r1, c0:c0+ln) <- A (I - tau v v^H), one row per thread (bulge._apply_right). A
 // thread that holds its first row (chase_common.cuh's hold; held) takes it from the
 // registers, its later rows (b > CHASE_HELD, or fewer threads than rows) from memory.
@@ -104,10 +120,11 @@ __device__ void apply_right(const Chase<T> &a, int r0, int r1, int c0, int ln, S
         for (int k = 1; k < CHASE_HELD; ++k)
             if (k < ln) dot = add_rn(dot, mul_rn(x[k], w.v[k]));
         const Wide<T> wt = mul_rn(widen(dot), tau);
+        T y[CHASE_HELD];
+        updated(y, x, wt, w.v, ln, false);
 #pragma unroll
         for (int k = 0; k < CHASE_HELD; ++k)
-            if (k < ln)
-                row[k] = narrow<T>(sub_rn(widen(x[k]), mul_rn(wt, widen(conj_of(w.v[k])))));
+            if (k < ln) row[k] = y[k];
         i += blockDim.x;
     }
     for (; i < r1; i += blockDim.x) {
@@ -136,10 +153,11 @@ __device__ void apply_left(const Chase<T> &a, int r0, int c0, int c1, int ln, Sc
         for (int k = 1; k < CHASE_HELD; ++k)
             if (k < ln) dot = add_rn(dot, mul_rn(conj_of(w.v[k]), x[k]));
         const Wide<T> wt = mul_rn(widen(dot), tau);
+        T y[CHASE_HELD];
+        updated(y, x, wt, w.v, ln, true);
 #pragma unroll
         for (int k = 0; k < CHASE_HELD; ++k)
-            if (k < ln)
-                col[k * step] = narrow<T>(sub_rn(widen(x[k]), mul_rn(wt, widen(w.v[k]))));
+            if (k < ln) col[k * step] = y[k];
         j += blockDim.x;
     }
     for (; j < c1; j += blockDim.x) {

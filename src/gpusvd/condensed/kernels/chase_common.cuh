@@ -124,14 +124,14 @@ __device__ __forceinline__ Complex<double> quotient(Complex<double> a, Complex<d
 // Holding the window takes bulge.cu's chase at n = 8192 from 0.28 to 0.18 s on the H100.
 constexpr int CHASE_HELD = 32;
 
-// x[k] = p[k * step] for k < ln (ln <= CHASE_HELD): a constant trip count, unrolled, the
-// loads predicated, so none waits for another.
+// x[k] = p[k * step] for k < ln (ln <= CHASE_HELD), zero past it: a constant trip count,
+// unrolled, the loads predicated, so none waits for another.
 template <typename T>
 __device__ __forceinline__ void hold(T (&x)[CHASE_HELD], const T *p, long long step, int ln)
 {
 #pragma unroll
     for (int k = 0; k < CHASE_HELD; ++k)
-        if (k < ln) x[k] = p[k * step];
+        x[k] = k < ln ? p[k * step] : T{};
 }
 
 __device__ __forceinline__ double warp_max(double v, int width)
