@@ -188,11 +188,8 @@ class Tunables:
     auto_values_gr_min_n_gpu_complex: int = 4096
     auto_vectors_gr_min_n_gpu_complex: int = 8192
     # The SVD with vectors of a real matrix: "gr" from min(m, n) >= these, where it
-    # overtakes polar (H200, one run each, bench/results/gr_polar_h200_8192.json and
-    # exact_gr_h200.json): 8192 float64 0.768 s against 1.106, float32 0.679 against
-    # 0.781; 4096 float64 0.370 against 0.219, float32 0.358 against 0.144; 16384 float64
-    # 4.18 against 6.34, float32 3.22 against 4.05 (BENCHMARKS.md, "Exact SVD of one
-    # square matrix on the GPU").
+    # overtakes polar in both precisions (at 4096 polar is faster; BENCHMARKS.md, "Exact
+    # SVD of one square matrix on the GPU").
     auto_vectors_gr_min_n_gpu_float64: int = 8192
     auto_vectors_gr_min_n_gpu_float32: int = 8192
     # Share of the GPU's free memory (with CuPy's pool's free blocks) that one chunk of a
@@ -269,11 +266,7 @@ class Tunables:
     # running one sweep at a time; the grid is also capped by the sweeps that can run at
     # once, 2(n−2)/(3b) + 1 (171 at n = 8192, b = 32; 683 at 16384). One block an SM is
     # fastest: a second block on an SM slows both sweeps' tasks, and every task is on the
-    # chase's critical path (H200, 2026-11-30, b = 32, ms, grid of 64 / 96 / 132 blocks
-    # against the sweeps' cap): float64 8192 182 / 156 / 156 against 171 (171 blocks),
-    # 16384 614 / 445 / 384 against 421 (342), 4096 74 / 75 / 76 against 75 (86);
-    # float32 8192 188 / 161 / 159 against 180, 16384 626 / 455 / 381 against 421
-    # (NOTES.md, "Stage 2's time").
+    # chase's critical path (BENCHMARKS.md, "The tunables' defaults").
     chase_blocks_per_sm: int = 1
     # Stage 2 on the GPU (condensed/kernels/bulge.cu); off, a CuPy band is chased by the
     # Numba loop on a host copy (8192, b = 32: 10.2 s against 0.35 s on the H100). On: 1,222
@@ -290,9 +283,8 @@ class Tunables:
     # rest of their tree level, all their rows against their kept columns in one batched
     # GEMM a matrix, instead of the GEMMs split by the columns' supports: up to twice the
     # flops, but a handful of launches a level instead of ~15 a merge, which on a GPU is
-    # most of a small merge's time. H200, the solver alone on a Gaussian matrix's
-    # bidiagonal, float64, medians of 3: n = 8192 0.107 s at 2048 or 4096 rows, 0.134 at
-    # 8192; n = 16384 0.368, 0.379, 0.386 at 2048, 4096, 8192, 0.518 at 16384.
+    # most of a small merge's time; the largest merges batched as well were slower
+    # (BENCHMARKS.md, "The tunables' defaults").
     divide_conquer_dense_merge_rows: int = 4096
     # Deflation's column rotations in bidiagonal/dc_svd.py by the namespace's compiled twin
     # (a Numba loop over blocks of rows on NumPy; rotate_pairs.cu on CuPy, one launch per

@@ -90,7 +90,7 @@ template <typename T> __device__ Scratch<T> scratch(unsigned char *raw, int b)
 // a held row or column, in Wide<T> and rounded as the loops below round it; past ln, x
 // and v are read as zero (hold zeroes x there) and y is not stored. All of them first,
 // then the stores, each predicated: with a branch around each entry's shared load,
-// product and store, the entries' chains ran one after another (1.4 us a task).
+// product and store, the entries' chains ran one after another.
 template <typename T>
 __device__ __forceinline__ void updated(T (&y)[CHASE_HELD], const T (&x)[CHASE_HELD],
                                         Wide<T> wt, const T *v, int ln, bool left)
