@@ -353,9 +353,9 @@ def svd(a, full_matrices=True, compute_uv=True, *, method="auto", overwrite_a=Fa
     - on the GPU, for a stack of larger matrices up to min(M, N) = ``batched_max_n``
       (1024): the polar method through the batched engine, every step over the whole
       stack (batched QDWH, then one batched Hermitian eigensolver);
-    - on the GPU, from min(M, N) = 8192 for real values only, 4096 for complex values,
-      8192 for complex and float64 vectors, 16384 for float32 vectors (the tunables
-      ``auto_*_gr_min_n_gpu*``): ``"gr"`` through the two-stage reduction;
+    - on the GPU, from min(M, N) = 4096 for float64 and complex values only, 4608 for
+      float32 values, 6144 for float64 vectors, 8192 for complex and float32 vectors (the
+      tunables ``auto_*_gr_min_n_gpu*``): ``"gr"`` through the two-stage reduction;
     - anything else: ``"polar"``, one matrix at a time (up to 1024 real columns: a CUDA
       graph, replayed from the second call of a shape on).
 

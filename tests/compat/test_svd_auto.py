@@ -57,9 +57,10 @@ def test_rule_on_the_gpu(shape, dtype, expected):
 
 
 @pytest.mark.parametrize(("shape", "dtype", "expected"), [
-    ((8192, 8192), np.float64, "gr"),                # values only, large: two-stage gr
-    ((9000, 8192), np.float32, "gr"),
-    ((8192, 8191), np.float64, "polar"),             # min(M, N) counts
+    ((4096, 4096), np.float64, "gr"),                # values only, large: two-stage gr
+    ((9000, 4608), np.float32, "gr"),
+    ((4096, 4095), np.float64, "polar"),             # min(M, N) counts
+    ((4600, 4600), np.float32, "polar"),             # float32 from 4608
     ((4096, 4096), np.complex128, "gr"),             # complex values: gr from 4096
     ((4095, 5000), np.complex64, "polar"),
     ((2, 30, 30), np.float64, "small-jacobi"),        # small matrices first
@@ -67,7 +68,7 @@ def test_rule_on_the_gpu(shape, dtype, expected):
 ])
 def test_rule_for_values_only_on_the_gpu(shape, dtype, expected):
     assert _dispatch._route(shape, np.dtype(dtype), GPU, compute_uv=False) == expected
-    with tunables.override(auto_values_gr_min_n_gpu=50):
+    with tunables.override(auto_values_gr_min_n_gpu_float64=50):
         small = _dispatch._route((60, 50), np.dtype(np.float64), GPU, compute_uv=False)
         assert small == "gr"
     assert _dispatch._route(shape, np.dtype(dtype), np, compute_uv=False) == "lapack"
@@ -81,21 +82,23 @@ def test_rule_for_values_only_on_the_gpu(shape, dtype, expected):
 def test_rule_for_complex_vectors_on_the_gpu(shape, dtype, expected):
     assert _dispatch._route(shape, np.dtype(dtype), GPU) == expected
     real = np.dtype(dtype).type(0).real.dtype
-    assert _dispatch._route(shape, real, GPU) == (  # real matrices take gr from 8192 too
-        "gr" if min(shape[-2:]) >= 8192 else "polar")
+    assert _dispatch._route(shape, real, GPU) == (  # real: float64 from 6144, float32 8192
+        "gr" if min(shape[-2:]) >= (6144 if real == np.float64 else 8192) else "polar")
     with tunables.override(auto_vectors_gr_min_n_gpu_complex=10 ** 6):
         assert _dispatch._route(shape, np.dtype(dtype), GPU) == "polar"
 
 
 @pytest.mark.parametrize(("shape", "dtype", "expected"), [
     ((8192, 8192), np.float64, "gr"), ((2, 20000, 8192), np.float64, "gr"),
-    ((8191, 8192), np.float64, "polar"), ((8192, 8192), np.float32, "gr"),
+    ((6144, 6144), np.float64, "gr"), ((6143, 8192), np.float64, "polar"),
+    ((8192, 8192), np.float32, "gr"), ((6144, 6144), np.float32, "polar"),
     ((16384, 16384), np.float32, "gr"), ((8191, 16384), np.float32, "polar"),
 ])
 def test_rule_for_large_real_vectors_on_the_gpu(shape, dtype, expected):
+    """Vectors: float64 from 6144, float32 from 8192; values only from 4096 and 4608."""
     assert _dispatch._route(shape, np.dtype(dtype), GPU) == expected
     assert _dispatch._route(shape, np.dtype(dtype), GPU, compute_uv=False) == (
-        "gr" if min(shape[-2:]) >= 8192 else "polar")
+        "gr" if min(shape[-2:]) >= (4096 if dtype == np.float64 else 4608) else "polar")
     with tunables.override(auto_vectors_gr_min_n_gpu_float64=10 ** 6,
                            auto_vectors_gr_min_n_gpu_float32=10 ** 6):
         assert _dispatch._route(shape, np.dtype(dtype), GPU) == "polar"

@@ -80,7 +80,8 @@ def test_auto_takes_the_method_gpusvd_svd_takes_on_a_gpu(monkeypatch, dtype, com
     for method, module in (("gr", exact.golub_reinsch), ("polar", exact.polar)):
         monkeypatch.setattr(module, "svd", lambda *args, _f=module.svd, _m=method:
                             called.append(_m) or _f(*args))
-    crossovers = ("auto_values_gr_min_n_gpu", "auto_values_gr_min_n_gpu_complex",
+    crossovers = ("auto_values_gr_min_n_gpu_float64", "auto_values_gr_min_n_gpu_float32",
+                  "auto_values_gr_min_n_gpu_complex",
                   "auto_vectors_gr_min_n_gpu_complex", "auto_vectors_gr_min_n_gpu_float64",
                   "auto_vectors_gr_min_n_gpu_float32")
     for k, want in ((30, "gr"), (31, "polar")):

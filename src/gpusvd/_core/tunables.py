@@ -178,19 +178,21 @@ class Tunables:
     # (float32) of the one-stage time (NOTES.md, the two-stage crossovers).
     two_stage_vectors_min_n_gpu: int = 4096
     # method="auto" on the GPU for values only (svdvals, svd(compute_uv=False)) of real
-    # matrices: "gr" (the two-stage reduction) from min(m, n) >= this, "polar" below. The
-    # two tie at 4096; at 8192 "gr" takes 0.53 s against polar's 1.24 in float64, 0.42
-    # against 0.87 in float32 (BENCHMARKS.md, "Values only on the GPU").
-    auto_values_gr_min_n_gpu: int = 8192
+    # matrices: "gr" (the two-stage reduction) from min(m, n) >= these, "polar" below:
+    # the first sizes measured where gr is ahead, 4096 in float64 (4096 is also where the
+    # two-stage reduction starts: two_stage_values_min_n_gpu) and 4608 in float32 (at
+    # 4096 polar is ahead) (BENCHMARKS.md, "Values only on the GPU").
+    auto_values_gr_min_n_gpu_float64: int = 4096
+    auto_values_gr_min_n_gpu_float32: int = 4608
     # The same for complex matrices, values only and with vectors: "gr" from min(m, n) >=
     # these, the sizes from which it overtakes polar (BENCHMARKS.md, "Complex matrices on
     # the GPU": values from 4096, vectors only from 8192).
     auto_values_gr_min_n_gpu_complex: int = 4096
     auto_vectors_gr_min_n_gpu_complex: int = 8192
-    # The SVD with vectors of a real matrix: "gr" from min(m, n) >= these, where it
-    # overtakes polar in both precisions (at 4096 polar is faster; BENCHMARKS.md, "Exact
-    # SVD of one square matrix on the GPU").
-    auto_vectors_gr_min_n_gpu_float64: int = 8192
+    # The SVD with vectors of a real matrix: "gr" from min(m, n) >= these, the first sizes
+    # measured where it is ahead of polar (float64: polar at 4096, gr at 6144; float32:
+    # polar at 6144; BENCHMARKS.md, "Exact SVD of one square matrix on the GPU").
+    auto_vectors_gr_min_n_gpu_float64: int = 6144
     auto_vectors_gr_min_n_gpu_float32: int = 8192
     # Share of the GPU's free memory (with CuPy's pool's free blocks) that one chunk of a
     # stack may take in the polar SVD (polar/svd.py); a larger stack is
@@ -342,8 +344,11 @@ def gr_on_gpu(k, dtype, compute_uv):
     crossovers ``auto_*_gr_min_n_gpu*`` on, where it overtakes the polar method."""
     t, kind = _TUNABLES, np.dtype(dtype).kind
     if not compute_uv:
-        return k >= (t.auto_values_gr_min_n_gpu_complex if kind == "c"
-                     else t.auto_values_gr_min_n_gpu)
+        if kind == "c":
+            return k >= t.auto_values_gr_min_n_gpu_complex
+        if np.dtype(dtype) == np.float32:
+            return k >= t.auto_values_gr_min_n_gpu_float32
+        return k >= t.auto_values_gr_min_n_gpu_float64
     if kind == "c":
         return k >= t.auto_vectors_gr_min_n_gpu_complex
     if np.dtype(dtype) == np.float32:
