@@ -9,7 +9,8 @@ hypot, so the result must be the Numba loop's bit for bit. Two schedules:
   ticket one after the other (its waits are always satisfied);
 * ``interleaved``: a wavefront of at most ``window`` sweeps in flight, each step running
   the next task of a random in-flight sweep whose dependency (``ready``, the kernel's
-  rule) is met, as concurrent blocks may.
+  rule) is met, as concurrent blocks may; a task whose corner is not yet ready runs the
+  tasks it waits for at its corner, as the other blocks run while one waits there.
 """
 
 import ctypes
@@ -25,9 +26,14 @@ KERNEL = _ROOT / "src/gpusvd/condensed/kernels/bulge.cu"
 # and its schedules after it: ``one_block``, the persistent kernel's one block;
 # ``interleaved``, a wavefront of at most ``window`` sweeps in flight, each step running
 # the next task of a random in-flight sweep whose dependency on the sweep before it is
-# met at ``lag`` (chase_common.cuh's ready), as concurrent blocks may; it returns the most
-# sweeps started and unfinished at once.
+# met at ``lag`` (chase_common.cuh's ready), as concurrent blocks may. A task's corner()
+# (run_sweeps) runs, there and then, the tasks of the sweeps before it that it waits for
+# at ``corner_lag``: the task's other entries are then already updated and the corner's
+# row or column not yet, which is one of the orders the GPU's blocks may take. It returns
+# the most sweeps started and unfinished at once.
 CHASE_STUBS = _HOST.STUBS + """
+#include <algorithm>
+#include <functional>
 #include <random>
 #include <vector>
 inline void __threadfence() {}
@@ -44,7 +50,7 @@ static std::vector<int> one_block(int n)
     return std::vector<int>(n - 1, 0);  // the ticket, then each sweep's progress
 }
 template <typename Task>
-static int interleaved(int n, Task task, unsigned seed, int window, int lag)
+static int interleaved(int n, Task task, unsigned seed, int window, int lag, int corner_lag)
 {
     threadIdx.x = 0;
     blockDim.x = 1;
@@ -53,6 +59,21 @@ static int interleaved(int n, Task task, unsigned seed, int window, int lag)
     std::vector<int> flight;   // the sweeps in flight, by ticket order
     std::mt19937 random(seed);
     int ticket = 0, widest = 0;
+    // The next task of sweep s, after the tasks of the sweeps before it that it waits for
+    // (none when s was drawn ready); those sweeps hold tickets, in flight or done.
+    std::function<void(int)> step = [&](int s) {
+        const int h = progress[s];
+        while (s > 0 && !ready(progress[s - 1], h, lag)) step(s - 1);
+        int started = 0;   // the sweeps begun and not finished, this one included
+        for (int f : flight)
+            started += (progress[f] > 0 && progress[f] != SWEEP_DONE) || f == s;
+        widest = started > widest ? started : widest;
+        auto corner = [&]() {
+            while (s > 0 && !ready(progress[s - 1], h, corner_lag)) step(s - 1);
+        };
+        const bool more = task(s, h, corner);
+        progress[s] = more ? h + 1 : SWEEP_DONE;
+    };
     while (ticket < sweeps || !flight.empty()) {
         while ((int)flight.size() < window && ticket < sweeps) flight.push_back(ticket++);
         std::vector<int> ready_now;
@@ -60,32 +81,50 @@ static int interleaved(int n, Task task, unsigned seed, int window, int lag)
             const int s = flight[i];
             if (s == 0 || ready(progress[s - 1], progress[s], lag)) ready_now.push_back(i);
         }
-        const int i = ready_now[random() % ready_now.size()];
-        const int s = flight[i], h = progress[s];
-        int started = 0;   // the sweeps begun and not finished, this one included
-        for (int f : flight) started += progress[f] > 0 || f == s;
-        widest = started > widest ? started : widest;
-        const bool more = task(s, h);
-        progress[s] = more ? h + 1 : SWEEP_DONE;
-        if (!more) flight.erase(flight.begin() + i);
+        step(flight[ready_now[random() % ready_now.size()]]);
+        flight.erase(std::remove_if(flight.begin(), flight.end(),
+                                    [&](int f) { return progress[f] == SWEEP_DONE; }),
+                     flight.end());
     }
     return widest;
 }
 """
 
 
-def unordered_conflicts(sweeps, lag):
+def unordered_conflicts(sweeps, lag, corners=None, corner_lag=None):
     """The rule ``interleaved`` follows, checked on index sets: the pairs of tasks of
-    different sweeps that share an entry but that waiting for task h + lag of the
-    previous sweep (or its end) before task h does not order. ``sweeps[s][h]``: the
-    entries task h of sweep s reads or writes."""
+    different sweeps that share an entry but that the waits do not order. ``sweeps[s][h]``:
+    the entries task h of sweep s reads or writes. Task h waits for task h + lag of the
+    previous sweep (or its end) before it starts; with ``corners``, its entry
+    ``corners[s][h]`` is touched only after it has waited for task h + corner_lag as well,
+    and the task ends after that wait. Waits order transitively: a task's end follows
+    everything its start and its corner's wait followed."""
+    # before[s][h][q]: the last task of sweep q < s that ends before task h of sweep s
+    # starts; at_corner: before its corner; ended: before it ends.
+    ended = []
     bad = 0
-    for later in range(1, len(sweeps)):
-        for h, entries in enumerate(sweeps[later]):
-            waited = h  # the last task of each earlier sweep that task h waits for
-            for s in range(later - 1, -1, -1):
-                waited = min(waited + lag, len(sweeps[s]) - 1)
-                bad += sum(bool(t & entries) for t in sweeps[s][waited + 1:])
+    for s, tasks in enumerate(sweeps):
+        ended.append([])
+        for h, entries in enumerate(tasks):
+            def after(previous_task):   # what waiting for task h' of sweep s-1 orders
+                h1 = min(previous_task, len(sweeps[s - 1]) - 1)
+                return [*ended[s - 1][h1][:s - 1], h1]
+            start = list(ended[s][h - 1][:s]) if h else [-1] * s
+            if s:
+                start = [max(x, y) for x, y in zip(start, after(h + lag))]
+            corner = start
+            if s and corners is not None:
+                corner = [max(x, y) for x, y in zip(start, after(h + corner_lag))]
+            ended[s].append([max(x, y) for x, y in zip(start, corner)] + [h])
+            for q in range(s):
+                for h2 in range(len(sweeps[q])):
+                    shared = entries & sweeps[q][h2]
+                    if not shared or h2 <= start[q]:
+                        continue
+                    if (corners is not None and shared == {corners[s][h]}
+                            and h2 <= corner[q]):
+                        continue
+                    bad += 1
     return bad
 
 
@@ -101,9 +140,17 @@ static int wavefront(T *ab, int n, int b, T *vl, T *tl, T *vr, T *tr, int steps,
                      unsigned seed, int window, int lag)
 {
     const Chase<T> a = {ab, 3LL * b - 1, n, b, vl, tl, vr, tr, steps};
-    const Scratch<T> w = scratch<T>(shared_raw, b);
-    return interleaved(n, [&](int s, int h) { return chase_task(a, s, h, w); }, seed, window,
-                       lag < 0 ? CHASE_LAG : lag);
+    // Each sweep's scratch of its own, as each block has its shared memory: a task waiting
+    // at its corner keeps its reflector while the tasks it waits for form theirs.
+    std::vector<std::vector<unsigned char>> raw(n,
+                                                std::vector<unsigned char>(32LL * b + 64));
+    return interleaved(
+        n,
+        [&](int s, int h, auto corner) {
+            const Scratch<T> w = scratch<T>(raw[s].data(), b);
+            return chase_task(a, s, h, w, corner);
+        },
+        seed, window, lag < 0 ? chase_lag<T> : lag, lag < 0 ? CHASE_CORNER_LAG : lag);
 }
 #define CHASE(SUFFIX, T)                                                                   \
     extern "C" void kernel_##SUFFIX(T *ab, int n, int b, T *vl, T *tl, T *vr, T *tr,       \
@@ -124,8 +171,9 @@ def chase_function(lib, width):
     ``interleaved_<dtype>``) as ``chase(ab, b, *reflectors, record, schedule=None)``, the
     contract of the Numba loop it stands for on NumPy arrays, ``ab`` of shape
     (n, width(b)). ``schedule``: None for the persistent kernel, (seed, window) for an
-    interleaving at the kernel's lag or (seed, window, lag) at another, which returns the
-    most sweeps that were started and unfinished at once."""
+    interleaving at the kernel's lags or (seed, window, lag) at one lag for the task and its
+    corner alike, which returns the most sweeps that were started and unfinished at
+    once."""
 
     def chase(ab, b, *arrays, schedule=None):
         *reflectors, record = arrays

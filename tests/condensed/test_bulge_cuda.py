@@ -1,12 +1,13 @@
 """Stage 2 on the GPU (condensed/kernels/bulge.cu, bulge_cuda.py) against the Numba loop.
 
 Without a GPU: the dependency the kernel waits on is checked on the index sets of the
-tasks (lag 3 orders every pair of tasks of different sweeps that share an entry, lag 2
-does not), and the kernel's source runs on the CPU (host_bulge.py, one thread per block),
-real and complex bands:
-the persistent kernel, and random wavefronts of sweeps in flight that respect the
-dependency, put in NumPy's row of band_to_bidiagonal's twin table, must give the Numba
-loop's bits (same operations, same order, same libm).
+tasks (lag 2 with each task's corner entry at lag 3 orders every pair of tasks of
+different sweeps that share an entry, as lag 3 does; lag 2 alone does not), and the
+kernel's source runs on the CPU (host_bulge.py, one thread per block), real and complex
+bands: the persistent kernel, and random wavefronts of sweeps in flight that respect the
+dependency (tasks waiting at their corner included), put in NumPy's row of
+band_to_bidiagonal's twin table, must give the Numba loop's bits (same operations, same
+order, same libm).
 Both twins rescale a reflector of subnormal entries as dlarfg does (bulge._reflector):
 without it the trailing block of a long chase overflowed to NaN (n = 3000, b = 16).
 On the GPU (marked gpu) the kernel must agree with the Numba loop within BOUND·n·ε of
@@ -34,7 +35,7 @@ DTYPES = REAL + (np.complex64, np.complex128)
 # (n, b): b = 1 (nothing to chase), 2, 8, 32, one block (b ≥ n − 1), short last blocks.
 CASES = [(3, 2), (9, 8), (12, 3), (41, 5), (100, 2), (200, 32), (300, 8), (500, 1),
          (500, 2), (500, 8), (500, 32)]
-LAG = 3
+LAG, CORNER_LAG = 2, 3
 
 
 def _task_entries(n, b, s):
@@ -55,6 +56,20 @@ def _task_entries(n, b, s):
         tasks.append(block([st], range(j1, j2 + 1)) | block(range(st + 1, j2 + 1),
                                                             range(j1, j2 + 1)))
         st, ed = j1, j2
+
+
+def _corners(n, b, s):
+    """The corner entry of each task of sweep s (bulge.cu): the last entry of the last
+    column a column task updates, or of the last row a row task updates."""
+    st, ed = s + 1, min(s + b, n - 1)
+    corners = [(ed, ed)]
+    while True:
+        j2 = min(ed + b, n - 1)
+        corners.append((ed, j2))
+        if j2 <= ed + 1:
+            return corners
+        corners.append((j2, j2))
+        st, ed = ed + 1, j2
 
 
 def _random_band(n, b, dtype, seed):
@@ -102,13 +117,20 @@ def host_chase(tmp_path_factory):
 
 @pytest.mark.parametrize("n, b", [(12, 2), (13, 3), (30, 4), (41, 5), (40, 8), (9, 8),
                                   (50, 3), (33, 16)])
-def test_the_lag_of_three_tasks_is_exact(n, b):
+def test_lag_two_with_the_corner_at_three_is_exact(n, b):
     sweeps = [_task_entries(n, b, s) for s in range(n - 2)]
-    assert host_bulge.unordered_conflicts(sweeps, LAG) == 0
-    if n - 2 > b:   # sweeps of more than one block: two tasks less would race
-        assert host_bulge.unordered_conflicts(sweeps, LAG - 1) > 0
+    corners = [_corners(n, b, s) for s in range(n - 2)]
+    assert [len(c) for c in corners] == [len(t) for t in sweeps]
+    assert all(c in t for cs, ts in zip(corners, sweeps) for c, t in zip(cs, ts))
+    assert host_bulge.unordered_conflicts(sweeps, LAG, corners, CORNER_LAG) == 0
+    assert host_bulge.unordered_conflicts(sweeps, CORNER_LAG) == 0
+    if n - 2 > b:   # sweeps of more than one block: without the corner's wait they race
+        assert host_bulge.unordered_conflicts(sweeps, LAG) > 0
+        assert host_bulge.unordered_conflicts(sweeps, LAG, corners, LAG) > 0
+        assert host_bulge.unordered_conflicts(sweeps, LAG - 1, corners, CORNER_LAG) > 0
     assert bulge_cuda._LAG == LAG
-    assert f"CHASE_LAG = {LAG};" in host_bulge.KERNEL.read_text()
+    kernel = host_bulge.KERNEL.read_text()
+    assert f"CHASE_LAG = {LAG};" in kernel and f"CHASE_CORNER_LAG = {CORNER_LAG};" in kernel
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -130,6 +152,17 @@ def test_any_wavefront_that_respects_the_lag_gives_the_numba_bits(host_chase, mo
     _assert_same_bits(_chased(bulge._chase, band, True, monkeypatch), wavefront)
     # Sweeps ran concurrently, never more than the launch configuration allows for.
     assert 1 < wavefront[2][0] <= min(window, bulge_cuda.sweeps_in_flight(n, b))
+
+
+@pytest.mark.parametrize("n, b", [(41, 5), (300, 8)])
+def test_a_wavefront_without_the_corners_wait_races(host_chase, monkeypatch, n, b):
+    # The wavefronts above reach the corners: with the corner at the task's own lag, one
+    # of them changes the bits.
+    band = _random_band(n, b, np.float64, seed=1)
+    numba = _chased(bulge._chase, band, True, monkeypatch)
+    raced = _chased(host_chase, band, True, monkeypatch, schedule=(1, 1000, LAG))
+    assert not (np.array_equal(numba[0].d, raced[0].d)
+                and np.array_equal(numba[0].e, raced[0].e))
 
 
 @pytest.mark.parametrize("n, b, dtype, scale", [
@@ -158,7 +191,7 @@ def test_launch_config():
         wide = bulge_cuda.launch_config(n, b, 16, 132, 8, complex_data=True)
         assert wide.shared_bytes == -(-(-(-8 * b // 16) * 16 + 16) // 16) * 16 + b * 16
         assert wide[:2] == config[:2]
-    assert bulge_cuda.launch_config(16384, 16, 4, 132, 8).blocks == 683
+    assert bulge_cuda.launch_config(16384, 16, 4, 132, 8).blocks == 1025
     assert bulge_cuda.launch_config(16384, 16, 4, 132, 2).blocks == 264
 
 

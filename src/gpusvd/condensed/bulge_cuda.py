@@ -4,16 +4,19 @@
 Numba loop ``bulge._chase``, on the same compact band (3b−1 stored diagonals) held in
 device memory, with many sweeps in flight: one thread block per sweep in a persistent
 kernel, sweeps handed out by a ticket counter, and task h of sweep s started once sweep
-s−1 has finished its task h+3 (PLASMA's dependency; the kernel's comment derives it and
-tests/condensed/test_bulge_cuda.py checks it). The result is the Numba loop's to
-rounding (bit for bit but for CUDA's hypot; the host build of the tests gives the same
-bits).
+s−1 has finished its task h+2, the one entry it shares with task h+3 (its corner) read
+only once that task is done too (PLASMA's dependency, refined; the kernel's comment
+derives it and tests/condensed/test_bulge_cuda.py checks it). The result is the Numba
+loop's to rounding (bit for bit but for CUDA's hypot; the host build of the tests gives
+the same bits).
 
 Per band: n − 2 sweeps of 2·⌈(n−2−s)/b⌉ tasks, each a reflector of length ≤ b applied to
-≤ 2b−1 rows or columns. Sweep s+1 trails sweep s by three tasks, so about
-2(n−2)/(3b) sweeps can run at once (171 at n = 8192, b = 32) and the critical path is
-about 3n tasks; :func:`launch_config` bounds the grid by that and by the resident blocks
-the device holds. Real and complex bands (complex arithmetic as the Numba loop's).
+≤ 2b−1 rows or columns. Sweep s+1 trails sweep s by two tasks at least, so at most
+(n−2)/b + 1 sweeps can run at once (257 at n = 8192, b = 32), and the critical path is
+about 3n tasks less the part of each task before its corner; :func:`launch_config`
+bounds the grid by that and by the resident blocks the device holds. Real and complex
+bands (complex arithmetic as the Numba loop's; complex data waits for task h+3 at the
+start).
 
 :func:`launch_config` is plain Python so it is tested without a GPU.
 """
@@ -27,7 +30,7 @@ from .._core import kernels, tunables
 _KERNEL_FILE = "condensed/kernels/bulge.cu"
 _WARP = 32
 _MAX_THREADS = 256  # CHASE_MAX_THREADS, the kernel's __launch_bounds__
-_LAG = 3            # CHASE_LAG: sweep s+1 trails sweep s by this many tasks
+_LAG = 2            # CHASE_LAG: sweep s+1 trails sweep s by this many tasks at least
 
 
 class LaunchConfig(NamedTuple):
@@ -48,7 +51,7 @@ def sweeps_in_flight(n, b):
     Examples
     --------
     >>> sweeps_in_flight(8192, 32)
-    171
+    257
     """
     tasks = 2 * -(-(n - 2) // b)
     return tasks // _LAG + 1
@@ -70,7 +73,7 @@ def launch_config(n, b, itemsize, multiprocessors, blocks_per_sm, complex_data=F
     Examples
     --------
     >>> launch_config(8192, 32, 8, 132, 4)
-    LaunchConfig(blocks=171, threads=64, shared_bytes=528)
+    LaunchConfig(blocks=257, threads=64, shared_bytes=528)
     """
     threads = min(_MAX_THREADS, -(-(2 * b - 1) // _WARP) * _WARP)
     blocks = max(1, min(n - 2, multiprocessors * blocks_per_sm, sweeps_in_flight(n, b)))

@@ -1,7 +1,7 @@
 // The scheduling and reflector pieces of the bulge chasing kernel bulge.cu (upper band ->
 // bidiagonal, the SVD's stage 2): a persistent kernel that runs one sweep per thread
-// block with task h of sweep s waiting for task h + lag of sweep s-1 (the kernel file
-// derives its lag), forming its reflectors as the Numba loop does (bulge._reflector,
+// block with task h of sweep s waiting for task h + lag of sweep s-1, and the thread that
+// touches its corner entry for a later task (the kernel file derives both lags), forming its reflectors as the Numba loop does (bulge._reflector,
 // LAPACK's dlarfg, zlarfg for complex data). The kernel file includes this header by its
 // relative path, as this header includes complex.cuh, so NVRTC (kernels.expanded_source
 // inlines them), nvcc and the host build of the tests (tests/condensed/host_bulge.py) all
@@ -119,8 +119,9 @@ __device__ __forceinline__ Complex<double> quotient(Complex<double> a, Complex<d
 // bandwidth) is read by the loops instead. Only where the values are read from
 // changes: the same operations in the same order either way. bulge.cu declares
 // __launch_bounds__(CHASE_MAX_THREADS, 1), registers over occupancy (228 registers a
-// thread in double: 4 blocks of 64 threads per SM, where the 171 sweeps in flight at
-// n = 8192 need 2); with no minimum, ptxas holds its float kernel to 128 and spills.
+// thread in double: 4 blocks of 64 threads per SM, where the 257 sweeps that may be in
+// flight at n = 8192 need 2); with no minimum, ptxas holds its float kernel to 128 and
+// spills.
 // Holding the window takes bulge.cu's chase at n = 8192 from 0.28 to 0.18 s on the H100.
 constexpr int CHASE_HELD = 32;
 
@@ -298,21 +299,25 @@ __device__ __forceinline__ void store_release(int *p, int v)
 
 // The persistent kernel's loop: every sweep 0 .. n-3 of the band, task by task, task h of
 // sweep s once sweep s-1 has published tasks 0 .. h + Lag (or all of its tasks).
-// task(s, h) runs task h of sweep s with every thread of the block and returns false
-// after the sweep's last. sync (n - 1 ints, zero): the ticket counter, then the progress
-// of every sweep.
+// task(s, h, corner) runs task h of sweep s with every thread of the block and returns
+// false after the sweep's last; the thread that touches the task's corner entry calls
+// corner() first, which returns once sweep s-1 has published tasks 0 .. h + CornerLag
+// (at once where CornerLag is Lag). sync (n - 1 ints, zero): the ticket counter, then
+// the progress of every sweep.
 //
 // Each thread block takes the next sweep from the ticket counter (atomicAdd), runs its
 // tasks in order, and publishes its progress after each task in progress[s] (SWEEP_DONE
-// after its last); before task h its thread 0 spins until progress[s-1] > h + Lag.
+// after its last); before task h its thread 0 spins until progress[s-1] > h + Lag, and
+// the corner's thread, in corner(), until progress[s-1] > h + CornerLag.
 // Tickets are taken in order, so the sweep a block waits for belongs to a block already
 // running, and no co-residency is needed: the grid only bounds the number of sweeps in
 // flight. Every entry is reduced by the same operations in the same order as in the
 // sequential loop whatever the schedule, when the lag orders every pair of tasks that
-// share an entry (the kernel's comment derives its lag): the kernel is deterministic,
+// share an entry (the kernel's comment derives its lags): the kernel is deterministic,
 // bit for bit from run to run (no atomics on data; which block runs a sweep does not
 // matter).
-template <int Lag, typename Task> __device__ void run_sweeps(int n, int *sync, Task task)
+template <int Lag, int CornerLag, typename Task>
+__device__ void run_sweeps(int n, int *sync, Task task)
 {
     __shared__ int sweep;
     int *ticket = sync;
@@ -341,7 +346,21 @@ template <int Lag, typename Task> __device__ void run_sweeps(int n, int *sync, T
                 }
             }
             __syncthreads();
-            const bool more = task(s, h);
+            // The corner's thread acquires the progress itself: its loads of the corner
+            // then see sweep s-1's stores of task h + CornerLag, and its stores of the
+            // corner's row or column follow that task's reads.
+            auto corner = [&]() {
+                if constexpr (CornerLag > Lag) {
+                    if (s > 0) {
+                        int v = load_acquire(progress + s - 1);
+                        while (!ready(v, h, CornerLag)) {
+                            __nanosleep(SPIN_NS);
+                            v = load_acquire(progress + s - 1);
+                        }
+                    }
+                }
+            };
+            const bool more = task(s, h, corner);
             // Release: every thread's stores of task h (band and recorded reflectors) are
             // fenced and ordered before the barrier, then thread 0 publishes them all
             // with one release store of the progress, which sweep s+1's thread 0
