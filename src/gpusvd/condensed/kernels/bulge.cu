@@ -36,9 +36,9 @@
 // Concurrency: a persistent kernel (chase_common.cuh's run_sweeps). Each thread block
 // takes the next sweep from a ticket counter, runs its tasks in order and publishes its
 // progress after each; before task h its thread 0 spins until sweep s-1 has published
-// task h + CHASE_LAG, and the corner's thread until task h + CHASE_CORNER_LAG. The grid only bounds the number of sweeps in flight (about 2n/(3b)
-// can run at once). The band stays in global memory, 6 MB at n = 8192, b = 32 in double:
-// resident in L2.
+// task h + CHASE_LAG, and the corner's thread until task h + CHASE_CORNER_LAG. The grid
+// only bounds the number of sweeps in flight (at most n/b + 1 can run at once). The band
+// stays in global memory, 6 MB at n = 8192, b = 32 in double: resident in L2.
 //
 // Within a task: every thread reads its row (right) or column (left) of the window into
 // registers (chase_common.cuh's hold), warp 0 forms the reflector (chase_common.cuh's, as
