@@ -99,8 +99,8 @@ def unordered_conflicts(sweeps, lag, corners=None, corner_lag=None):
     ``corners[s][h]`` is touched only after it has waited for task h + corner_lag as well,
     and the task ends after that wait. Waits order transitively: a task's end follows
     everything its start and its corner's wait followed."""
-    # before[s][h][q]: the last task of sweep q < s that ends before task h of sweep s
-    # starts; at_corner: before its corner; ended: before it ends.
+    # start[q] (corner[q]): the last task of sweep q < s that ends before task h of sweep
+    # s starts (touches its corner); ended[s][h][q]: before it ends, [s] being h itself.
     ended = []
     bad = 0
     for s, tasks in enumerate(sweeps):

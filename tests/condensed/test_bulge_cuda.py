@@ -61,7 +61,7 @@ def _task_entries(n, b, s):
 def _corners(n, b, s):
     """The corner entry of each task of sweep s (bulge.cu): the last entry of the last
     column a column task updates, or of the last row a row task updates."""
-    st, ed = s + 1, min(s + b, n - 1)
+    ed = min(s + b, n - 1)
     corners = [(ed, ed)]
     while True:
         j2 = min(ed + b, n - 1)
@@ -69,7 +69,7 @@ def _corners(n, b, s):
         if j2 <= ed + 1:
             return corners
         corners.append((j2, j2))
-        st, ed = ed + 1, j2
+        ed = j2
 
 
 def _random_band(n, b, dtype, seed):

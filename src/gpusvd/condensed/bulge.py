@@ -40,9 +40,10 @@ The chase is one sequential Numba loop on the CPU; its GPU twin (bulge_cuda.py,
 kernels/bulge.cu) runs the same tasks with many sweeps in flight, task h of sweep s+1
 once sweep s has finished its task h+2 and its corner entry once task h+3 is done too
 (PLASMA's dependency, with the row and column reflectors of a block as separate tasks),
-and :data:`_TWINS` picks one by the band's array namespace.  Sweep s's reflectors are recorded (``record=True``) as ``v_left[s, k]``,
-``tau_left[s, k]`` (block k of sweep s, acting on rows s+1+k·b …) and the same for the
-right, so that the back-transformation can apply them in blocks.
+and :data:`_TWINS` picks one by the band's array namespace.  Sweep s's reflectors are
+recorded (``record=True``) as ``v_left[s, k]``, ``tau_left[s, k]`` (block k of sweep s,
+acting on rows s+1+k·b …) and the same for the right, so that the back-transformation
+can apply them in blocks.
 """
 
 import math

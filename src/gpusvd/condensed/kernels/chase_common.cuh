@@ -1,11 +1,11 @@
 // The scheduling and reflector pieces of the bulge chasing kernel bulge.cu (upper band ->
 // bidiagonal, the SVD's stage 2): a persistent kernel that runs one sweep per thread
 // block with task h of sweep s waiting for task h + lag of sweep s-1, and the thread that
-// touches its corner entry for a later task (the kernel file derives both lags), forming its reflectors as the Numba loop does (bulge._reflector,
-// LAPACK's dlarfg, zlarfg for complex data). The kernel file includes this header by its
-// relative path, as this header includes complex.cuh, so NVRTC (kernels.expanded_source
-// inlines them), nvcc and the host build of the tests (tests/condensed/host_bulge.py) all
-// find them.
+// touches its corner entry for a later task (the kernel file derives both lags), forming
+// its reflectors as the Numba loop does (bulge._reflector, LAPACK's dlarfg, zlarfg for
+// complex data). The kernel file includes this header by its relative path, as this
+// header includes complex.cuh, so NVRTC (kernels.expanded_source inlines them), nvcc and
+// the host build of the tests (tests/condensed/host_bulge.py) all find them.
 //
 // Rounding: products are rounded before they are added (__fmul_rn, __dmul_rn), so nothing
 // is contracted into an fma the Numba loop does not do; the reflector's scalars are
