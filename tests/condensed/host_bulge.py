@@ -141,7 +141,8 @@ static int wavefront(T *ab, int n, int b, T *vl, T *tl, T *vr, T *tr, int steps,
 {
     const Chase<T> a = {ab, 3LL * b - 1, n, b, vl, tl, vr, tr, steps};
     // Each sweep's scratch of its own, as each block has its shared memory: a task waiting
-    // at its corner keeps its reflector while the tasks it waits for form theirs.
+    // at its corner keeps its reflector while the tasks it waits for form theirs. 32b + 64
+    // bytes hold the Scratch of every dtype (launch_config's shared_bytes, at most 24b + 48).
     std::vector<std::vector<unsigned char>> raw(n,
                                                 std::vector<unsigned char>(32LL * b + 64));
     return interleaved(

@@ -266,7 +266,7 @@ class Tunables:
     bisection_threads_per_block: int = 32
     # Thread blocks per SM of stage 2's GPU bulge chasing (condensed/bulge_cuda.py), each
     # running one sweep at a time; the grid is also capped by the sweeps that can run at
-    # once, 2(n−2)/(3b) + 1 (171 at n = 8192, b = 32; 683 at 16384). One block an SM is
+    # once (bulge_cuda.sweeps_in_flight: 257 at n = 8192, b = 32). One block an SM is
     # fastest: a second block on an SM slows both sweeps' tasks, and every task is on the
     # chase's critical path (BENCHMARKS.md, "The tunables' defaults").
     chase_blocks_per_sm: int = 1
