@@ -71,9 +71,13 @@ def cholesky(xp, g):
     of one takes the unbatched factorization: cuSOLVER's potrfBatched and cuBLAS's
     trsmBatched are made for many small matrices, and one matrix through them costs most
     of a single-matrix SVD's QDWH estimates (NOTES.md, "One matrix of 128–1024 and tall
-    matrices: QDWH")."""
+    matrices: QDWH"). That one factor is column-major on the GPU: CuPy's triangular solve
+    copies a row-major factor at every call, and the estimates' inverse iteration solves
+    eight times with one factor (4096² float64: 5.2 ms, 2.5 with the factor column-major;
+    NOTES.md, open question 2)."""
     if len(g) == 1:
-        return xp.linalg.cholesky(g[0])[None]
+        low = xp.linalg.cholesky(g[0])
+        return (low if xp is np else xp.asfortranarray(low))[None]
     return xp.linalg.cholesky(g)
 
 
