@@ -30,6 +30,14 @@ not have, and Gram–Schmidt drops it. Candidates go to Gram–Schmidt one child
 first and the siblings after, so that such drops are the last columns of its QR
 (``gram_schmidt``, step 4).
 
+Two levels a step. A step costs the host about as much as the device (NOTES.md, "QUIC-SVD
+at 16384² on the H200": its Householder QR's column loop, the draws, the bounds, three
+reads), and while the bound is far above the target every step splits every leaf. So
+such a step splits the children as well and offers both levels' candidates to one
+Gram–Schmidt call (children first of each pair, grandchildren first of each pair, then
+the siblings of both), and estimates only the grandchildren: the candidates are those two
+steps would have offered, in one call, and the leaves double twice a step.
+
 With several partitions (§2.3) the basis is shared: a partition whose error under the
 current basis is already below its target is skipped after one Monte Carlo estimate.
 A tree is kept after its partition is done, so growth can resume if the final check of
@@ -54,6 +62,10 @@ STALL_CANDIDATES = 16
 # children. The leaves' bounds are upper bounds made at their creation (stale once the
 # basis grew), so the rule errs towards splitting more, never fewer.
 UNSPLIT_SHARE = 0.5
+# A step that splits every leaf while the partition's bound is above this many times the
+# target splits the children too ("Two levels a step" above): the step after it would
+# have split them all anyway.
+TWO_LEVELS_ABOVE = 64.0
 
 
 class PartitionTree:
@@ -123,14 +135,25 @@ class PartitionTree:
                 basis.extend(self.center[:, None])
                 if basis.full:
                     break
-            nodes = self._select(target, min(batch, basis.limit - basis.k))
+            room = min(batch, basis.limit - basis.k)
+            nodes = self._select(target, room)
             pairs = [nd for nd in nodes if len(nd.rows) >= 2]
             singles = [nd for nd in nodes if len(nd.rows) == 1]
             children, cands = [], []
             if pairs:
                 children, means = split_nodes(a, pairs, self.norms2, rng, xp, self.center)
                 # One child of each pair first, the siblings after ("Siblings" above).
-                cands += [means[0::2], means[1::2]]
+                firsts, seconds = [means[0::2]], [means[1::2]]
+                if not self._leaves and not singles and bound > TWO_LEVELS_ABOVE * target \
+                        and 3 * len(pairs) <= room:
+                    inner = [c for c in children if len(c.rows) >= 2]
+                    if inner:
+                        grand, more = split_nodes(a, inner, self.norms2, rng, xp,
+                                                  self.center)
+                        children = [c for c in children if len(c.rows) < 2] + grand
+                        firsts.append(more[0::2])
+                        seconds.append(more[1::2])
+                cands += firsts + seconds
             if singles:
                 rows = np.concatenate([nd.rows for nd in singles])
                 cands.append(a[xp.asarray(rows)] - self.center)
