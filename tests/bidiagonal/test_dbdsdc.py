@@ -12,7 +12,7 @@ import pytest
 
 from gpusvd import testing
 from gpusvd._core.errors import LinAlgError
-from gpusvd.bidiagonal.dbdsdc import bidiagonal_svd
+from gpusvd.bidiagonal.dbdsdc import bidiagonal_svd, leaf_svd
 from gpusvd.bidiagonal import qr as bidiagonal_qr
 from gpusvd.bidiagonal.dqds import bidiagonal_singular_values
 
@@ -189,3 +189,43 @@ def test_non_finite(d, e, compute_uv):
 def test_bad_input(d, e, match):
     with pytest.raises(ValueError, match=match):
         bidiagonal_svd(d, e)
+
+
+LEAF_CASES = sorted(name for name in bisection_cases.CASES
+                    if len(bisection_cases.CASES[name][0]) >= 2)
+
+
+@pytest.mark.parametrize("sqre", [0, 1])
+@pytest.mark.parametrize("name", LEAF_CASES + ["random-128", "graded-128", "clustered-128"])
+def test_leaf_svd(name, sqre):
+    """dlasd0 on an n×(n + sqre) upper bidiagonal scaled as the divide and conquer's
+    leaves are (max |entry| in [1/2, 1), by a power of two): an SVD to 30 n·ε, its values
+    within 30 n·ε·σ₁ of LAPACK's on the dense block, nonnegative; d and e untouched."""
+    if name.endswith("-128"):
+        d, e = testing.bidiagonal(128, kind=name[:-4], seed=21)
+    else:
+        d, e = bisection_cases.case(name)
+    n = len(d)
+    rng = np.random.default_rng(n)
+    e = np.concatenate((e, rng.standard_normal(sqre)))  # column n's entry
+    scale = max(np.abs(d).max(), np.abs(e).max())
+    if scale > 0:
+        exponent = -np.frexp(scale)[1]
+        d, e = np.ldexp(d, exponent), np.ldexp(e, exponent)
+    block = np.zeros((n, n + sqre))
+    block[np.arange(n), np.arange(n)] = d
+    block[np.arange(n - 1 + sqre), np.arange(1, n + sqre)] = e
+    saved = d.copy(), e.copy()
+    u, s, vt = leaf_svd(d, e, sqre)
+    assert np.array_equal(d, saved[0]) and np.array_equal(e, saved[1])
+    assert u.shape == (n, n) and s.shape == (n,) and vt.shape == (n + sqre, n + sqre)
+    assert (s >= 0).all()
+    eps = np.finfo(np.float64).eps
+    sigma = np.zeros(block.shape)
+    sigma[np.arange(n), np.arange(n)] = s
+    norm = max(np.abs(block).max(), np.finfo(np.float64).tiny)
+    assert np.abs(u @ sigma @ vt - block).max() <= BOUND * n * eps * norm
+    assert np.abs(u.T @ u - np.eye(n)).max() <= BOUND * n * eps
+    assert np.abs(vt @ vt.T - np.eye(n + sqre)).max() <= BOUND * n * eps
+    reference = np.linalg.svd(block, compute_uv=False)
+    assert np.abs(np.sort(s)[::-1] - reference).max() <= BOUND * n * eps * norm

@@ -252,20 +252,35 @@ def test_leaves_split_over_threads(leaf, monkeypatch):
         assert np.array_equal(a, b)
 
 
-def test_leaves_as_lapack_one_by_one():
-    """Each leaf's (U, s, Vᵀ) is LAPACK's SVD of its own dense block, whatever the
-    stacking: blocks of both shapes (sqre 0 and 1) and of two sizes."""
+@pytest.mark.parametrize("cores", [1, 3])
+def test_leaves_as_lapack_one_by_one(monkeypatch, cores):
+    """Each leaf's (U, s, Vᵀ) is an SVD of its own block to n·ε, bit for bit the one
+    LAPACK gives it alone (dlasd0; gesdd for one row), however the leaves are split over
+    threads: blocks of both shapes (sqre 0 and 1), of three sizes."""
+    monkeypatch.setattr(dc, "usable_cores", lambda: cores)
+    monkeypatch.setattr(dc, "LEAF_ROWS_PER_THREAD", 4)
     rng = np.random.default_rng(4)
     d, e = rng.standard_normal(40), rng.standard_normal(39)
-    leaves = [(0, 9, 1), (10, 19, 0), (19, 27, 1), (28, 36, 0), (36, 40, 0)]
-    for (start, end, sqre), got in zip(leaves, dc._solve_leaves(d, e, leaves)):
+    leaves = [(0, 9, 1), (10, 19, 0), (19, 27, 1), (28, 36, 0), (36, 39, 0), (39, 40, 0)]
+    eps = np.finfo(np.float64).eps
+    lefts, rights = np.full((2, len(leaves), 10, 10), np.nan)
+    values = dc._solve_leaves(d, e, leaves, lefts, rights)
+    for i, (start, end, sqre) in enumerate(leaves):
         m = end - start
         block = np.diag(d[start:end]) + np.diag(e[start:end - 1], 1)
         if sqre:
             block = np.hstack((block, np.zeros((m, 1))))
             block[-1, -1] = e[end - 1]
-        for x, y in zip(got, np.linalg.svd(block)):
+        u, s, vt = lefts[i, :m, :m].T, values[i], rights[i, :m + sqre, :m + sqre]
+        assert (s >= 0).all() and not np.isnan(u).any() and not np.isnan(vt).any()
+        sigma = np.zeros(block.shape)
+        sigma[np.arange(m), np.arange(m)] = s
+        assert np.abs(u @ sigma @ vt - block).max() <= 4 * m * eps * np.abs(block).max()
+        assert np.abs(u.T @ u - np.eye(m)).max() <= 4 * m * eps
+        assert np.abs(vt @ vt.T - np.eye(m + sqre)).max() <= 4 * m * eps
+        for x, y in zip((u, s, vt), dc._solve_leaf(d, e, start, end, sqre)):
             assert np.array_equal(x, y)
+
 
 def test_precompile_reaches_both_forms_of_merge(monkeypatch):
     """Under precompile's DIVIDE_AND_CONQUER_MERGES the bidiagonal of its GPU two-stage

@@ -23,7 +23,6 @@ import pytest
 from gpusvd import testing
 from gpusvd._core import tunables
 from gpusvd.bidiagonal import dc_svd as svd_dc
-from gpusvd.bidiagonal.merge_vectors_cuda import pack_blocks
 
 from ..jacobi import host_kernel  # the CUDA stubs of every host build
 from . import test_dc_svd as svd_tests
@@ -142,33 +141,30 @@ def test_host_build_svd_matches_numpy(host, kind, monkeypatch):
 
 
 def _leaves(seed):
-    """Blocks of sizes 1 to 33 along a diagonal with gaps (the SVD's coupling rows)."""
+    """Blocks of sizes 1 to 33 along a diagonal with gaps (the SVD's coupling rows), in
+    the leaves' layout (dc_svd._solve_leaves: slot[:m, :m] = blockᵀ, NaN elsewhere, which
+    no placement may read)."""
     rng = np.random.default_rng(seed)
-    sizes = [1, 33, 5, 32, 2, 17]
-    blocks = [rng.standard_normal((m, m)) for m in sizes]
-    starts = np.cumsum([0] + [m + 1 for m in sizes[:-1]])
-    return blocks, starts, int(starts[-1] + sizes[-1] + 3)
-
-
-def test_pack_blocks():
-    blocks, _, _ = _leaves(0)
-    packed, sizes = pack_blocks(blocks)
-    assert packed.shape == (len(blocks), 33, 33) and list(sizes) == [b.shape[0] for b in blocks]
-    for slot, block in zip(packed, blocks):
-        m = block.shape[0]
-        assert np.array_equal(slot[:m, :m].T, block)
-        assert not slot[m:].any() and not slot[:, m:].any()
+    sizes = np.array([1, 33, 5, 32, 2, 17], np.int64)
+    packed = np.full((len(sizes), 33, 33), np.nan)
+    for slot, m in zip(packed, sizes):
+        slot[:m, :m] = rng.standard_normal((m, m))
+    starts = np.cumsum([0] + [m + 1 for m in sizes[:-1]]).astype(np.int64)
+    return packed, starts, sizes, int(starts[-1] + sizes[-1] + 3)
 
 
 def test_host_build_places_leaves(host):
-    blocks, starts, n = _leaves(1)
+    packed, starts, sizes, n = _leaves(1)
     want = np.zeros((n, n), order="F")
-    svd_dc._place_host(want[1:, 1:], blocks, starts)
+    svd_dc._place_host(want[1:, 1:], packed, starts, sizes)
+    assert not np.isnan(want).any()
+    for slot, start, m in zip(packed, starts, sizes):
+        assert np.array_equal(want[1 + start:1 + start + m, 1 + start:1 + start + m],
+                              slot[:m, :m].T)
     got = np.zeros((n, n), order="F")
-    packed, sizes = pack_blocks(blocks)
     host.place(_pointer(got[1:, 1:]), ctypes.c_longlong(n), _pointer(packed),
-               ctypes.c_longlong(packed.shape[1]), _pointer(starts.astype(np.int64)),
-               _pointer(sizes), ctypes.c_longlong(len(blocks)))
+               ctypes.c_longlong(packed.shape[1]), _pointer(starts), _pointer(sizes),
+               ctypes.c_longlong(len(sizes)))
     assert np.array_equal(got, want)
 
 
@@ -304,16 +300,18 @@ def test_gpu_single_pole():
 def test_gpu_places_leaves():
     import cupy
 
-    from gpusvd.bidiagonal.merge_vectors_cuda import place_blocks
+    from gpusvd.bidiagonal.merge_vectors_cuda import leaf_stack, place_blocks
 
-    blocks, starts, n = _leaves(2)
+    packed, starts, sizes, n = _leaves(2)
     want = np.zeros((n, n), order="F")
-    svd_dc._place_host(want[1:, 1:], blocks, starts)
-    got = cupy.zeros((n, n), order="F")
-    place_blocks(got[1:, 1:], blocks, starts)
-    assert np.array_equal(cupy.asnumpy(got), want)
+    svd_dc._place_host(want[1:, 1:], packed, starts, sizes)
+    for stack in (packed, leaf_stack(packed.shape)):  # pageable, then page-locked memory
+        stack[...] = packed
+        got = cupy.zeros((n, n), order="F")
+        place_blocks(got[1:, 1:], stack, starts, sizes)
+        assert np.array_equal(cupy.asnumpy(got), want)
     with pytest.raises(ValueError, match="column-major"):
-        place_blocks(cupy.zeros((n, n)), blocks, starts)
+        place_blocks(cupy.zeros((n, n)), packed, starts, sizes)
 
 
 # The solver end to end on CuPy (merges' vectors and leaves by the kernels).

@@ -55,6 +55,7 @@ change to make.
 
 import ctypes
 import functools
+import threading
 
 import numpy as np
 from scipy.linalg import cython_lapack
@@ -68,6 +69,8 @@ from .._core.scaling import safe_exponent
 # IWORK of 8·n. The documented sizes, though an upper B would do with less.
 _LWORK = {"I": lambda n: 3 * n * n + 4 * n, "N": lambda n: 4 * n}
 _IWORK_PER_ROW = 8
+# dlasd0's leaves (ILAENV's SMLSIZ, as dbdsdc passes it).
+_SMLSIZ = 25
 # LAPACK INTEGER in SciPy's cython_lapack: a C int (LP64), so every index < 2³¹.
 _LP64_MAX_INDEX = 2 ** 31 - 1
 
@@ -75,24 +78,39 @@ _LP64_MAX_INDEX = 2 ** 31 - 1
 _RESULT_DTYPE = {np.dtype(np.float32): np.float32, np.dtype(np.float64): np.float64}
 
 
-@functools.cache
-def _dbdsdc():
-    """dbdsdc of SciPy's LAPACK as a ctypes function (module docstring: the capsule)."""
-    capsule = cython_lapack.__pyx_capi__["dbdsdc"]
+def _address(name):
+    """The address of SciPy's LAPACK function ``name`` (module docstring: the capsule)."""
+    capsule = cython_lapack.__pyx_capi__[name]
     get_name = ctypes.pythonapi.PyCapsule_GetName
     get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
     get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
     get_pointer.restype = ctypes.c_void_p
     get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    address = get_pointer(capsule, get_name(capsule))
-    doubles = np.ctypeslib.ndpointer(np.float64, flags="F_CONTIGUOUS, WRITEABLE")
-    ints = np.ctypeslib.ndpointer(np.intc, flags="F_CONTIGUOUS, WRITEABLE")
-    int_p = ctypes.POINTER(ctypes.c_int)
+    return get_pointer(capsule, get_name(capsule))
+
+
+_DOUBLES = np.ctypeslib.ndpointer(np.float64, flags="F_CONTIGUOUS, WRITEABLE")
+_INTS = np.ctypeslib.ndpointer(np.intc, flags="F_CONTIGUOUS, WRITEABLE")
+_INT_P = ctypes.POINTER(ctypes.c_int)
+
+
+@functools.cache
+def _dbdsdc():
+    """dbdsdc of SciPy's LAPACK as a ctypes function."""
     # uplo, compq, n, d, e, u, ldu, vt, ldvt, q, iq, work, iwork, info
-    prototype = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p, int_p, doubles,
-                                 doubles, doubles, int_p, doubles, int_p, doubles, ints,
-                                 doubles, ints, int_p)
-    return prototype(address)
+    prototype = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p, _INT_P, _DOUBLES,
+                                 _DOUBLES, _DOUBLES, _INT_P, _DOUBLES, _INT_P, _DOUBLES, _INTS,
+                                 _DOUBLES, _INTS, _INT_P)
+    return prototype(_address("dbdsdc"))
+
+
+@functools.cache
+def _dlasd0():
+    """dlasd0 (dbdsdc's divide and conquer, B n×(n + sqre)) as a ctypes function."""
+    # n, sqre, d, e, u, ldu, vt, ldvt, smlsiz, iwork, work, info
+    prototype = ctypes.CFUNCTYPE(None, _INT_P, _INT_P, _DOUBLES, _DOUBLES, _DOUBLES, _INT_P,
+                                 _DOUBLES, _INT_P, _INT_P, _INTS, _DOUBLES, _INT_P)
+    return prototype(_address("dlasd0"))
 
 
 def _call_dbdsdc(compq, d, e):
@@ -116,6 +134,53 @@ def _call_dbdsdc(compq, d, e):
                           f"INFO = {info.value} (a leaf's QR or a merge's secular "
                           f"equation reached its iteration limit)")
     return u, vt
+
+
+_WORKSPACE = threading.local()
+
+
+def _workspace(doubles, ints):
+    """This thread's LAPACK workspace of at least ``doubles`` float64 and ``ints`` C int
+    entries, kept between calls: a leaf's 0.4 MB, allocated afresh, is fresh pages to
+    map, which host threads then fault in one at a time."""
+    work, iwork = getattr(_WORKSPACE, "work", None), getattr(_WORKSPACE, "iwork", None)
+    if work is None or work.shape[0] < doubles:
+        work = _WORKSPACE.work = np.empty(doubles)
+    if iwork is None or iwork.shape[0] < ints:
+        iwork = _WORKSPACE.iwork = np.empty(ints, np.intc)
+    return work, iwork
+
+
+def leaf_svd(d, e, sqre):
+    """SVD of the real upper bidiagonal n×(n + sqre) B, sqre ∈ {0, 1}, with diagonal d
+    (n ≥ 2) and superdiagonal e (n − 1 + sqre entries, the last in column n for sqre =
+    1), by LAPACK's dlasd0 (dbdsdc's divide and conquer without its scaling and its
+    splits: B's largest entry should be near 1), in float64; d and e are not modified.
+
+    Returns (U, s, Vt): U n×n, s (n,) nonnegative and in no particular order, Vt
+    (n + sqre)×(n + sqre) whose last row, for sqre = 1, spans B's null space; U and Vt
+    Fortran-ordered. The leaves of :mod:`.dc_svd`: on a 128-row bidiagonal 2.5× the speed
+    of gesdd on the dense block, which first reduces it to a bidiagonal again. ctypes
+    releases the GIL for the call, so host threads can each take some."""
+    n = d.shape[0]
+    m = n + sqre
+    # Copies, as dlasd0 overwrites d and e; e one longer than dlasd0 reads (m − 1).
+    d = np.array(d, np.float64)
+    e = np.concatenate((np.asarray(e, np.float64), [0.0]))
+    # U and Vt enter as the identity: dlasd0 multiplies its leaves' vectors into them.
+    u = np.eye(n, order="F")
+    vt = np.eye(m, order="F")
+    work, iwork = _workspace(3 * m * m + 2 * m, _IWORK_PER_ROW * n)  # as documented
+    info = ctypes.c_int(0)
+    _dlasd0()(ctypes.byref(ctypes.c_int(n)), ctypes.byref(ctypes.c_int(sqre)), d, e, u,
+              ctypes.byref(ctypes.c_int(n)), vt, ctypes.byref(ctypes.c_int(m)), ctypes.byref(ctypes.c_int(_SMLSIZ)), iwork,
+              work, ctypes.byref(info))
+    if info.value < 0:
+        raise RuntimeError(f"dlasd0 rejected its argument {-info.value}: a bug in gpusvd")
+    if info.value > 0:
+        raise LinAlgError(f"dlasd0 (divide and conquer, n = {n}) did not converge: "
+                          f"INFO = {info.value}")
+    return u, d, vt
 
 
 def _check(d, e):

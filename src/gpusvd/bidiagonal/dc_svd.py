@@ -13,9 +13,9 @@ namespace ``xp``, only O(n) data on the host.
    middle row k into B₁ (rows above k: k × (k + 1), sqre = 1), the coupling row
    (α = d_k, β = e_k) and B₂ (rows below, of the parent's sqre), until at most
    ``divide_conquer_leaf_size`` rows (a tunable) are left (Gu & Eisenstat, Sec. 2).
-3. Leaves: LAPACK's SVD of the dense m × (m + sqre) block (numpy.linalg.svd, gesdd) on
-   the host, the leaves of one shape as one stack split over host threads; the extra
-   column of V for sqre = 1 is B₁'s null vector.
+3. Leaves: LAPACK's divide and conquer of the m × (m + sqre) bidiagonal (dlasd0, as
+   dbdsdc calls it) on the host, the leaves split over host threads; the extra column
+   of V for sqre = 1 is B₁'s null vector.
 4. Merge (dlasd1), level by level: with B_i = U_i·[D_i 0]·V_iᵀ,
    B = diag(U₁, 1, U₂)·M·diag(V₁, V₂)ᵀ after a permutation, M being zero but for its
    first row z (α times the last row of V₁, β times the first row of V₂) and the
@@ -43,7 +43,7 @@ namespace ``xp``, only O(n) data on the host.
      V's rows split at k.
 
 Departures from LAPACK: leaves of up to ``divide_conquer_leaf_size`` rows (128; LAPACK's
-SMLSIZ is 25), by gesdd on the dense block rather than dlasdq. Columns are never sorted
+SMLSIZ is 25), by LAPACK's own divide and conquer (dlasd0) rather than dlasdq. Columns are never sorted
 between merges; a host array of values follows them and each merge sorts its poles
 through an index. Each block and each merge is scaled by a power of two, not by its
 norm.
@@ -73,12 +73,13 @@ import numba
 import numpy as np
 
 from .._core import profile, tunables
-from .._core.backend import to_host
+from .._core.backend import array_namespace, to_host
 from .._core.errors import LinAlgError
 from .._core.memory import free_device_bytes
 from .._core.threads import single_threaded_blas, usable_cores
 from .._core.validation import working_dtype
 from . import merge_vectors_cuda, rotate_pairs_cuda, secular_svd_cuda
+from .dbdsdc import leaf_svd
 from .secular import check_converged
 from .secular_svd import secular_singular_values
 
@@ -155,61 +156,68 @@ def _rotation(xp):
     return _rotate_columns
 
 
-def _place_host(q, blocks, starts):
-    """q[s:s + m, s:s + m] = block for each host block (m×m) and start."""
-    for block, start in zip(blocks, starts):
-        q[start:start + block.shape[0], start:start + block.shape[0]] = block
+def _place_host(q, packed, starts, sizes):
+    """q[s:s + m, s:s + m] = block for each leaf's start s, size m and host slot
+    (``packed[b, :m, :m]`` = blockᵀ, :func:`_solve_leaves`)."""
+    for slot, start, m in zip(packed, starts, sizes):
+        q[start:start + m, start:start + m] = slot[:m, :m].T
 
 
-def _place_blocks(q, blocks, starts, xp):
-    """_place_host in any namespace, the blocks crossing to it in one transfer."""
-    packed, sizes = merge_vectors_cuda.pack_blocks(blocks)
+def _place_blocks(q, packed, starts, sizes, xp):
+    """_place_host in any namespace, the slots crossing to it in one transfer."""
     packed = xp.asarray(packed)
-    for slot, size, start in zip(packed, sizes, starts):
-        q[start:start + size, start:start + size] = slot[:size, :size].T
+    for slot, start, m in zip(packed, starts, sizes):
+        q[start:start + m, start:start + m] = slot[:m, :m].T
 
 
 # The leaves' blocks onto U's and V's diagonals, by the name of their namespace (the CUDA
-# twin: one copy and one launch for all leaves); others take _place_blocks.
+# twin: one copy and one launch for all leaves); others take _place_blocks. And the host
+# stacks the leaves are solved into (page-locked for CUDA: the copy is asynchronous).
 _PLACE = {"numpy": _place_host, "cupy": merge_vectors_cuda.place_blocks}
+_LEAF_STACK = {"cupy": merge_vectors_cuda.leaf_stack}
 
 
-def _solve_leaves(d, e, leaves):
-    """LAPACK's SVD (gesdd) of each leaf (start, end, sqre): the dense block of B's rows
-    [start, end) and its columns to end + sqre, as (U, s, Vᵀ) in the leaves' order.
+def _solve_leaf(d, e, start, end, sqre):
+    """(U, s, Vᵀ) of the leaf of B's rows [start, end) and its columns to end + sqre:
+    LAPACK's dlasd0 on its bidiagonal (:func:`.dbdsdc.leaf_svd`), gesdd on the dense
+    block for a single row."""
+    if end - start >= 2:
+        return leaf_svd(d[start:end], e[start:end - 1 + sqre], sqre)
+    block = np.zeros((1, 1 + sqre))
+    block[0, 0] = d[start]
+    if sqre:
+        block[0, 1] = e[start]
+    return np.linalg.svd(block)
 
-    Leaves of one shape are one stack, NumPy's loop over it in C; the stacks are split
-    over host threads, one per core this process may use (NumPy releases the GIL in the
-    loop), with BLAS at one thread: a pool of BLAS threads only slows a leaf's gesdd,
-    whose calls are too small to share out. The same bits whatever the split."""
-    shapes = {}
-    for i, (start, end, sqre) in enumerate(leaves):
-        shapes.setdefault((end - start, sqre), []).append(i)
-    tasks = []
-    for (m, sqre), members in shapes.items():
-        stack = np.zeros((len(members), m, m + sqre))
-        rows = np.arange(m)
-        for slot, i in enumerate(members):
-            start = leaves[i][0]
-            stack[slot, rows, rows] = d[start:start + m]
-            stack[slot, rows[:-1], rows[1:]] = e[start:start + m - 1]
-            if sqre:
-                stack[slot, -1, -1] = e[start + m - 1]
-        parts = max(1, min(usable_cores(), len(members),
-                           len(members) * m // LEAF_ROWS_PER_THREAD))
-        tasks += [(members[chunk[0]:chunk[-1] + 1], stack[chunk[0]:chunk[-1] + 1])
-                  for chunk in np.array_split(np.arange(len(members)), parts)]
-    solved = [None] * len(leaves)
+
+def _solve_leaves(d, e, leaves, lefts, rights):
+    """:func:`_solve_leaf` of each leaf (start, end, sqre): its U into ``lefts[i]`` and
+    its V into ``rights[i]`` (host stacks of slots at least as large as the leaves, each
+    block by columns in its slot's top-left corner: ``slot[:m, :m]`` = blockᵀ), its
+    values returned, in the leaves' order.
+
+    The leaves are split over host threads, one per core this process may use (ctypes
+    releases the GIL in LAPACK), with BLAS at one thread: a pool of BLAS threads only
+    slows a leaf, whose calls are too small to share out. The same bits whatever the
+    split."""
+    parts = max(1, min(usable_cores(), len(leaves),
+                       sum(end - start for start, end, _ in leaves) // LEAF_ROWS_PER_THREAD))
+    chunks = np.array_split(np.arange(len(leaves)), parts)
+
+    def solve(chunk):
+        values = []
+        for i in chunk:
+            left, s, right = _solve_leaf(d, e, *leaves[i])
+            lefts[i, :left.shape[0], :left.shape[0]] = left.T
+            rights[i, :right.shape[0], :right.shape[0]] = right
+            values.append(s)
+        return values
+
     with single_threaded_blas():
-        if len(tasks) > 1:
-            with ThreadPoolExecutor(min(len(tasks), usable_cores())) as pool:
-                results = list(pool.map(lambda task: np.linalg.svd(task[1]), tasks))
-        else:
-            results = [np.linalg.svd(task[1]) for task in tasks]
-    for (members, _), (left, values, right) in zip(tasks, results):
-        for slot, i in enumerate(members):
-            solved[i] = left[slot], values[slot], right[slot]
-    return solved
+        if parts > 1:
+            with ThreadPoolExecutor(parts) as pool:
+                return [s for part in pool.map(solve, chunks) for s in part]
+        return solve(chunks[0])
 
 
 def _tree(start, end, sqre, depth, leaves, merges):
@@ -525,14 +533,22 @@ def _update_level(u, v, merges, xp):
             del stacks
 
 
-def _store_values(s, merge):
-    """The merge's values, the roots d_o + τ scaled back, into its columns of s (host,
-    the block's), once the device's roots are checked to have converged: called after
-    the level's work is queued, so that on a GPU their read does not hold it up."""
-    if merge.steps is not None:
-        check_converged(to_host(merge.steps))
-    s[merge.start + merge.columns] = np.ldexp(
-        merge.poles[to_host(merge.origin)] + to_host(merge.tau), -merge.exponent)
+def _store_values(s, merges):
+    """The level's values, each root d_o + τ scaled back, into its merge's columns of s
+    (host, the block's), once the device's roots are checked to have converged: called
+    after the level's work is queued, so that on a GPU their read (one for the level)
+    does not hold it up."""
+    xp = array_namespace(merges[0].tau)
+    tau, origin = (to_host(xp.concatenate([getattr(merge, name) for merge in merges]))
+                   for name in ("tau", "origin"))
+    if merges[0].steps is not None:
+        check_converged(to_host(xp.concatenate([merge.steps for merge in merges])))
+    first = 0
+    for merge in merges:
+        k = len(merge.columns)
+        s[merge.start + merge.columns] = np.ldexp(
+            merge.poles[origin[first:first + k]] + tau[first:first + k], -merge.exponent)
+        first += k
 
 
 def _solve_block(d, e, u, v, xp):
@@ -542,16 +558,16 @@ def _solve_block(d, e, u, v, xp):
     _tree(0, m, 0, 0, leaves, merges)
     s = np.empty(m)
     with profile.phase("leaves", xp):
-        solved = _solve_leaves(d, e, leaves)
-        lefts, rights = [], []
-        for (start, end, _), (left, values, right) in zip(leaves, solved):
-            s[start:end] = values
-            lefts.append(left)
-            rights.append(right.T)
+        size = max(end - start + sqre for start, end, sqre in leaves)
+        # kept till the end: the CUDA copies out of it are asynchronous
+        stacks = _LEAF_STACK.get(xp.__name__, np.empty)((2, len(leaves), size, size))
+        values = _solve_leaves(d, e, leaves, stacks[0], stacks[1])
+        for (start, end, _), leaf in zip(leaves, values):
+            s[start:end] = leaf
         place = _PLACE.get(xp.__name__, functools.partial(_place_blocks, xp=xp))
         starts = [start for start, _, _ in leaves]
-        place(u, lefts, starts)
-        place(v, rights, starts)
+        place(u, stacks[0], starts, [end - start for start, end, _ in leaves])
+        place(v, stacks[1], starts, [end - start + sqre for start, end, sqre in leaves])
     levels = {}
     for merge in merges:
         levels.setdefault(merge[0], []).append(merge)
@@ -563,8 +579,7 @@ def _solve_block(d, e, u, v, xp):
                   for (_, start, cut, end, sqre), (row, first)
                   in zip(level, _coupling_rows(v, level, xp))]
         _update_level(u, v, merges, xp)
-        for merge in merges:  # the values, the device's roots read back
-            _store_values(s, merge)
+        _store_values(s, merges)  # the values, the device's roots read back
     return s
 
 

@@ -8,9 +8,9 @@ overhead, 255 merges at n = 8192 (H100: 0.42 s). Here a merge is one host→devi
 its O(k) inputs and two launches, the weights then the columns, doing the same arithmetic
 per entry (the kernel file says where the order of sums differs).
 
-The leaves likewise: computed on the host (LAPACK), they cross to the device in one copy
-(:func:`pack_blocks`) and one launch places them all, where each took a copy and a
-setitem. And a tree level's updates of U (or V) by its merges' vectors: one copy of the
+The leaves likewise: computed on the host (LAPACK) into one page-locked stack
+(:func:`leaf_stack`), they cross to the device in one asynchronous copy and one launch
+places them all (:func:`place_blocks`), where each took a copy and a setitem. And a tree level's updates of U (or V) by its merges' vectors: one copy of the
 merges' indices, one launch gathers their kept columns into a stack, one batched GEMM,
 one launch scatters them back (:func:`update_columns`), where each merge took about ten
 CuPy operations.
@@ -79,32 +79,36 @@ def svd_merge_vectors(poles, z, origin, tau):
     return u, v
 
 
-def pack_blocks(blocks):
-    """Square host blocks in one (L, size, size) float64 array, ``size`` the largest:
-    block b in ``packed[b, :m, :m]`` transposed (its columns contiguous, as in a
-    column-major array), zeros elsewhere; and their sizes (int64)."""
-    sizes = np.array([block.shape[0] for block in blocks], np.int64)
-    size = sizes.max(initial=0)
-    packed = np.zeros((len(blocks), size, size))
-    for slot, block in zip(packed, blocks):
-        slot[:block.shape[0], :block.shape[0]] = block.T
-    return packed, sizes
+def leaf_stack(shape):
+    """An uninitialized float64 host array of ``shape`` in page-locked memory (CuPy's
+    pinned pool), for the leaves' blocks: :func:`place_blocks` copies it to the device
+    asynchronously, and a pooled buffer is already mapped, so threads filling it take no
+    page faults."""
+    import cupyx
+
+    return cupyx.empty_pinned(shape, np.float64)
 
 
-def place_blocks(target, blocks, starts):
-    """``target[s:s + m, s:s + m] = block`` for each host block (m×m) and start, into the
-    column-major float64 CuPy view ``target``: one copy and one launch for all of them
-    (the twin of ``dc_svd._place_host``)."""
-    if not blocks:
+def place_blocks(target, packed, starts, sizes):
+    """``target[s:s + m, s:s + m] = block`` for each leaf b (s = ``starts[b]``, m =
+    ``sizes[b]``), its block by columns in the top-left corner of the host slot
+    ``packed[b]`` (``packed[b, :m, :m]`` = blockᵀ), into the column-major float64 CuPy
+    view ``target``: one copy and one launch for all of them (the twin of
+    ``dc_svd._place_host``). The copy is asynchronous where ``packed`` is page-locked
+    (:func:`leaf_stack`): the caller keeps it unchanged until the stream has passed it."""
+    import cupy
+
+    if not len(starts):
         return
     if target.strides[0] != target.itemsize:
         raise ValueError("place_blocks needs a column-major target (Fortran order or a "
                          "view of it)")
-    packed, sizes = pack_blocks(blocks)
-    packed, starts, sizes = _upload(packed, np.asarray(starts, np.int64), sizes)
+    device = cupy.empty(packed.shape)
+    device.set(packed, stream=cupy.cuda.get_current_stream())
+    starts, sizes = _upload(np.asarray(starts, np.int64), np.asarray(sizes, np.int64))
     kernel = kernels.get_kernel(_KERNEL_FILE, f"place_blocks<{kernels.CTYPE[target.dtype]}>")
-    kernel((len(blocks),), (_PLACE_THREADS,),
-           (target, np.int64(target.strides[1] // target.itemsize), packed,
+    kernel((len(starts),), (_PLACE_THREADS,),
+           (target, np.int64(target.strides[1] // target.itemsize), device,
             np.int64(packed.shape[1]), starts, sizes))
 
 
