@@ -173,8 +173,8 @@ def leaf_svd(d, e, sqre):
     work, iwork = _workspace(3 * m * m + 2 * m, _IWORK_PER_ROW * n)  # as documented
     info = ctypes.c_int(0)
     _dlasd0()(ctypes.byref(ctypes.c_int(n)), ctypes.byref(ctypes.c_int(sqre)), d, e, u,
-              ctypes.byref(ctypes.c_int(n)), vt, ctypes.byref(ctypes.c_int(m)), ctypes.byref(ctypes.c_int(_SMLSIZ)), iwork,
-              work, ctypes.byref(info))
+              ctypes.byref(ctypes.c_int(n)), vt, ctypes.byref(ctypes.c_int(m)),
+              ctypes.byref(ctypes.c_int(_SMLSIZ)), iwork, work, ctypes.byref(info))
     if info.value < 0:
         raise RuntimeError(f"dlasd0 rejected its argument {-info.value}: a bug in gpusvd")
     if info.value > 0:

@@ -43,18 +43,19 @@ namespace ``xp``, only O(n) data on the host.
      V's rows split at k.
 
 Departures from LAPACK: leaves of up to ``divide_conquer_leaf_size`` rows (128; LAPACK's
-SMLSIZ is 25), by LAPACK's own divide and conquer (dlasd0) rather than dlasdq. Columns are never sorted
-between merges; a host array of values follows them and each merge sorts its poles
-through an index. Each block and each merge is scaled by a power of two, not by its
-norm.
+SMLSIZ is 25), by LAPACK's own divide and conquer (dlasd0) rather than dlasdq. Columns
+are never sorted between merges; a host array of values follows them and each merge
+sorts its poles through an index. Each block and each merge is scaled by a power of two,
+not by its norm.
 
 On a GPU (``xp`` = CuPy): the n×n work stays on the device and the host keeps O(n) per
 merge. A tree level's merges touch disjoint blocks, so their coupling rows are read in
-one transfer (:func:`_coupling_rows`), the one wait per level; each merge's deflation
-runs on the host while the device still works on the previous merge; its secular equation
-(secular_svd_cuda.py), vectors (merge_vectors_cuda.py) and rotations
-(rotate_pairs_cuda.py) are a few launches; its values come back at the level's end. The
-leaves cross to the device in one copy (merge_vectors_cuda.py). The level's merges of up
+one transfer (:func:`_coupling_rows`), the one wait per level; the level's merges are
+deflated on the host (while the device still works on the level below), their poles,
+weights and rotations cross in one copy, and each merge's rotations
+(rotate_pairs_cuda.py), secular equation (secular_svd_cuda.py) and vectors
+(merge_vectors_cuda.py) are a few launches; the level's values come back in one read at
+its end. The leaves cross to the device in one asynchronous copy (merge_vectors_cuda.py). The level's merges of up
 to ``divide_conquer_dense_merge_rows`` rows then update U and V together: their kept
 columns gathered into one zero-padded stack, one batched GEMM by their vectors, one
 scatter (:func:`_update_columns`, merge_vectors_cuda.py); larger merges by the GEMMs
@@ -397,23 +398,38 @@ class _Merge(NamedTuple):
     null_weight: bool  # V's null column rotated into the zero pole's (b₁ ≠ 0)
 
 
-def _merge(s, u, v, start, cut, alpha, beta, sqre, xp, row, first):
-    """Deflate the merge of a block's halves around its coupling row ``cut``: s (host)
-    holds the values of u's columns (m×m view) and v's (m×(m + sqre)), u and v get the
-    deflation's rotations and s the deflated values; the secular equation of the poles
-    kept is solved (on the device for CuPy: secular_svd_cuda.py). ``row`` and ``first``
-    are V's rows cut (columns :cut + 1) and cut + 1 (columns cut + 1:) as host arrays
-    (:func:`_coupling_rows`). Returns the :class:`_Merge` whose vectors update u and v
-    (:func:`_update_level`)."""
-    m = u.shape[0]
-    rotate = _rotation(xp)
+class _Deflation(NamedTuple):
+    """A merge deflated on the host: its kept poles and weights and the rotations of U's
+    and V's columns that go with them (:func:`_deflate_merge`)."""
+
+    start: int
+    m: int
+    sqre: int
+    cut: int
+    poles: Any        # the kept poles and weights (host, scaled)
+    weights: Any
+    columns: Any      # their columns (host, from start), the zero pole's first
+    exponent: int
+    urotations: tuple  # (pairs, cs) of U's columns, in order (host)
+    vrotations: tuple  # V's: the null columns' rotation first where b₁ ≠ 0, then deflation's
+    upairs: Any       # deflation's rotations alone (column pairs from start)
+    vpairs: Any
+    null_weight: bool  # V's null column rotated into the zero pole's (b₁ ≠ 0)
+
+
+def _deflate_merge(s, start, m, cut, alpha, beta, sqre, row, first, xp):
+    """Deflate the merge of a block's halves (m rows from ``start``) around its coupling
+    row ``cut``, on the host: s (host) holds the values of its columns and gets the
+    deflated values. ``row`` and ``first`` are V's rows cut (columns :cut + 1) and cut + 1
+    (columns cut + 1:) as host arrays (:func:`_coupling_rows`). The rotations of U's and
+    V's columns are left to :func:`_solve_merges`."""
     z = np.concatenate((alpha * row[:cut], [0.0], beta * first[:m - cut - 1]))
     a1, b1 = alpha * row[cut], (beta * first[-1] if sqre else 0.0)
     z[cut] = a1
+    null = np.empty((0, 2), np.int64), np.empty((0, 2))
     if b1 != 0.0:  # the null columns' weights into one (dlasd1), V's null vector last
         z[cut] = np.hypot(a1, b1)
-        c, sn = a1 / z[cut], b1 / z[cut]
-        rotate(v, np.array([[cut, m]]), np.array([[c, sn]]))
+        null = np.array([[cut, m]]), np.array([[a1 / z[cut], b1 / z[cut]]])
     poles = s.copy()
     poles[cut] = 0.0
     exponent = -np.frexp(max(abs(alpha), abs(beta), poles.max()))[1]
@@ -425,22 +441,47 @@ def _merge(s, u, v, start, cut, alpha, beta, sqre, xp, row, first):
         tol = _DEFLATION_FACTOR * _UNIT_ROUNDOFF * max(np.ldexp(max(
             abs(alpha), abs(beta)), exponent), d[-1])
         kept, deflated, upairs, ucs, vpairs, vcs = _deflate(d, z, tol)
-        if upairs.shape[0]:
-            rotate(u, order[upairs], ucs)
-        if vpairs.shape[0]:
-            rotate(v, order[vpairs], vcs)
         s[order[deflated]] = np.ldexp(d[deflated], -exponent)
-    poles, weights = d[kept], z[kept]
-    steps = None
-    with profile.phase("secular", xp):
-        if xp.__name__ == "cupy":  # the roots on the device, read back at the level's end
-            problem = merge_vectors_cuda.upload(poles, weights)
-            origin, tau, steps = secular_svd_cuda.svd_roots(*problem)
-        else:
-            problem = poles, weights
-            origin, tau = secular_singular_values(poles, weights)
-    return _Merge(start, m, sqre, cut, problem, origin, tau, steps, order[kept], poles,
-                  exponent, order[upairs], order[vpairs], b1 != 0.0)
+    upairs, vpairs = order[upairs], order[vpairs]
+    vrotations = np.concatenate((null[0], vpairs)), np.concatenate((null[1], vcs))
+    return _Deflation(start, m, sqre, cut, d[kept], z[kept], order[kept], exponent,
+                      (upairs, ucs), vrotations, upairs, vpairs, b1 != 0.0)
+
+
+def _solve_merges(u, v, deflations, xp):
+    """Each deflated merge's rotations of U's and V's columns (its block's: U m×m, V
+    m×(m + sqre)) and its secular equation (on the device for CuPy, secular_svd_cuda.py:
+    the level's poles, weights and rotations cross in one copy); the :class:`_Merge`
+    records whose vectors update u and v (:func:`_update_level`)."""
+    rotate = _rotation(xp)
+    device = xp.__name__ == "cupy"
+    # Per merge: poles, weights, U's rotations (pairs, cs), V's (pairs, cs).
+    host = [(dfl.poles, dfl.weights, *dfl.urotations, *dfl.vrotations) for dfl in deflations]
+    if device:
+        flat = merge_vectors_cuda.upload([np.ascontiguousarray(x) for parts in host
+                                          for x in parts])
+        uploaded = [flat[6 * i:6 * i + 6] for i in range(len(host))]
+    merges = []
+    for i, dfl in enumerate(deflations):
+        end = dfl.start + dfl.m
+        _, _, upairs, ucs, vpairs, vcs = (uploaded if device and rotate is _ROTATE["cupy"]
+                                          else host)[i]
+        if dfl.urotations[0].shape[0]:
+            rotate(u[dfl.start:end, dfl.start:end], upairs, ucs)
+        if dfl.vrotations[0].shape[0]:
+            rotate(v[dfl.start:end + dfl.sqre, dfl.start:end + dfl.sqre], vpairs, vcs)
+        steps = None
+        with profile.phase("secular", xp):
+            if device:  # the roots on the device, read back at the level's end
+                problem = tuple(uploaded[i][:2])
+                origin, tau, steps = secular_svd_cuda.svd_roots(*problem)
+            else:
+                problem = dfl.poles, dfl.weights
+                origin, tau = secular_singular_values(*problem)
+        merges.append(_Merge(dfl.start, dfl.m, dfl.sqre, dfl.cut, problem, origin, tau, steps,
+                             dfl.columns, dfl.poles, dfl.exponent, dfl.upairs, dfl.vpairs,
+                             dfl.null_weight))
+    return merges
 
 
 def _update_split(u, v, merge, u_m, v_m, xp):
@@ -573,11 +614,11 @@ def _solve_block(d, e, u, v, xp):
         levels.setdefault(merge[0], []).append(merge)
     for depth in sorted(levels, reverse=True):  # the deepest level first
         level = levels[depth]
-        merges = [_merge(s[start:end], u[start:end, start:end],
-                         v[start:end + sqre, start:end + sqre], start, cut - start, d[cut],
-                         e[cut], sqre, xp, row, first)
-                  for (_, start, cut, end, sqre), (row, first)
-                  in zip(level, _coupling_rows(v, level, xp))]
+        deflations = [_deflate_merge(s[start:end], start, end - start, cut - start, d[cut],
+                                     e[cut], sqre, row, first, xp)
+                      for (_, start, cut, end, sqre), (row, first)
+                      in zip(level, _coupling_rows(v, level, xp))]
+        merges = _solve_merges(u, v, deflations, xp)
         _update_level(u, v, merges, xp)
         _store_values(s, merges)  # the values, the device's roots read back
     return s

@@ -10,8 +10,8 @@ per entry (the kernel file says where the order of sums differs).
 
 The leaves likewise: computed on the host (LAPACK) into one page-locked stack
 (:func:`leaf_stack`), they cross to the device in one asynchronous copy and one launch
-places them all (:func:`place_blocks`), where each took a copy and a setitem. And a tree level's updates of U (or V) by its merges' vectors: one copy of the
-merges' indices, one launch gathers their kept columns into a stack, one batched GEMM,
+places them all (:func:`place_blocks`), where each took a copy and a setitem. And a tree
+level's updates of U (or V) by its merges' vectors: one copy of the merges' indices, one launch gathers their kept columns into a stack, one batched GEMM,
 one launch scatters them back (:func:`update_columns`), where each merge took about ten
 CuPy operations.
 """
@@ -47,9 +47,10 @@ def _upload(*parts):
             for part, end, size in zip(parts, ends, sizes)]
 
 
-def upload(poles, z):
-    """The merge's poles and weights (host) on the device, from one copy."""
-    return _upload(np.asarray(poles, np.float64), np.asarray(z, np.float64))
+def upload(parts):
+    """The host arrays ``parts`` (float64 or int64) on the device from one copy: a tree
+    level's merges' poles, weights and rotations (dc_svd._solve_merges)."""
+    return _upload(*parts)
 
 
 def svd_merge_vectors(poles, z, origin, tau):

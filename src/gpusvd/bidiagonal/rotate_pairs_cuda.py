@@ -18,7 +18,8 @@ _MAX_BLOCKS = 4096  # a grid-stride loop past them
 
 def rotate_pairs(q, pairs, cs):
     """Columns p, r of the column-major CuPy view ``q`` ← (c·q_p + s·q_r, c·q_r − s·q_p)
-    for each row (p, r) of ``pairs`` and (c, s) of ``cs`` (host arrays), in order."""
+    for each row (p, r) of ``pairs`` and (c, s) of ``cs``, in order: host arrays, or
+    C-contiguous CuPy arrays of int64 and of q's dtype (one copy for many calls)."""
     import cupy
 
     count = len(pairs)
@@ -29,8 +30,10 @@ def rotate_pairs(q, pairs, cs):
     if q.strides[0] != item:
         raise ValueError("rotate_pairs needs a column-major q (Fortran order or a view of it)")
     kernel = kernels.get_kernel(_KERNEL_FILE, f"rotate_pairs<{kernels.CTYPE[q.dtype]}>")
-    pairs = cupy.asarray(np.ascontiguousarray(pairs, np.int64))
-    cs = cupy.asarray(np.ascontiguousarray(cs, q.dtype))
+    if not isinstance(pairs, cupy.ndarray):
+        pairs = cupy.asarray(np.ascontiguousarray(pairs, np.int64))
+    if not isinstance(cs, cupy.ndarray):
+        cs = cupy.asarray(np.ascontiguousarray(cs, q.dtype))
     blocks = min((rows + _THREADS - 1) // _THREADS, _MAX_BLOCKS)
     kernel((blocks,), (_THREADS,), (q, np.int64(rows), np.int64(q.strides[1] // item), pairs,
                                     cs, np.int64(count)))
