@@ -19,17 +19,21 @@ KERNEL = _ROOT / "src/gpusvd/bidiagonal/kernels/secular.cu"
 
 SHIM = _HOST.STUBS + f"""
 #include "{KERNEL}"
-static void one_lane(long long root)
+static void one_lane(long long problem, long long root)
 {{
     blockDim.x = 1;
     threadIdx.x = 0;
     blockIdx.x = (unsigned)root;
+    blockIdx.y = (unsigned)problem;
 }}
-extern "C" void svd(const double *d, const double *z, long long k, long long max_steps,
-                    double eps, long long *origin, double *tau, long long *steps)
+extern "C" void svd(const double *d, const double *z, const long long *starts,
+                    const long long *ks, long long count, long long max_steps, double eps,
+                    long long *origin, double *tau, long long *steps)
 {{
-    for (long long i = 0; i < k; ++i)
-        one_lane(i), svd_secular_roots<double>(d, z, k, max_steps, eps, origin, tau, steps);
+    for (long long p = 0; p < count; ++p)
+        for (long long i = 0; i < ks[p]; ++i)
+            one_lane(p, i), svd_secular_roots<double>(d, z, starts, ks, max_steps, eps,
+                                                      origin, tau, steps);
 }}
 """
 
@@ -45,17 +49,21 @@ class HostSecular:
     def __init__(self, lib):
         self._lib = lib
         pointer, long, double = ctypes.c_void_p, ctypes.c_longlong, ctypes.c_double
-        lib.svd.argtypes = [pointer, pointer, long, long, double] + [pointer] * 3
+        lib.svd.argtypes = [pointer] * 4 + [long, long, double] + [pointer] * 3
 
     @staticmethod
     def _outputs(k):
         return np.empty(k, np.int64), np.empty(k), np.empty(k, np.int64)
 
-    def svd_roots(self, d, z, max_steps, eps):
+    def svd_roots(self, d, z, max_steps, eps, starts=None, sizes=None):
+        """One problem, or several laid end to end (``starts``, ``sizes``) in one call."""
         d, z = np.ascontiguousarray(d, np.float64), np.ascontiguousarray(z, np.float64)
+        if sizes is None:
+            starts, sizes = [0], [d.shape[0]]
+        starts, sizes = np.asarray(starts, np.int64), np.asarray(sizes, np.int64)
         out = self._outputs(d.shape[0])
-        self._lib.svd(_pointer(d), _pointer(z), d.shape[0], max_steps, eps,
-                      *map(_pointer, out))
+        self._lib.svd(_pointer(d), _pointer(z), _pointer(starts), _pointer(sizes),
+                      len(sizes), max_steps, eps, *map(_pointer, out))
         return out
 
 

@@ -41,15 +41,21 @@ static void start(long long block)
     blockDim.x = 1;
     threadIdx.x = 0;
     blockIdx.x = (unsigned)block;
+    blockIdx.y = 0;
 }}
 extern "C" void svd_vectors(const double *d, const double *z, const double *tau,
-                            const long long *origin, long long k, double *zhat, double *u,
-                            double *v)
+                            const long long *origin, const long long *starts,
+                            const long long *ks, long long count, long long ld, double *zhat,
+                            double *u, double *v)
 {{
-    for (long long i = 0; i < k; ++i)
-        start(i), svd_merge_weights<double>(d, z, tau, origin, k, zhat);
-    for (long long j = 0; j < k; ++j)
-        start(j), svd_merge_columns<double>(d, tau, origin, zhat, k, u, v);
+    for (long long p = 0; p < count; ++p)
+        for (long long i = 0; i < ks[p] + 3; ++i)  // rows past k: the idle blocks
+            start(i), blockIdx.y = (unsigned)p,
+                svd_merge_weights<double>(d, z, tau, origin, starts, ks, zhat);
+    for (long long p = 0; p < count; ++p)
+        for (long long j = 0; j < ks[p] + 3; ++j)
+            start(j), blockIdx.y = (unsigned)p,
+                svd_merge_columns<double>(d, tau, origin, zhat, starts, ks, ld, u, v);
 }}
 extern "C" void place(double *out, long long ld, const double *packed, long long size,
                       const long long *starts, const long long *sizes, long long count)
@@ -121,13 +127,23 @@ def host(tmp_path_factory):
         tmp_path_factory, "merge_vectors")
 
 
-def _host_vectors(lib, name, poles, z, origin, tau, outputs):
-    k = poles.shape[0]
+def _host_vectors(lib, name, poles, z, origin, tau, outputs, sizes=None, width=None):
+    """The host build's (U_M, V_M) of one merge (k×k, column-major), or with ``sizes``
+    of several laid end to end: (count, width, width) stacks of U_Mᵀ and V_Mᵀ."""
+    total = poles.shape[0]
     arrays = [np.ascontiguousarray(a, np.float64) for a in (poles, z, tau)]
     origin = np.ascontiguousarray(origin, np.int64)
-    results = [np.zeros((k, k), order="F") for _ in range(outputs)]
-    getattr(lib, name)(*map(_pointer, arrays), _pointer(origin), ctypes.c_longlong(k),
-                       _pointer(np.zeros(k)), *map(_pointer, results))
+    if sizes is None:
+        sizes, width = [total], total
+    sizes = np.asarray(sizes, np.int64)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    results = [np.zeros((len(sizes), width, width)) for _ in range(outputs)]
+    getattr(lib, name)(*map(_pointer, arrays), _pointer(origin), _pointer(starts),
+                       _pointer(sizes), ctypes.c_longlong(len(sizes)),
+                       ctypes.c_longlong(width), _pointer(np.zeros(total)),
+                       *map(_pointer, results))
+    if len(sizes) == 1 and width == total:
+        return [np.asfortranarray(r[0].T) for r in results]
     return results
 
 
@@ -138,6 +154,29 @@ def test_host_build_svd_matches_numpy(host, kind, monkeypatch):
         u_np, v_np = svd_dc._merge_vectors(poles, z, origin, tau, np)
         _assert_close(u, u_np, len(poles))
         _assert_close(v, v_np, len(poles))
+
+
+def _end_to_end(merges):
+    """Merges laid end to end as one launch takes them: (poles, z, origin, tau), the
+    sizes, the width of the stacks (one more than the largest, so every slot has
+    padding)."""
+    sizes = [m[0].shape[0] for m in merges]
+    joined = [np.concatenate([m[i] for m in merges]) for i in range(4)]
+    return joined, sizes, max(sizes) + 1
+
+
+@pytest.mark.parametrize("kind", ["random", "clustered"])
+def test_host_build_several_merges_as_each_alone(host, kind, monkeypatch):
+    """A tree level's merges in one launch of each kernel: each merge's vectors in its
+    slot of the stacks, transposed, the bits of the merge alone; zeros elsewhere."""
+    merges = svd_merges(kind, 500, monkeypatch)[:6]
+    joined, sizes, width = _end_to_end(merges)
+    ut, vt = _host_vectors(host, "svd_vectors", *joined, 2, sizes, width)
+    for merge, k, slot_u, slot_v in zip(merges, sizes, ut, vt):
+        u, v = _host_vectors(host, "svd_vectors", *merge, 2)
+        assert np.array_equal(slot_u[:k, :k].T, u) and np.array_equal(slot_v[:k, :k].T, v)
+        for slot in (slot_u, slot_v):
+            assert not slot[k:].any() and not slot[:, k:].any()
 
 
 def _leaves(seed):
@@ -281,6 +320,29 @@ def test_gpu_svd_merge_vectors(kind, n, monkeypatch):
         u_np, v_np = svd_dc._merge_vectors(poles, z, origin, tau, np)
         _assert_close(cupy.asnumpy(u), u_np, len(poles))
         _assert_close(cupy.asnumpy(v), v_np, len(poles))
+
+
+@pytest.mark.gpu
+def test_gpu_several_merges_as_each_alone(monkeypatch):
+    """A tree level's merges in one launch of each kernel on the device: each merge's
+    slot the transposed bits of its own launch, zeros elsewhere."""
+    import cupy
+
+    from gpusvd.bidiagonal.merge_vectors_cuda import svd_merge_vectors
+
+    merges = svd_merges("random", 1500, monkeypatch)[-6:]
+    joined, sizes, width = _end_to_end(merges)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    poles, z, tau = (cupy.asarray(x, np.float64) for x in (joined[0], joined[1], joined[3]))
+    ut, vt = svd_merge_vectors(poles, z, cupy.asarray(joined[2], np.int64), tau,
+                               starts=starts, sizes=sizes, width=width)
+    assert ut.shape == vt.shape == (len(sizes), width, width)
+    for merge, k, slot_u, slot_v in zip(merges, sizes, cupy.asnumpy(ut), cupy.asnumpy(vt)):
+        u, v = svd_merge_vectors(*merge)
+        assert np.array_equal(slot_u[:k, :k].T, cupy.asnumpy(u))
+        assert np.array_equal(slot_v[:k, :k].T, cupy.asnumpy(v))
+        for slot in (slot_u, slot_v):
+            assert not slot[k:].any() and not slot[:, k:].any()
 
 
 @pytest.mark.gpu

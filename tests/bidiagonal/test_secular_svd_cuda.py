@@ -106,6 +106,20 @@ def test_host_build_svd_merges_bit_for_bit(host, kind):
         _assert_same_bits(host.svd_roots(d, z, MAX_STEPS, _UNIT_ROUNDOFF), numba_svd(d, z))
 
 
+def test_host_build_several_problems_as_each_alone(host):
+    """A tree level's merges in one launch (a problem per blockIdx.y): each problem's
+    roots, origins counted within it, the bits it gets alone."""
+    problems = [svd_problem(kind, k, seed=k) for kind, k in
+                (("random", 1), ("clustered", 40), ("graded", 7), ("random", 300))]
+    d = np.concatenate([p[0] for p in problems])
+    z = np.concatenate([p[1] for p in problems])
+    sizes = [p[0].shape[0] for p in problems]
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    got = host.svd_roots(d, z, MAX_STEPS, _UNIT_ROUNDOFF, starts, sizes)
+    for (dp, zp), first, k in zip(problems, starts, sizes):
+        _assert_same_bits([x[first:first + k] for x in got], numba_svd(dp, zp))
+
+
 def test_host_build_step_limit(host):
     """With no steps allowed every root but a lone pole's fails, as in the Numba twin,
     and check_converged raises the host solver's message."""
@@ -160,6 +174,29 @@ def test_gpu_svd_roots(kind, k):
 def test_gpu_svd_merges(kind):
     for d, z in svd_merges(kind, 2500):
         _assert_close(d, _gpu_svd(d, z), numba_svd(d, z))
+
+
+@pytest.mark.gpu
+def test_gpu_several_problems_as_each_alone():
+    """A tree level's merges in one launch: each problem's roots the bits of its own
+    launch, origins counted within it."""
+    import cupy
+
+    from gpusvd.bidiagonal.secular_svd_cuda import svd_roots
+
+    problems = [svd_problem(kind, k, seed=k) for kind, k in
+                (("random", 1), ("clustered", 40), ("graded", 7), ("random", 3000))]
+    sizes = [p[0].shape[0] for p in problems]
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    got = svd_roots(cupy.asarray(np.concatenate([p[0] for p in problems])),
+                    cupy.asarray(np.concatenate([p[1] for p in problems])),
+                    starts=starts, sizes=sizes)
+    got = [cupy.asnumpy(x) for x in got]
+    for (d, z), first, k in zip(problems, starts, sizes):
+        for x, alone in zip(got, _gpu_svd(d, z)):
+            np.testing.assert_array_equal(x[first:first + k], alone)
+    with pytest.raises(ValueError, match="within the 3 given"):
+        svd_roots(cupy.zeros(3), cupy.ones(3), starts=[1], sizes=[3])
 
 
 @pytest.mark.gpu

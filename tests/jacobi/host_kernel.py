@@ -35,7 +35,7 @@ using std::sqrt; using std::fabs; using std::copysign;
 #define __align__(n)
 #define __restrict__
 #define __shared__
-struct Dim { unsigned x; };
+struct Dim { unsigned x, y; };
 static Dim threadIdx, blockIdx, blockDim;
 alignas(16) unsigned char shared_raw[SHARED];
 inline float __fmul_rn(float a, float b) { return a * b; }

@@ -396,6 +396,8 @@ class _Merge(NamedTuple):
     upairs: Any       # U's and V's deflation rotations (host, column pairs from start)
     vpairs: Any
     null_weight: bool  # V's null column rotated into the zero pole's (b₁ ≠ 0)
+    level: Any = None  # on the device: the level's poles, weights, origins and offsets
+    offset: int = 0    # where this merge's are in them
 
 
 class _Deflation(NamedTuple):
@@ -455,32 +457,41 @@ def _solve_merges(u, v, deflations, xp):
     records whose vectors update u and v (:func:`_update_level`)."""
     rotate = _rotation(xp)
     device = xp.__name__ == "cupy"
-    # Per merge: poles, weights, U's rotations (pairs, cs), V's (pairs, cs).
-    host = [(dfl.poles, dfl.weights, *dfl.urotations, *dfl.vrotations) for dfl in deflations]
+    rotations = [(*dfl.urotations, *dfl.vrotations) for dfl in deflations]
+    sizes = [dfl.poles.shape[0] for dfl in deflations]
+    offsets = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    level = None
     if device:
-        flat = merge_vectors_cuda.upload([np.ascontiguousarray(x) for parts in host
-                                          for x in parts])
-        uploaded = [flat[6 * i:6 * i + 6] for i in range(len(host))]
+        # The level's poles, then its weights, end to end; each merge's rotations.
+        flat = merge_vectors_cuda.upload(
+            [np.concatenate([dfl.poles for dfl in deflations]),
+             np.concatenate([dfl.weights for dfl in deflations])]
+            + [np.ascontiguousarray(x) for parts in rotations for x in parts])
+        if rotate is _ROTATE["cupy"]:
+            rotations = [flat[2 + 4 * i:6 + 4 * i] for i in range(len(deflations))]
+        with profile.phase("secular", xp):  # the roots, read back at the level's end
+            origin, tau, steps = secular_svd_cuda.svd_roots(flat[0], flat[1], starts=offsets,
+                                                            sizes=sizes)
+        level = flat[0], flat[1], origin, tau
     merges = []
-    for i, dfl in enumerate(deflations):
+    for dfl, (upairs, ucs, vpairs, vcs), offset, k in zip(deflations, rotations, offsets,
+                                                         sizes):
         end = dfl.start + dfl.m
-        _, _, upairs, ucs, vpairs, vcs = (uploaded if device and rotate is _ROTATE["cupy"]
-                                          else host)[i]
         if dfl.urotations[0].shape[0]:
             rotate(u[dfl.start:end, dfl.start:end], upairs, ucs)
         if dfl.vrotations[0].shape[0]:
             rotate(v[dfl.start:end + dfl.sqre, dfl.start:end + dfl.sqre], vpairs, vcs)
-        steps = None
-        with profile.phase("secular", xp):
-            if device:  # the roots on the device, read back at the level's end
-                problem = tuple(uploaded[i][:2])
-                origin, tau, steps = secular_svd_cuda.svd_roots(*problem)
-            else:
+        if device:
+            part = slice(offset, offset + k)
+            problem = level[0][part], level[1][part]
+            roots = origin[part], tau[part], steps[part]
+        else:
+            with profile.phase("secular", xp):
                 problem = dfl.poles, dfl.weights
-                origin, tau = secular_singular_values(*problem)
-        merges.append(_Merge(dfl.start, dfl.m, dfl.sqre, dfl.cut, problem, origin, tau, steps,
+                roots = *secular_singular_values(*problem), None
+        merges.append(_Merge(dfl.start, dfl.m, dfl.sqre, dfl.cut, problem, *roots,
                              dfl.columns, dfl.poles, dfl.exponent, dfl.upairs, dfl.vpairs,
-                             dfl.null_weight))
+                             dfl.null_weight, level, int(offset)))
     return merges
 
 
@@ -534,6 +545,34 @@ def _groups(merges, budget):
     return groups
 
 
+def _vector_stacks(group, width, xp):
+    """The merges' vectors (:data:`_MERGE_VECTORS`, one merge at a time) transposed into
+    two zero-padded (count, width, width) stacks, U_Mᵀ and V_Mᵀ of merge i in
+    ``[i, :k, :k]``."""
+    vectors = _MERGE_VECTORS.get(xp.__name__, functools.partial(_merge_vectors, xp=xp))
+    stacks = xp.zeros((2, len(group), width, width))
+    for i, merge in enumerate(group):
+        k = len(merge.columns)
+        u_m, v_m = vectors(*merge.problem, merge.origin, merge.tau)
+        stacks[0, i, :k, :k] = u_m.T
+        stacks[1, i, :k, :k] = v_m.T
+    return stacks
+
+
+def _vector_stacks_cuda(group, width, xp):
+    """:func:`_vector_stacks` for merges of one level on the device: one launch of each
+    kernel for all of them (merge_vectors_cuda.py)."""
+    poles, weights, origin, tau = group[0].level
+    return merge_vectors_cuda.svd_merge_vectors(
+        poles, weights, origin, tau, starts=[merge.offset for merge in group],
+        sizes=[len(merge.columns) for merge in group], width=width)
+
+
+# The stacks of a group's vectors by the name of the namespace; others take
+# _vector_stacks.
+_VECTOR_STACKS = {"cupy": _vector_stacks_cuda}
+
+
 def _update_level(u, v, merges, xp):
     """U and V (the block's) updated by the vectors of a tree level's merges: merges of
     up to ``divide_conquer_dense_merge_rows`` rows together (in groups that fit
@@ -556,12 +595,7 @@ def _update_level(u, v, merges, xp):
     for group in _groups(together, _level_budget(xp)) if together else []:
         with profile.phase("vectors", xp):
             width = max(len(merge.columns) for merge in group)
-            stacks = xp.zeros((2, len(group), width, width))
-            for i, merge in enumerate(group):
-                k = len(merge.columns)
-                u_m, v_m = vectors(*merge.problem, merge.origin, merge.tau)
-                stacks[0, i, :k, :k] = u_m.T
-                stacks[1, i, :k, :k] = v_m.T
+            stacks = _VECTOR_STACKS.get(xp.__name__, _vector_stacks)(group, width, xp)
         with profile.phase("gemm", xp):
             starts = [merge.start for merge in group]
             cols = [merge.start + merge.columns for merge in group]

@@ -4,9 +4,10 @@ placement: the launchers of ``kernels/merge_vectors.cu``.
 A merge's k×k vectors (Gu & Eisenstat's ẑ, then the normalized columns) take about 25
 CuPy operations on k×k arrays in the xp twin, :func:`.dc_svd._merge_vectors`
 (dlasd3): fancy-index gathers, products, reductions, each a launch and its Python
-overhead, 255 merges at n = 8192 (H100: 0.42 s). Here a merge is one host→device copy of
-its O(k) inputs and two launches, the weights then the columns, doing the same arithmetic
-per entry (the kernel file says where the order of sums differs).
+overhead, 255 merges at n = 8192 (H100: 0.42 s). Here a tree level's merges are two
+launches, the weights then the columns, doing the same arithmetic per entry (the kernel
+file says where the order of sums differs), their vectors written straight into the
+level's zero-padded stacks.
 
 The leaves likewise: computed on the host (LAPACK) into one page-locked stack
 (:func:`leaf_stack`), they cross to the device in one asynchronous copy and one launch
@@ -53,30 +54,44 @@ def upload(parts):
     return _upload(*parts)
 
 
-def svd_merge_vectors(poles, z, origin, tau):
-    """(U_M, V_M), k×k column-major float64 CuPy arrays, of the merge whose poles
+def svd_merge_vectors(poles, z, origin, tau, *, starts=None, sizes=None, width=None):
+    """(U_M, V_M) of one merge, k×k column-major float64 CuPy arrays, whose poles
     (ascending, ``poles[0] = 0``), weights and roots (offsets ``tau`` from
     ``poles[origin]``) are the host arrays given (one copy), or all device arrays (the
     roots from secular_svd_cuda.py, the poles and weights from :func:`upload`): the twin of
-    ``dc_svd._merge_vectors``."""
+    ``dc_svd._merge_vectors``.
+
+    With ``starts``, ``sizes`` and ``width`` (device arrays only), several merges in one
+    launch of each kernel: merge p is the ``sizes[p]`` entries of each array from
+    ``starts[p]`` (its origins counted within it), and the results are two zero-padded
+    (count, width, width) C-ordered stacks, merge p's U_Mᵀ and V_Mᵀ in ``[p, :k, :k]`` (its
+    vectors by columns, leading dimension width): the stacks of dc_svd._update_level."""
     import cupy
 
-    k = poles.shape[0]
-    u, v = cupy.empty((k, k), order="F"), cupy.empty((k, k), order="F")
-    if k == 0:
-        return u, v
-    if isinstance(tau, cupy.ndarray):
-        d = poles
+    if sizes is None:
+        k = poles.shape[0]
+        if not isinstance(tau, cupy.ndarray):
+            poles, z, tau, origin = _upload(
+                np.asarray(poles, np.float64), np.asarray(z, np.float64),
+                np.asarray(tau, np.float64), np.asarray(origin, np.int64))
+        starts, sizes, width = [0], [k], k
+        u, v = cupy.empty((k, k), order="F"), cupy.empty((k, k), order="F")
+        if k == 0:
+            return u, v
     else:
-        d, z, tau, origin = _upload(np.asarray(poles, np.float64), np.asarray(z, np.float64),
-                                    np.asarray(tau, np.float64), np.asarray(origin, np.int64))
+        u, v = cupy.zeros((2, len(sizes), width, width))
+    total = poles.shape[0]
+    problems = _upload(np.asarray(starts, np.int64), np.asarray(sizes, np.int64))
     ctype = kernels.CTYPE[np.dtype(np.float64)]
-    zhat = cupy.empty(k)
+    zhat = cupy.empty(total)
     rows = _WEIGHT_THREADS // _LANES
+    longest = int(max(sizes))
     kernels.get_kernel(_KERNEL_FILE, f"svd_merge_weights<{ctype}>")(
-        ((k + rows - 1) // rows,), (_WEIGHT_THREADS,), (d, z, tau, origin, np.int64(k), zhat))
+        ((longest + rows - 1) // rows, len(sizes)), (_WEIGHT_THREADS,),
+        (poles, z, tau, origin, *problems, zhat))
     kernels.get_kernel(_KERNEL_FILE, f"svd_merge_columns<{ctype}>")(
-        (k,), (_COLUMN_THREADS,), (d, tau, origin, zhat, np.int64(k), u, v))
+        (longest, len(sizes)), (_COLUMN_THREADS,),
+        (poles, tau, origin, zhat, *problems, np.int64(width), u, v))
     return u, v
 
 

@@ -5,8 +5,9 @@ On the host the bidiagonal SVD (dc_svd.py) finds each merge's k roots with
 Numba, one root per thread (:func:`.secular_svd._root`, dlasd4), O(k) work per step and
 O(k²) per merge. At n = 8192 that is 0.23 s on a 16-core H100 host over 255 merges, on the
 critical path between two GPU phases, with the merge's poles and weights crossing to the
-host and its roots back. Here a merge's roots are one launch on device arrays, a warp (32
-lanes) per root, with no synchronization: the caller checks convergence
+host and its roots back. Here a tree level's merges' roots are one launch on device
+arrays, a warp (32 lanes) per root and a row of the grid per merge, with no
+synchronization: the caller checks convergence
 (:func:`.secular.check_converged`) once the step counts reach the host for another
 reason.
 
@@ -30,26 +31,44 @@ _THREADS = 256
 _LANES = 32
 
 
-def svd_roots(d, z, max_steps=None):
+def _problems(total, starts, sizes):
+    """The problems' (starts, sizes) as host int64 arrays: one problem of all ``total``
+    entries by default; a ValueError for an empty or misplaced one."""
+    if sizes is None:
+        starts, sizes = [0], [total]
+    starts, sizes = np.asarray(starts, np.int64), np.asarray(sizes, np.int64)
+    if not len(sizes) or starts.shape != sizes.shape or (sizes < 1).any() \
+            or (starts < 0).any() or (starts + sizes > total).any():
+        raise ValueError(f"secular equation: need problems of k >= 1 poles within the "
+                         f"{total} given, got starts {starts} and sizes {sizes}")
+    return starts, sizes
+
+
+def svd_roots(d, z, max_steps=None, *, starts=None, sizes=None):
     """The roots of f(σ) = 1 + Σ z_j²/((d_j − σ)(d_j + σ)) on the GPU, each as an
     offset from a pole: the twin of :func:`.secular_svd.secular_singular_values`, without
-    its convergence check.
+    its convergence check, for one problem or several in one launch (a tree level's
+    merges).
 
     Parameters
     ----------
-    d, z : (k,) CuPy arrays of float64, k ≥ 1
-        The poles, nonnegative and strictly increasing (d[0] = 0 in a merge), and the
-        weights, all nonzero.
+    d, z : (total,) CuPy arrays of float64
+        The poles, nonnegative and strictly increasing within a problem (d[0] = 0 in a
+        merge), and the weights, all nonzero.
     max_steps : int, optional
         Steps per root before it counts as not converged; by default the tunable
         ``secular_max_steps``.
+    starts, sizes : sequences of int, optional
+        Problem p is the ``sizes[p]`` ≥ 1 entries of d and z from ``starts[p]``; by
+        default one problem of all of them.
 
     Returns
     -------
-    origin, tau, steps : (k,) CuPy arrays of int64, float64, int64
-        Root i is σ_i = ``d[origin[i]] + tau[i]``; ``steps[i] > max_steps`` where it did
-        not converge (pass ``steps`` on the host to :func:`.secular.check_converged`).
-        Not synchronized.
+    origin, tau, steps : (total,) CuPy arrays of int64, float64, int64
+        Problem p's root i, at ``starts[p] + i``, is σ_i = ``d[starts[p] + origin] +
+        tau`` (origin counted within its problem); ``steps > max_steps`` where it did not
+        converge (pass ``steps`` on the host to :func:`.secular.check_converged`).
+        Entries in no problem are left unset. Not synchronized.
 
     Examples
     --------
@@ -63,19 +82,22 @@ def svd_roots(d, z, max_steps=None):
     """
     import cupy
 
-    k = d.shape[0]
-    if k < 1 or z.shape != (k,):
-        raise ValueError(f"secular equation: need k >= 1 poles and as many weights, got "
+    total = d.shape[0]
+    if z.shape != (total,):
+        raise ValueError(f"secular equation: need as many weights as poles, got "
                          f"{d.shape} and {z.shape}")
+    starts, sizes = _problems(total, starts, sizes)
     if max_steps is None:
         max_steps = tunables.get().secular_max_steps
     d = cupy.ascontiguousarray(d, np.float64)
     z = cupy.ascontiguousarray(z, np.float64)
-    origin, tau, steps = cupy.empty(k, np.int64), cupy.empty(k), cupy.empty(k, np.int64)
+    problems = cupy.asarray(np.concatenate((starts, sizes)))
+    origin, tau = cupy.empty(total, np.int64), cupy.empty(total)
+    steps = cupy.empty(total, np.int64)
     roots = _THREADS // _LANES
     ctype = kernels.CTYPE[np.dtype(np.float64)]
     kernels.get_kernel(_KERNEL_FILE, f"svd_secular_roots<{ctype}>")(
-        ((k + roots - 1) // roots,), (_THREADS,),
-        (d, z, np.int64(k), np.int64(max_steps), np.float64(_UNIT_ROUNDOFF), origin, tau,
-         steps))
+        ((int(sizes.max()) + roots - 1) // roots, len(sizes)), (_THREADS,),
+        (d, z, problems[:len(sizes)], problems[len(sizes):], np.int64(max_steps),
+         np.float64(_UNIT_ROUNDOFF), origin, tau, steps))
     return origin, tau, steps

@@ -12,6 +12,8 @@
 //     entries, its 2-norm by a block sum, the column divided by it. The matrices are
 //     column-major (k x k, leading dimension k): consecutive threads write consecutive
 //     entries of one column (coalesced).
+// Each takes several merges at once, one per blockIdx.y (a tree level's), each merge's
+// vectors into its slot of a zero-padded stack.
 // The arithmetic of each entry is the xp code's, operation by operation; only the order
 // of the product over j and of the sums of squares differs (a few ulps per factor and
 // per term: within k eps of the xp code).
@@ -72,10 +74,9 @@ __device__ T block_sum(T x, T *shared)
 // z_hat_i = sqrt(|prod_j ratio_ij|) sign(z_i), ratio_ij = (-(d_i - s_j)/(d_p - d_i)) *
 // ((d_i + s_j)/(d_p + d_i)), p = j + (j >= i), the last j's denominators 1 (dlasd3).
 template <typename T>
-__global__ void svd_merge_weights(const T *__restrict__ d, const T *__restrict__ z,
-                                  const T *__restrict__ tau,
-                                  const long long *__restrict__ origin, long long k,
-                                  T *__restrict__ zhat)
+__device__ void merge_weights(const T *__restrict__ d, const T *__restrict__ z,
+                              const T *__restrict__ tau, const long long *__restrict__ origin,
+                              long long k, T *__restrict__ zhat)
 {
     const long long i = group_row();
     if (i >= k)
@@ -100,15 +101,16 @@ __global__ void svd_merge_weights(const T *__restrict__ d, const T *__restrict__
 // Column j of V_M: v_ij = (z_hat_i / (d_i - s_j)) / (d_i + s_j); of U_M: u_0j = -1,
 // u_ij = d_i v_ij; each divided by its 2-norm (v's taken before v is).
 template <typename T>
-__global__ void svd_merge_columns(const T *__restrict__ d, const T *__restrict__ tau,
-                                  const long long *__restrict__ origin,
-                                  const T *__restrict__ zhat, long long k,
-                                  T *__restrict__ u, T *__restrict__ v)
+__device__ void merge_columns(const T *__restrict__ d, const T *__restrict__ tau,
+                              const long long *__restrict__ origin, const T *__restrict__ zhat,
+                              long long k, T *__restrict__ u, T *__restrict__ v, long long ld)
 {
     __shared__ T partial[2][32];
     const long long j = blockIdx.x;
+    if (j >= k)
+        return;  // the whole block: its threads share j
     const T dj = d[origin[j]], tj = tau[j];
-    T *uj = u + j * k, *vj = v + j * k;
+    T *uj = u + j * ld, *vj = v + j * ld;
     T su = T(0), sv = T(0);
     for (long long i = threadIdx.x; i < k; i += blockDim.x) {
         const T di = d[i];
@@ -126,6 +128,36 @@ __global__ void svd_merge_columns(const T *__restrict__ d, const T *__restrict__
         vj[i] /= nv;
         uj[i] /= nu;
     }
+}
+
+// Several merges in one launch each, problem p = blockIdx.y: its ks[p] poles, weights,
+// offsets and origins from starts[p] of d, z, tau and origin (origin relative to the
+// problem), its z_hat to zhat + starts[p]; its U_M and V_M column-major with leading
+// dimension ld in the slots u + p ld^2 and v + p ld^2 (entries past k untouched). Blocks
+// past a problem's rows or columns idle.
+template <typename T>
+__global__ void svd_merge_weights(const T *__restrict__ d, const T *__restrict__ z,
+                                  const T *__restrict__ tau,
+                                  const long long *__restrict__ origin,
+                                  const long long *__restrict__ starts,
+                                  const long long *__restrict__ ks, T *__restrict__ zhat)
+{
+    const long long first = starts[blockIdx.y];
+    merge_weights<T>(d + first, z + first, tau + first, origin + first, ks[blockIdx.y],
+                     zhat + first);
+}
+
+template <typename T>
+__global__ void svd_merge_columns(const T *__restrict__ d, const T *__restrict__ tau,
+                                  const long long *__restrict__ origin,
+                                  const T *__restrict__ zhat,
+                                  const long long *__restrict__ starts,
+                                  const long long *__restrict__ ks, long long ld,
+                                  T *__restrict__ u, T *__restrict__ v)
+{
+    const long long first = starts[blockIdx.y], slot = (long long)blockIdx.y * ld * ld;
+    merge_columns<T>(d + first, tau + first, origin + first, zhat + first, ks[blockIdx.y],
+                     u + slot, v + slot, ld);
 }
 
 // The leaves' blocks onto the diagonal of the column-major out (leading dimension ld),

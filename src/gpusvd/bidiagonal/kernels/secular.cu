@@ -19,7 +19,8 @@
 // Numba order too, and the roots are the Numba twin's bit for bit.
 //
 // d (poles ascending) and z (weights, all nonzero) hold k entries; root i is
-// sigma_i = d[origin[i]] + tau[i]; steps[i] > max_steps where it did not converge.
+// sigma_i = d[origin[i]] + tau[i]; steps[i] > max_steps where it did not converge. The
+// kernel takes a tree level's merges at once, one per blockIdx.y (svd_secular_roots).
 
 __device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
 
@@ -185,10 +186,9 @@ __device__ __forceinline__ T sigma_offset(T d_o, T x)
 
 // secular_svd._root: singular value i of e_1 z' + diag(d), sigma_i = d[origin] + tau.
 template <typename T>
-__global__ void svd_secular_roots(const T *__restrict__ d, const T *__restrict__ z,
-                                  long long k, long long max_steps, T eps,
-                                  long long *__restrict__ origin_out, T *__restrict__ tau_out,
-                                  long long *__restrict__ steps_out)
+__device__ void secular_root(const T *__restrict__ d, const T *__restrict__ z, long long k,
+                             long long max_steps, T eps, long long *__restrict__ origin_out,
+                             T *__restrict__ tau_out, long long *__restrict__ steps_out)
 {
     const long long i = group_root();
     if (i >= k)
@@ -244,4 +244,20 @@ __global__ void svd_secular_roots(const T *__restrict__ d, const T *__restrict__
         tau_out[i] = tau;
         steps_out[i] = steps;
     }
+}
+
+// Several merges' equations in one launch: problem p = blockIdx.y has ks[p] poles and
+// weights from d + starts[p] and z + starts[p], and its roots go to the outputs from
+// starts[p] (origin relative to the problem); blockIdx.x and the groups of lanes as in
+// secular_root, blocks past a problem's roots idle.
+template <typename T>
+__global__ void svd_secular_roots(const T *__restrict__ d, const T *__restrict__ z,
+                                  const long long *__restrict__ starts,
+                                  const long long *__restrict__ ks, long long max_steps, T eps,
+                                  long long *__restrict__ origin_out, T *__restrict__ tau_out,
+                                  long long *__restrict__ steps_out)
+{
+    const long long first = starts[blockIdx.y];
+    secular_root<T>(d + first, z + first, ks[blockIdx.y], max_steps, eps, origin_out + first,
+                    tau_out + first, steps_out + first);
 }
