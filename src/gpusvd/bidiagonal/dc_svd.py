@@ -52,14 +52,15 @@ On a GPU (``xp`` = CuPy): the n×n work stays on the device and the host keeps O
 merge. A tree level's merges touch disjoint blocks, so their coupling rows are read in
 one transfer (:func:`_coupling_rows`), the one wait per level; the level's merges are
 deflated on the host (while the device still works on the level below), their poles,
-weights and rotations cross in one copy, and each merge's rotations
-(rotate_pairs_cuda.py), secular equation (secular_svd_cuda.py) and vectors
-(merge_vectors_cuda.py) are a few launches; the level's values come back in one read at
-its end. The leaves cross to the device in one asynchronous copy (merge_vectors_cuda.py). The level's merges of up
-to ``divide_conquer_dense_merge_rows`` rows then update U and V together: their kept
-columns gathered into one zero-padded stack, one batched GEMM by their vectors, one
-scatter (:func:`_update_columns`, merge_vectors_cuda.py); larger merges by the GEMMs
-split by support. NOTES.md ("Where things stand") has the timings.
+weights and rotations cross in one copy, each merge's rotations are one launch
+(rotate_pairs_cuda.py), and the level's secular equations (secular_svd_cuda.py) and
+vectors (merge_vectors_cuda.py) one launch each, a merge per row of the grid; the level's
+values come back in one read at its end. The leaves cross to the device in one
+asynchronous copy (merge_vectors_cuda.py). The level's merges of up to
+``divide_conquer_dense_merge_rows`` rows then update U and V together: their vectors
+written straight into one zero-padded stack, their kept columns gathered into another,
+one batched GEMM, one scatter (:func:`_update_columns`, merge_vectors_cuda.py); larger
+merges by the GEMMs split by support. NOTES.md ("Where things stand") has the timings.
 
 Accuracy: backward stable, ‖B − U·S·Vᵀ‖ and ‖UᵀU − I‖, ‖VᵀV − I‖ of order n·ε; the
 values to about n·ε·σ₁ (the deflation's absolute tolerance), not each to itself: for a
