@@ -55,8 +55,8 @@ deflated on the host (while the device still works on the level below), their po
 weights and rotations cross in one copy, each merge's rotations are one launch
 (rotate_pairs_cuda.py), and the level's secular equations (secular_svd_cuda.py) and
 vectors (merge_vectors_cuda.py) one launch each, a merge per row of the grid; the level's
-values come back in one read at its end. The leaves cross to the device in one
-asynchronous copy (merge_vectors_cuda.py). The level's merges of up to
+values come back in one read at its end. The leaves cross to the device in one copy from
+page-locked memory (merge_vectors_cuda.py). The level's merges of up to
 ``divide_conquer_dense_merge_rows`` rows then update U and V together: their vectors
 written straight into one zero-padded stack, their kept columns gathered into another,
 one batched GEMM, one scatter (:func:`_update_columns`, merge_vectors_cuda.py); larger
@@ -174,7 +174,7 @@ def _place_blocks(q, packed, starts, sizes, xp):
 
 # The leaves' blocks onto U's and V's diagonals, by the name of their namespace (the CUDA
 # twin: one copy and one launch for all leaves); others take _place_blocks. And the host
-# stacks the leaves are solved into (page-locked for CUDA: the copy is asynchronous).
+# stacks the leaves are solved into (page-locked for CUDA: the copy at the bus's rate).
 _PLACE = {"numpy": _place_host, "cupy": merge_vectors_cuda.place_blocks}
 _LEAF_STACK = {"cupy": merge_vectors_cuda.leaf_stack}
 
@@ -635,7 +635,6 @@ def _solve_block(d, e, u, v, xp):
     s = np.empty(m)
     with profile.phase("leaves", xp):
         size = max(end - start + sqre for start, end, sqre in leaves)
-        # kept till the end: the CUDA copies out of it are asynchronous
         stacks = _LEAF_STACK.get(xp.__name__, np.empty)((2, len(leaves), size, size))
         values = _solve_leaves(d, e, leaves, stacks[0], stacks[1])
         for (start, end, _), leaf in zip(leaves, values):

@@ -10,7 +10,7 @@ file says where the order of sums differs), their vectors written straight into 
 level's zero-padded stacks.
 
 The leaves likewise: computed on the host (LAPACK) into one page-locked stack
-(:func:`leaf_stack`), they cross to the device in one asynchronous copy and one launch
+(:func:`leaf_stack`), they cross to the device in one copy and one launch
 places them all (:func:`place_blocks`), where each took a copy and a setitem. And a tree
 level's updates of U (or V) by its merges' vectors: one copy of the merges' indices, one launch gathers their kept columns into a stack, one batched GEMM,
 one launch scatters them back (:func:`update_columns`), where each merge took about ten
@@ -97,9 +97,9 @@ def svd_merge_vectors(poles, z, origin, tau, *, starts=None, sizes=None, width=N
 
 def leaf_stack(shape):
     """An uninitialized float64 host array of ``shape`` in page-locked memory (CuPy's
-    pinned pool), for the leaves' blocks: :func:`place_blocks` copies it to the device
-    asynchronously, and a pooled buffer is already mapped, so threads filling it take no
-    page faults."""
+    pinned pool), for the leaves' blocks: :func:`place_blocks` copies it to the device at
+    the bus's full rate, and a pooled buffer is already mapped, so threads filling it take
+    no page faults."""
     import cupyx
 
     return cupyx.empty_pinned(shape, np.float64)
@@ -110,8 +110,9 @@ def place_blocks(target, packed, starts, sizes):
     ``sizes[b]``), its block by columns in the top-left corner of the host slot
     ``packed[b]`` (``packed[b, :m, :m]`` = blockᵀ), into the column-major float64 CuPy
     view ``target``: one copy and one launch for all of them (the twin of
-    ``dc_svd._place_host``). The copy is asynchronous where ``packed`` is page-locked
-    (:func:`leaf_stack`): the caller keeps it unchanged until the stream has passed it."""
+    ``dc_svd._place_host``). The copy is synchronous, so the caller may free or reuse
+    ``packed`` on return (an asynchronous one could still be reading a page-locked buffer
+    that CuPy's pinned pool had handed to the next caller)."""
     import cupy
 
     if not len(starts):
@@ -120,7 +121,7 @@ def place_blocks(target, packed, starts, sizes):
         raise ValueError("place_blocks needs a column-major target (Fortran order or a "
                          "view of it)")
     device = cupy.empty(packed.shape)
-    device.set(packed, stream=cupy.cuda.get_current_stream())
+    device.set(packed)
     starts, sizes = _upload(np.asarray(starts, np.int64), np.asarray(sizes, np.int64))
     kernel = kernels.get_kernel(_KERNEL_FILE, f"place_blocks<{kernels.CTYPE[target.dtype]}>")
     kernel((len(starts),), (_PLACE_THREADS,),
