@@ -214,6 +214,27 @@ def test_gpu_small_leaves(kind):
         _check_solver(*_family(kind, 200, seed=1), solve=_on_gpu)
 
 
+def _split_blocks(seed):
+    """A random bidiagonal that falls apart into 40 blocks of 1–150 rows."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 150, 40)
+    d, e = rng.standard_normal(int(sizes.sum())), rng.standard_normal(int(sizes.sum()) - 1)
+    e[np.cumsum(sizes)[:-1] - 1] = 0.0
+    return d, e
+
+
+def test_many_split_blocks():
+    _check_solver(*_split_blocks(8))
+
+
+@pytest.mark.gpu
+def test_gpu_many_split_blocks():
+    """Most blocks a single leaf without merges, one after another: each block's leaves
+    cross through CuPy's pinned pool (a buffer the next block may reuse at once), and the
+    invariants hold."""
+    _check_solver(*_split_blocks(8), solve=_on_gpu)
+
+
 @pytest.mark.gpu
 def test_gpu_matches_host():
     """The device run does the host run's arithmetic but for the GEMMs' order of sums."""
