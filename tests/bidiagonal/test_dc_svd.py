@@ -275,16 +275,17 @@ def test_leaves_split_over_threads(leaf, monkeypatch):
 
 @pytest.mark.parametrize("cores", [1, 3])
 def test_leaves_as_lapack_one_by_one(monkeypatch, cores):
-    """Each leaf's (U, s, Vᵀ) is an SVD of its own block to n·ε, bit for bit the one
+    """Each leaf's (U, s, Vᵀ) is an SVD of its own block to 4 m·ε, bit for bit the one
     LAPACK gives it alone (dlasd0; gesdd for one row), however the leaves are split over
-    threads: blocks of both shapes (sqre 0 and 1), of three sizes."""
+    threads: blocks of both shapes (sqre 0 and 1), of four sizes."""
     monkeypatch.setattr(dc, "usable_cores", lambda: cores)
-    monkeypatch.setattr(dc, "LEAF_ROWS_PER_THREAD", 4)
     rng = np.random.default_rng(4)
-    d, e = rng.standard_normal(40), rng.standard_normal(39)
-    leaves = [(0, 9, 1), (10, 19, 0), (19, 27, 1), (28, 36, 0), (36, 39, 0), (39, 40, 0)]
+    d, e = rng.standard_normal(1620), rng.standard_normal(1619)
+    # Σ rows 1618 > 3·LEAF_ROWS_PER_THREAD: three threads where three cores are allowed
+    leaves = [(0, 400, 1), (401, 800, 0), (800, 1200, 1), (1201, 1616, 0), (1616, 1619, 0),
+              (1619, 1620, 0)]
     eps = np.finfo(np.float64).eps
-    lefts, rights = np.full((2, len(leaves), 10, 10), np.nan)
+    lefts, rights = np.full((2, len(leaves), 416, 416), np.nan)
     values = dc._solve_leaves(d, e, leaves, lefts, rights)
     for i, (start, end, sqre) in enumerate(leaves):
         m = end - start

@@ -7,7 +7,7 @@ from .naive_quic import cosine_split, length_squared_pick, relative_error
 
 from gpusvd import svd_lowrank, testing
 from gpusvd._core import tunables
-from gpusvd.quic import growth, monte_carlo
+from gpusvd.quic import monte_carlo
 from gpusvd.quic.cosine_tree import Node, row_norms2, split_nodes
 from gpusvd.quic.extraction import extract, project, small_svd, truncation_rank
 from gpusvd.quic.gram_schmidt import Basis
@@ -149,24 +149,24 @@ def test_growth_takes_one_qr_per_step(monkeypatch):
     sibling, and with the siblings last every Gram–Schmidt call is one QR (plus one QR
     of the extraction). One level a step: a two-level step near the rank may keep a
     candidate after the span is full (a rounding-level one) and take a second QR."""
-    monkeypatch.setattr(growth, "TWO_LEVELS_ABOVE", np.inf)
     rng = np.random.default_rng(17)
     a = rng.uniform(0.0, 1.0, (900, 100)) @ rng.uniform(0.0, 1.0, (100, 600))
     calls = _counting_qr(monkeypatch)
-    r = svd_lowrank(a, eps=1e-10, seed=0, device="cpu")
+    with tunables.override(quic_two_levels_above=np.inf):
+        r = svd_lowrank(a, eps=1e-10, seed=0, device="cpu")
     assert r.rank == 100 and r.passes == 2
     assert len(calls) == (r.growth_steps + 1) + 1
 
 
 @pytest.mark.parametrize("low", [-1.0, 0.0])
-def test_two_levels_a_step_take_fewer_steps_to_the_same_rank(monkeypatch, low):
+def test_two_levels_a_step_take_fewer_steps_to_the_same_rank(low):
     """While the bound is far above the target a step splits the children too: fewer
     steps (the leaves double twice a step), the same rank and error guarantee."""
     rng = np.random.default_rng(17)
     a = rng.uniform(low, 1.0, (900, 100)) @ rng.uniform(low, 1.0, (100, 600))
     two = svd_lowrank(a, eps=1e-10, seed=0, device="cpu")
-    monkeypatch.setattr(growth, "TWO_LEVELS_ABOVE", np.inf)
-    one = svd_lowrank(a, eps=1e-10, seed=0, device="cpu")
+    with tunables.override(quic_two_levels_above=np.inf):
+        one = svd_lowrank(a, eps=1e-10, seed=0, device="cpu")
     assert two.rank == one.rank == 100
     assert two.growth_steps <= one.growth_steps - 2
     for r in (one, two):

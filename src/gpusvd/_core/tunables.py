@@ -39,6 +39,11 @@ class Tunables:
     # steps: 256 reaches rank 500 of a 16384² matrix in ~10 steps, with candidate blocks of
     # n × 512 (32 MiB in float32 at n = 16384).
     quic_split_batch: int = 256
+    # A step that splits every leaf while the bound is above this many times the target
+    # splits their children too (quic/growth.py, "Two levels a step"): the next step would
+    # have split them all anyway. Infinity: one level a step (BENCHMARKS.md, "Low-rank SVD
+    # with a guaranteed error").
+    quic_two_levels_above: float = 64.0
     # Basis vectors per block of the blocked Gram–Schmidt: "approximately 20" (paper 001
     # §2.2, their trade-off between speed and stability).
     quic_gs_block: int = 20

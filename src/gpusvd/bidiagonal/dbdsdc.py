@@ -159,9 +159,9 @@ def leaf_svd(d, e, sqre):
 
     Returns (U, s, Vt): U n×n, s (n,) nonnegative and in no particular order, Vt
     (n + sqre)×(n + sqre) whose last row, for sqre = 1, spans B's null space; U and Vt
-    Fortran-ordered. The leaves of :mod:`.dc_svd`: on a 128-row bidiagonal 2.5× the speed
-    of gesdd on the dense block, which first reduces it to a bidiagonal again. ctypes
-    releases the GIL for the call, so host threads can each take some."""
+    Fortran-ordered. The leaves of :mod:`.dc_svd`, faster than gesdd on the dense block,
+    which first reduces it to a bidiagonal again (NOTES.md, "The solver's host work").
+    ctypes releases the GIL for the call, so host threads can each take some."""
     n = d.shape[0]
     m = n + sqre
     # Copies, as dlasd0 overwrites d and e; e one longer than dlasd0 reads (m − 1).

@@ -30,7 +30,7 @@ not have, and Gram–Schmidt drops it. Candidates go to Gram–Schmidt one child
 first and the siblings after, so that such drops are the last columns of its QR
 (``gram_schmidt``, step 4).
 
-Two levels a step. A step costs the host about as much as the device (NOTES.md, "QUIC-SVD
+Two levels a step (the tunable ``quic_two_levels_above``). A step costs the host about as much as the device (NOTES.md, "QUIC-SVD
 at 16384² on the H200": its Householder QR's column loop, the draws, the bounds, three
 reads), and while the bound is far above the target every step splits every leaf. So
 such a step splits the children as well and offers both levels' candidates to one
@@ -62,10 +62,6 @@ STALL_CANDIDATES = 16
 # children. The leaves' bounds are upper bounds made at their creation (stale once the
 # basis grew), so the rule errs towards splitting more, never fewer.
 UNSPLIT_SHARE = 0.5
-# A step that splits every leaf while the partition's bound is above this many times the
-# target splits the children too ("Two levels a step" above): the step after it would
-# have split them all anyway.
-TWO_LEVELS_ABOVE = 64.0
 
 
 class PartitionTree:
@@ -124,6 +120,7 @@ class PartitionTree:
         on ‖A_i − A_i V̂V̂ᵀ‖²_F reached (also kept as ``mc_bound``).
         """
         batch = max(1, tunables.get().quic_split_batch)
+        deep = tunables.get().quic_two_levels_above
         _, bound = self._bounds(a, self._draw([], rng, global_rule), basis, z, xp)
         stalled = 0
         while bound > target and not basis.full and self._leaves \
@@ -144,7 +141,7 @@ class PartitionTree:
                 children, means = split_nodes(a, pairs, self.norms2, rng, xp, self.center)
                 # One child of each pair first, the siblings after ("Siblings" above).
                 firsts, seconds = [means[0::2]], [means[1::2]]
-                if not self._leaves and not singles and bound > TWO_LEVELS_ABOVE * target \
+                if not self._leaves and not singles and bound > deep * target \
                         and 3 * len(pairs) <= room:
                     inner = [c for c in children if len(c.rows) >= 2]
                     if inner:
