@@ -465,9 +465,9 @@ def _solve_merges(u, v, deflations, xp):
     if device:
         # The level's poles, then its weights, end to end; each merge's rotations.
         flat = merge_vectors_cuda.upload(
-            [np.concatenate([dfl.poles for dfl in deflations]),
-             np.concatenate([dfl.weights for dfl in deflations])]
-            + [np.ascontiguousarray(x) for parts in rotations for x in parts])
+            np.concatenate([dfl.poles for dfl in deflations]),
+            np.concatenate([dfl.weights for dfl in deflations]),
+            *(np.ascontiguousarray(x) for parts in rotations for x in parts))
         if rotate is _ROTATE["cupy"]:
             rotations = [flat[2 + 4 * i:6 + 4 * i] for i in range(len(deflations))]
         with profile.phase("secular", xp):  # the roots, read back at the level's end

@@ -10,11 +10,11 @@ file says where the order of sums differs), their vectors written straight into 
 level's zero-padded stacks.
 
 The leaves likewise: computed on the host (LAPACK) into one page-locked stack
-(:func:`leaf_stack`), they cross to the device in one copy and one launch
-places them all (:func:`place_blocks`), where each took a copy and a setitem. And a tree
-level's updates of U (or V) by its merges' vectors: one copy of the merges' indices, one launch gathers their kept columns into a stack, one batched GEMM,
-one launch scatters them back (:func:`update_columns`), where each merge took about ten
-CuPy operations.
+(:func:`leaf_stack`), they cross to the device in one copy and one launch places them all
+(:func:`place_blocks`), where each took a copy and a setitem. And a tree level's updates
+of U (or V) by its merges' vectors: one copy of the merges' indices, one launch gathers
+their kept columns into a stack, one batched GEMM, one launch scatters them back
+(:func:`update_columns`), where each merge took about ten CuPy operations.
 """
 
 import numpy as np
@@ -33,7 +33,7 @@ _PLACE_THREADS = 256
 _GATHER_THREADS = 256
 
 
-def _upload(*parts):
+def upload(*parts):
     """The host arrays ``parts`` (float64 or int64) on the device from one host→device
     copy: views, in order, of one buffer."""
     import cupy
@@ -46,12 +46,6 @@ def _upload(*parts):
     device = cupy.asarray(host)
     return [device[end - size:end].view(part.dtype).reshape(part.shape)
             for part, end, size in zip(parts, ends, sizes)]
-
-
-def upload(parts):
-    """The host arrays ``parts`` (float64 or int64) on the device from one copy: a tree
-    level's merges' poles, weights and rotations (dc_svd._solve_merges)."""
-    return _upload(*parts)
 
 
 def svd_merge_vectors(poles, z, origin, tau, *, starts=None, sizes=None, width=None):
@@ -70,18 +64,18 @@ def svd_merge_vectors(poles, z, origin, tau, *, starts=None, sizes=None, width=N
 
     if sizes is None:
         k = poles.shape[0]
-        if not isinstance(tau, cupy.ndarray):
-            poles, z, tau, origin = _upload(
-                np.asarray(poles, np.float64), np.asarray(z, np.float64),
-                np.asarray(tau, np.float64), np.asarray(origin, np.int64))
-        starts, sizes, width = [0], [k], k
         u, v = cupy.empty((k, k), order="F"), cupy.empty((k, k), order="F")
         if k == 0:
             return u, v
+        if not isinstance(tau, cupy.ndarray):
+            poles, z, tau, origin = upload(
+                np.asarray(poles, np.float64), np.asarray(z, np.float64),
+                np.asarray(tau, np.float64), np.asarray(origin, np.int64))
+        starts, sizes, width = [0], [k], k
     else:
         u, v = cupy.zeros((2, len(sizes), width, width))
     total = poles.shape[0]
-    problems = _upload(np.asarray(starts, np.int64), np.asarray(sizes, np.int64))
+    problems = upload(np.asarray(starts, np.int64), np.asarray(sizes, np.int64))
     ctype = kernels.CTYPE[np.dtype(np.float64)]
     zhat = cupy.empty(total)
     rows = _WEIGHT_THREADS // _LANES
@@ -122,7 +116,7 @@ def place_blocks(target, packed, starts, sizes):
                          "view of it)")
     device = cupy.empty(packed.shape)
     device.set(packed)
-    starts, sizes = _upload(np.asarray(starts, np.int64), np.asarray(sizes, np.int64))
+    starts, sizes = upload(np.asarray(starts, np.int64), np.asarray(sizes, np.int64))
     kernel = kernels.get_kernel(_KERNEL_FILE, f"place_blocks<{kernels.CTYPE[target.dtype]}>")
     kernel((len(starts),), (_PLACE_THREADS,),
            (target, np.int64(target.strides[1] // target.itemsize), device,
@@ -146,7 +140,7 @@ def update_columns(q, starts, rows, cols, ones, wt):
     count, width = wt.shape[0], wt.shape[1]
     height = int(max(rows))
     offsets = np.concatenate(([0], np.cumsum([len(c) for c in cols]))).astype(np.int64)
-    starts, rows, ones, offsets, flat = _upload(
+    starts, rows, ones, offsets, flat = upload(
         np.asarray(starts, np.int64), np.asarray(rows, np.int64), np.asarray(ones, np.int64),
         offsets, np.concatenate(cols).astype(np.int64))
     ld = np.int64(q.strides[1] // q.itemsize)
