@@ -364,3 +364,33 @@ def test_gpu_level_in_groups(monkeypatch):
     monkeypatch.setattr(dc, "_level_budget", lambda xp: 1)
     s = _check_solver(d, e, solve=_on_gpu)[1]
     assert np.abs(s - whole).max() <= BOUND * len(d) * np.finfo(float).eps * s[0]
+
+
+def test_a_level_values_read_from_its_own_arrays():
+    """_store_values of a level whose merges carry the level's arrays (as on the device,
+    each merge's roots a part of them, end to end): the values the parts give, read
+    without concatenating them; a root that did not converge still raises."""
+    rng = np.random.default_rng(12)
+    sizes = [3, 0, 5, 4]
+    total = sum(sizes)
+    origin = np.concatenate([rng.integers(0, max(k, 1), k) for k in sizes])
+    tau = rng.standard_normal(total) * 1e-3
+    steps = rng.integers(1, 5, total)
+    level = (None, None, origin, tau, steps)
+
+    parts, first, start = [], 0, 0
+    for k in sizes:
+        part = slice(first, first + k)
+        parts.append(dc._Merge(start, k + 1, 0, 0, None, origin[part], tau[part], steps[part],
+                               np.arange(k), np.sort(rng.random(k)), -2, None, None, False))
+        first, start = first + k, start + k + 1
+    # the parts themselves gone: the level's arrays alone are read
+    level_merges = [m._replace(origin=None, tau=None, steps=None, level=level) for m in parts]
+    from_level, from_parts = np.full(total + 4, np.nan), np.full(total + 4, np.nan)
+    dc._store_values(from_level, level_merges)
+    dc._store_values(from_parts, parts)
+    assert np.array_equal(from_level, from_parts, equal_nan=True)
+    assert np.isfinite(from_level).sum() == total
+    steps[5] = 10 ** 6
+    with pytest.raises(LinAlgError):
+        dc._store_values(from_level, level_merges)

@@ -397,7 +397,8 @@ class _Merge(NamedTuple):
     upairs: Any       # U's and V's deflation rotations (host, column pairs from start)
     vpairs: Any
     null_weight: bool  # V's null column rotated into the zero pole's (b₁ ≠ 0)
-    level: Any = None  # on the device: the level's poles, weights, origins and offsets
+    level: Any = None  # on the device: the level's poles, weights, origins, offsets and
+    #                    iteration counts, its merges' entries end to end
     offset: int = 0    # where this merge's are in them
 
 
@@ -473,7 +474,7 @@ def _solve_merges(u, v, deflations, xp):
         with profile.phase("secular", xp):  # the roots, read back at the level's end
             origin, tau, steps = secular_svd_cuda.svd_roots(flat[0], flat[1], starts=offsets,
                                                             sizes=sizes)
-        level = flat[0], flat[1], origin, tau
+        level = flat[0], flat[1], origin, tau, steps
     merges = []
     for dfl, (upairs, ucs, vpairs, vcs), offset, k in zip(deflations, rotations, offsets,
                                                          sizes):
@@ -563,7 +564,7 @@ def _vector_stacks(group, width, xp):
 def _vector_stacks_cuda(group, width, xp):
     """:func:`_vector_stacks` for merges of one level on the device: one launch of each
     kernel for all of them (merge_vectors_cuda.py)."""
-    poles, weights, origin, tau = group[0].level
+    poles, weights, origin, tau, _ = group[0].level
     return merge_vectors_cuda.svd_merge_vectors(
         poles, weights, origin, tau, starts=[merge.offset for merge in group],
         sizes=[len(merge.columns) for merge in group], width=width)
@@ -613,12 +614,19 @@ def _store_values(s, merges):
     """The level's values, each root d_o + τ scaled back, into its merge's columns of s
     (host, the block's), once the device's roots are checked to have converged: called
     after the level's work is queued, so that on a GPU their read (one for the level)
-    does not hold it up."""
-    xp = array_namespace(merges[0].tau)
-    tau, origin = (to_host(xp.concatenate([getattr(merge, name) for merge in merges]))
-                   for name in ("tau", "origin"))
-    if merges[0].steps is not None:
-        check_converged(to_host(xp.concatenate([merge.steps for merge in merges])))
+    does not hold it up. On the device the level's own arrays are read (its merges' parts
+    end to end), not a concatenation of the parts: no kernel to compile or launch."""
+    if merges[0].level is not None:
+        origin, tau, steps = (to_host(x) for x in merges[0].level[2:])
+    else:
+        xp = array_namespace(merges[0].tau)
+        origin, tau = (to_host(xp.concatenate([getattr(merge, name) for merge in merges]))
+                       for name in ("origin", "tau"))
+        steps = None
+        if merges[0].steps is not None:
+            steps = to_host(xp.concatenate([merge.steps for merge in merges]))
+    if steps is not None:
+        check_converged(steps)
     first = 0
     for merge in merges:
         k = len(merge.columns)
