@@ -167,9 +167,7 @@ def _place_host(q, packed, starts, sizes):
 
 def _place_blocks(q, packed, starts, sizes, xp):
     """_place_host in any namespace, the slots crossing to it in one transfer."""
-    packed = xp.asarray(packed)
-    for slot, start, m in zip(packed, starts, sizes):
-        q[start:start + m, start:start + m] = slot[:m, :m].T
+    _place_host(q, xp.asarray(packed), starts, sizes)
 
 
 # The leaves' blocks onto U's and V's diagonals, by the name of their namespace (the CUDA

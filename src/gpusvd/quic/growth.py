@@ -30,13 +30,14 @@ not have, and Gram–Schmidt drops it. Candidates go to Gram–Schmidt one child
 first and the siblings after, so that such drops are the last columns of its QR
 (``gram_schmidt``, step 4).
 
-Two levels a step (the tunable ``quic_two_levels_above``). A step costs the host about as much as the device (NOTES.md, "QUIC-SVD
-at 16384² on the H200": its Householder QR's column loop, the draws, the bounds, three
-reads), and while the bound is far above the target every step splits every leaf. So
-such a step splits the children as well and offers both levels' candidates to one
-Gram–Schmidt call (children first of each pair, grandchildren first of each pair, then
-the siblings of both), and estimates only the grandchildren: the candidates are those two
-steps would have offered, in one call, and the leaves double twice a step.
+Two levels a step (the tunable ``quic_two_levels_above``). A step costs the host about
+as much as the device (NOTES.md, "QUIC-SVD at 16384² on the H200": its Householder QR's
+column loop, the draws, the bounds, three reads), and while the bound is far above the
+target every step splits every leaf. So such a step splits the children as well and
+offers both levels' candidates to one Gram–Schmidt call (children first of each pair,
+grandchildren first of each pair, then the siblings of both), and estimates only the
+grandchildren: the candidates are those two steps would have offered, in one call, and
+the leaves double twice a step.
 
 With several partitions (§2.3) the basis is shared: a partition whose error under the
 current basis is already below its target is skipped after one Monte Carlo estimate.
