@@ -102,3 +102,22 @@ COUNT_CASES = {
     "graded-300": (*graded(20, 300, 8), [1e-307, 1e-301, 1e-290, 1e-150, 1e-20, 0.1, 0.9]),
     "random": (*[x * 0.2 for x in _random(30, 20)], [1e-3, 1e-2, 0.1, 0.2, 0.4, 0.6]),
 }
+
+
+def nears(s, seed=0):
+    """(label, near, slack) for the bisection's ``near`` (bisection.py), from the values
+    ``s`` it gives without: right ones (exact; within the slack, as a divide and
+    conquer's: slack 2·n·ε·σ₁, ε of ``s``'s dtype) and wrong ones (a quarter of the values
+    outside the slack, reversed, zeros, NaN), each of which must give the bits of ``s``.
+    In float64."""
+    eps = float(np.finfo(np.asarray(s).dtype).eps)
+    s = np.asarray(s, np.float64)
+    n = s.shape[0]
+    slack = 2 * n * eps * max(float(s[0]), 1e-300)
+    rng = np.random.default_rng(seed)
+    within = s + slack * rng.uniform(-0.9, 0.9, n)
+    outside = within.copy()
+    outside[rng.integers(0, n, max(1, n // 4))] += 3 * slack
+    return [("exact", s, 0.0), ("within", within, slack), ("outside", outside, slack),
+            ("reversed", s[::-1].copy(), slack), ("zeros", np.zeros(n), slack),
+            ("nan", np.full(n, np.nan), slack), ("far", s + 1.0, 1e-3)]

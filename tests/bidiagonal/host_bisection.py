@@ -23,19 +23,22 @@ SHIM = _HOST.STUBS + f"""
 #include "{KERNEL}"
 template <typename R>
 static void values(const R *t, long long n, R floor, R pivmin, R top, R two_eps,
-                   int max_steps, R *out)
+                   int max_steps, const R *near, R slack, int bracketed, R *out)
 {{
     blockDim.x = 1;
     threadIdx.x = 0;
     for (long long i = 0; i < n; ++i) {{
         blockIdx.x = (unsigned)i;
-        bisection_singular_values<R, 1>(t, n, floor, pivmin, top, two_eps, max_steps, out);
+        bisection_singular_values<R, 1>(t, n, floor, pivmin, top, two_eps, max_steps, near,
+                                        slack, bracketed, out);
     }}
 }}
 #define TWIN(SUFFIX, R)                                                                   \\
     extern "C" void values_##SUFFIX(const R *t, long long n, R floor, R pivmin, R top,    \\
-                                    R two_eps, int max_steps, R *out)                     \\
-    {{ values<R>(t, n, floor, pivmin, top, two_eps, max_steps, out); }}                     \\
+                                    R two_eps, int max_steps, const R *near, R slack,     \\
+                                    int bracketed, R *out)                                \\
+    {{ values<R>(t, n, floor, pivmin, top, two_eps, max_steps, near, slack, bracketed,      \\
+                 out); }}                                                                 \\
     extern "C" long long count_##SUFFIX(const R *t, long long m, R x, R pivmin)           \\
     {{ return count_below<R>(t, m, x, pivmin); }}                                          \\
     extern "C" R point_##SUFFIX(R lo, R hi, int node, int levels)                         \\
@@ -57,7 +60,7 @@ class HostBisection:
         for name, ctype in (("float32", ctypes.c_float), ("float64", ctypes.c_double)):
             getattr(lib, f"values_{name}").argtypes = [
                 ctypes.c_void_p, ctypes.c_longlong, ctype, ctype, ctype, ctype, ctypes.c_int,
-                ctypes.c_void_p]
+                ctypes.c_void_p, ctype, ctypes.c_int, ctypes.c_void_p]
             count = getattr(lib, f"count_{name}")
             count.argtypes = [ctypes.c_void_p, ctypes.c_longlong, ctype, ctype]
             count.restype = ctypes.c_longlong
@@ -65,12 +68,14 @@ class HostBisection:
             point.argtypes = [ctype, ctype, ctypes.c_int, ctypes.c_int]
             point.restype = ctype
 
-    def bisect(self, t, n, b):
+    def bisect(self, t, n, b, near=None, slack=0.0):
         """The CUDA twin's contract (``bisection_cuda.bisect``) on a NumPy ``t``."""
         t = np.ascontiguousarray(t)
         out = np.empty(n, t.dtype)
+        bracket = out if near is None else np.ascontiguousarray(near, t.dtype)
         getattr(self._lib, f"values_{t.dtype.name}")(
-            _pointer(t), n, b.floor, b.pivmin, b.top, b.two_eps, b.max_steps, _pointer(out))
+            _pointer(t), n, b.floor, b.pivmin, b.top, b.two_eps, b.max_steps,
+            _pointer(bracket), slack, int(near is not None), _pointer(out))
         return out
 
     def node_point(self, lo, hi, node, levels, dtype):

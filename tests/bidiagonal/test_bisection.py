@@ -55,6 +55,43 @@ def test_relative_accuracy_float32(name):
         BOUND * len(d) * _eps(np.float32))
 
 
+@pytest.mark.parametrize("name, dtype", [(name, np.float64) for name in CASES]
+                         + [(name, np.float32) for name in CASES32])
+def test_near_values_give_the_same_bits(name, dtype):
+    """Bisection with ``near``, right or wrong, gives the bits it gives without."""
+    d, e = bisection_cases.case(name, dtype)
+    s = bidiagonal_singular_values_bisection(d, e)
+    for label, near, slack in bisection_cases.nears(s):
+        got = bidiagonal_singular_values_bisection(d, e, near=near, slack=slack)
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, s, err_msg=label)
+
+
+@pytest.mark.parametrize("kind", ["random", "graded", "clustered", "gaussian", "equal",
+                                  "zeros", "rank-deficient"])
+def test_near_a_divide_and_conquer_s_values(kind):
+    """The solver's use (condensed/driver.py): the divide and conquer's values, within
+    2·n·ε·σ₁ of the bisection's, as ``near``."""
+    from gpusvd.bidiagonal.dc_svd import bidiagonal_svd_dc
+
+    from .test_dc_svd import _family
+
+    n = 700
+    d, e = _family(kind, n, 3)
+    _, near, _ = bidiagonal_svd_dc(d, e)
+    s = bidiagonal_singular_values_bisection(d, e)
+    np.testing.assert_array_equal(bidiagonal_singular_values_bisection(
+        d, e, near=near, slack=2 * n * _eps(np.float64) * near[0]), s)
+
+
+@pytest.mark.parametrize("near, slack, match", [
+    (np.ones(3), None, "slack"), (np.ones(3), -1.0, "slack"), (np.ones(3), np.nan, "slack"),
+    (np.ones(2), 0.1, "n = 3")])
+def test_near_bad_input(near, slack, match):
+    with pytest.raises(ValueError, match=match):
+        bidiagonal_singular_values_bisection(np.ones(3), np.ones(2), near=near, slack=slack)
+
+
 @pytest.mark.parametrize("name", COUNT_CASES)
 def test_sturm_count(name):
     d, e, shifts = COUNT_CASES[name]

@@ -89,6 +89,48 @@ def test_every_instantiation_against_twin(kind, steps_a_round, dtype):
     np.testing.assert_array_equal(gpu, bidiagonal_singular_values_bisection(d, e))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("steps_a_round", bisection_cuda.LEVELS)
+@pytest.mark.parametrize("kind", ["table", "random", "graded", "clustered"])
+def test_near_against_twin(kind, steps_a_round, dtype):
+    """With ``near``, right or wrong (bisection_cases.nears), each shipped LEVELS gives
+    the bits of the twin without ``near``."""
+    import cupy
+
+    if kind == "table":
+        pairs = [bisection_cases.case(name, dtype)
+                 for name in (CASES if dtype == np.float64 else CASES32)]
+    else:
+        pairs = [testing.bidiagonal(1500, kind=kind, dtype=dtype, seed=62)]
+    b = bisection.bounds(np.dtype(dtype))
+    for d, e in pairs:
+        s = bidiagonal_singular_values_bisection(d, e)
+        t, exponent = bisection.golub_kahan_offdiagonal(cupy, cupy.asarray(d),
+                                                        cupy.asarray(e))
+        for label, near, slack in bisection_cases.nears(s):
+            scaled = cupy.asarray(np.ldexp(near, -exponent), dtype)
+            gpu = scale_values(bisection_cuda.bisect(t, len(d), b, steps_a_round, near=scaled,
+                                                     slack=np.ldexp(slack, -exponent)),
+                               exponent, cupy).get()
+            np.testing.assert_array_equal(gpu, s, err_msg=label)
+
+
+def test_near_a_divide_and_conquer_s_values_on_the_gpu():
+    """The solver's use: the GPU divide and conquer's values as ``near`` (condensed/
+    driver.py), n = 8192 where a group of LEVELS 3 takes each value."""
+    import cupy
+
+    from gpusvd.bidiagonal.dc_svd import bidiagonal_svd_dc
+
+    n = 8192
+    d, e = testing.bidiagonal(n, kind="random", seed=63)
+    _, near, _ = bidiagonal_svd_dc(d, e, xp=cupy)
+    slack = 2 * n * np.finfo(np.float64).eps * max(np.abs(d).max(), np.abs(e).max())
+    gpu = bidiagonal_singular_values_bisection(cupy.asarray(d), cupy.asarray(e), near=near,
+                                               slack=slack).get()
+    np.testing.assert_array_equal(gpu, bidiagonal_singular_values_bisection(d, e))
+
+
 def test_subnormal_float32_input():
     # CuPy's float32 arithmetic flushes subnormals: the scaling must not go through it.
     d, e = bisection_cases.SUBNORMAL32

@@ -53,6 +53,30 @@ def test_larger_bit_for_bit(host, dtype, decades, kind):
     np.testing.assert_array_equal(kernel, twin)
 
 
+@pytest.mark.parametrize("dtype, decades", [(np.float64, 300), (np.float32, 30)])
+@pytest.mark.parametrize("kind", ["table", "graded", "random", "clustered"])
+def test_near_bit_for_bit(host, dtype, decades, kind):
+    """With ``near``, right or wrong (bisection_cases.nears), the kernel gives the Numba
+    twin's bits, and both the bits without it."""
+    if kind == "table":
+        pairs = [bisection_cases.case(name, dtype)
+                 for name in (CASES if dtype == np.float64 else CASES32)]
+    elif kind == "graded":
+        pairs = [tuple(x.astype(dtype) for x in bisection_cases.graded(300, decades, 52))]
+    else:
+        pairs = [testing.bidiagonal(300, kind=kind, dtype=dtype, seed=53)]
+    for d, e in pairs:
+        t, exponent = golub_kahan_offdiagonal(np, d, e)
+        b = bisection.bounds(d.dtype)
+        s = bisection._numba_twin(t, len(d), b)
+        for label, near, slack in bisection_cases.nears(np.ldexp(s, exponent)):
+            scaled, slack = np.ldexp(near, -exponent).astype(dtype), np.ldexp(slack, -exponent)
+            kernel = host.bisect(t, len(d), b, scaled, slack)
+            np.testing.assert_array_equal(kernel, s, err_msg=label)
+            np.testing.assert_array_equal(
+                bisection._numba_twin(t, len(d), b, scaled, slack), s, err_msg=label)
+
+
 @pytest.mark.parametrize("name", COUNT_CASES)
 def test_sturm_count_table(host, name):
     d, e, shifts = COUNT_CASES[name]

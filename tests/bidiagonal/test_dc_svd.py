@@ -276,8 +276,8 @@ def test_leaves_split_over_threads(leaf, monkeypatch):
 @pytest.mark.parametrize("cores", [1, 3])
 def test_leaves_as_lapack_one_by_one(monkeypatch, cores):
     """Each leaf's (U, s, Vᵀ) is an SVD of its own block to 4 m·ε, bit for bit the one
-    LAPACK gives it alone (dlasd0; gesdd for one row), however the leaves are split over
-    threads: blocks of both shapes (sqre 0 and 1), of four sizes."""
+    LAPACK gives it alone, scaled by itself (dlasd0; gesdd for one row), however the
+    leaves are split over threads: blocks of both shapes (sqre 0 and 1), of four sizes."""
     monkeypatch.setattr(dc, "usable_cores", lambda: cores)
     rng = np.random.default_rng(4)
     d, e = rng.standard_normal(1620), rng.standard_normal(1619)
@@ -300,7 +300,9 @@ def test_leaves_as_lapack_one_by_one(monkeypatch, cores):
         assert np.abs(u @ sigma @ vt - block).max() <= 4 * m * eps * np.abs(block).max()
         assert np.abs(u.T @ u - np.eye(m)).max() <= 4 * m * eps
         assert np.abs(vt @ vt.T - np.eye(m + sqre)).max() <= 4 * m * eps
-        for x, y in zip((u, s, vt), dc._solve_leaf(d, e, start, end, sqre)):
+        dl, el, exponent = dc._leaf_input(d, e, start, end, sqre)
+        alone_u, alone_s, alone_vt = dc._solve_leaf(dl, el, sqre)
+        for x, y in zip((u, s, vt), (alone_u, np.ldexp(alone_s, -exponent), alone_vt)):
             assert np.array_equal(x, y)
 
 
@@ -394,3 +396,64 @@ def test_a_level_values_read_from_its_own_arrays():
     steps[5] = 10 ** 6
     with pytest.raises(LinAlgError):
         dc._store_values(from_level, level_merges)
+
+
+def _fed(d, e, pieces, *, rows=None):
+    """bidiagonal_svd_dc(d, e) with a LeafFeed given B's first ``rows`` rows (all by
+    default) in ``pieces`` pieces of random sizes, in order, as a chase would; the
+    result and the feed."""
+    n = d.shape[0]
+    rows = n if rows is None else rows
+    cuts = np.sort(np.random.default_rng(rows).choice(np.arange(1, rows), pieces - 1,
+                                                      replace=False))
+    with dc.LeafFeed(n, np) as feed:
+        for start, end in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [rows]))):
+            feed.add(int(start), d[start:end], e[start:min(end, n - 1)])
+        return bidiagonal_svd_dc(d, e, early=feed), feed
+
+
+@pytest.mark.parametrize("kind", ["random", "graded", "zeros", "rank-deficient"])
+def test_leaves_fed_early_give_the_same_bits(kind):
+    """The leaves solved as B's rows arrive (a LeafFeed) give U, s, Vᵀ bit for bit as
+    the call without; every leaf is taken where B is one block (B's scale, 2^40 here,
+    does not matter: each leaf is scaled by itself), none where it splits."""
+    d, e = _family(kind, 700, seed=3)
+    d, e = np.ldexp(d, 40), np.ldexp(e, 40)
+    with tunables.override(divide_conquer_leaf_size=40):
+        alone = bidiagonal_svd_dc(d, e)
+        fed, feed = _fed(d, e, pieces=9)
+    for a, b in zip(alone, fed):
+        assert np.array_equal(a, b)
+    one_block = len(dc._blocks(d, e)) == 1
+    assert feed.taken == (len(feed.leaves) if one_block else 0)
+    assert len(feed.leaves) >= 16
+
+
+def test_leaves_fed_wrong_or_not_at_all_are_solved_again():
+    """Rows that were not final when read (here B's first 300 rows off by one unit in
+    the last place) and rows that never came (past row 500): those leaves are solved by
+    the divide and conquer itself, the result bit for bit the one without a feed."""
+    d, e = _family("random", 700, seed=4)
+    with tunables.override(divide_conquer_leaf_size=40):
+        alone = bidiagonal_svd_dc(d, e)
+        wrong_d = d.copy()
+        wrong_d[:300] = np.nextafter(d[:300], np.inf)
+        with dc.LeafFeed(700, np) as feed:
+            feed.add(0, wrong_d[:500], e[:500])
+            fed = bidiagonal_svd_dc(d, e, early=feed)
+    for a, b in zip(alone, fed):
+        assert np.array_equal(a, b)
+    right = [leaf for leaf in feed.leaves if leaf[0] >= 300 and leaf[1] <= 500]
+    assert feed.taken == len(right) > 0
+
+
+def test_leaf_feed_takes_rows_in_order():
+    with dc.LeafFeed(300, np) as feed:
+        feed.add(0, np.ones(10), np.ones(10))
+        with pytest.raises(ValueError, match="in order"):
+            feed.add(20, np.ones(10), np.ones(10))
+    d, e = _family("random", 300, seed=5)
+    with dc.LeafFeed(200, np) as feed:  # a feed of another size is not used
+        feed.add(0, d[:200], e[:199])
+        assert np.array_equal(bidiagonal_svd_dc(d, e, early=feed)[1], bidiagonal_svd_dc(d, e)[1])
+    assert feed.taken == 0

@@ -297,3 +297,23 @@ def test_two_stage_values_on_the_gpu_keep_lapacks(dtype):
     assert isinstance(s, cupy.ndarray)
     ref = scipy.linalg.svdvals(a.astype(np.result_type(dtype, np.float64)))
     assert s.dtype == np.finfo(dtype).dtype and testing.sv_error(s.get(), ref) < BOUND * 1500
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_follow_reads_the_final_rows(dtype):
+    """bulge_cuda.follow, reading the band while the kernel runs: pieces in order that
+    cover B's n rows, their |d| and |e| bit for bit the chase's final ones (when a row is
+    final: follow's docstring). The band of a Gaussian matrix, as the SVD chases it: its
+    bidiagonal has no subnormal entries, which the device's float32 |x| would flush."""
+    import cupy
+
+    a = cupy.random.RandomState(6).standard_normal((6000, 6000)).astype(dtype)
+    bd = bulge.band_to_bidiagonal(stage1.band_of(stage1.reduce_to_band(a, bandwidth=32)),
+                                record=True)
+    pieces = list(bulge_cuda.follow(bd.band, 32, bd.progress))
+    d, e = (np.asarray(x.get(), np.float64) for x in (bd.d, bd.e))
+    ends = np.cumsum([len(piece[1]) for piece in pieces])
+    assert [piece[0] for piece in pieces] == [0, *ends[:-1]] and ends[-1] == 6000
+    assert np.array_equal(np.concatenate([piece[1] for piece in pieces]), d)
+    assert np.array_equal(np.concatenate([piece[2] for piece in pieces]), e)

@@ -64,3 +64,31 @@ def test_far_from_one(scale):
               40 * np.finfo(np.float64).smallest_subnormal)
     assert np.abs(s - ref).max() <= tol
     assert testing.orthogonality(u) < BOUND and testing.orthogonality(vh, rows=True) < BOUND
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_leaves_solved_during_the_chase_give_the_same_bits(dtype, monkeypatch):
+    """On the GPU the divide and conquer's leaves are solved on host threads while the
+    chase still runs (driver._leaves_ahead): every leaf is taken (the rows read early
+    were the final ones), and U, s, Vᴴ are bit for bit those of the call that solves
+    them after the chase."""
+    import contextlib
+
+    import cupy
+
+    a = cupy.asarray(np.random.default_rng(7).standard_normal((1500, 1500)).astype(dtype))
+    feeds = []
+
+    class Recorded(driver.LeafFeed):
+        def __init__(self, *args):
+            super().__init__(*args)
+            feeds.append(self)
+
+    monkeypatch.setattr(driver, "LeafFeed", Recorded)
+    fed = [x.get() for x in two_stage_svd(a)]
+    assert len(feeds) == 1 and feeds[0].taken == len(feeds[0].leaves) > 1
+    monkeypatch.setattr(driver, "_leaves_ahead", lambda bd, xp: contextlib.nullcontext())
+    after = [x.get() for x in two_stage_svd(a)]
+    for x, y in zip(fed, after):
+        assert np.array_equal(x, y)

@@ -33,11 +33,13 @@ def levels(n):
     return min(max(fit, LEVELS[0]), LEVELS[-1])
 
 
-def bisect(t, n, b, steps_a_round=None):
+def bisect(t, n, b, steps_a_round=None, *, near=None, slack=0.0):
     """The n singular values of the scaled B whose Golub–Kahan off-diagonal is the CuPy
     array ``t`` (2n − 1 entries in [0, 1)), descending, by the constants ``b``
     (:func:`gpusvd.bidiagonal.bisection.bounds`); the twin of ``bisection._numba_twin``.
-    ``steps_a_round`` is the kernel's LEVELS, :func:`levels` of n unless given."""
+    ``steps_a_round`` is the kernel's LEVELS, :func:`levels` of n unless given; ``near``
+    (a CuPy array of n on t's scale, or None) and ``slack`` as in
+    :func:`gpusvd.bidiagonal.bisection.bidiagonal_singular_values_bisection`."""
     steps_a_round = levels(n) if steps_a_round is None else steps_a_round
     if steps_a_round not in LEVELS:
         raise ValueError(f"steps_a_round must be one of {LEVELS}, got {steps_a_round}")
@@ -53,5 +55,7 @@ def bisect(t, n, b, steps_a_round=None):
     real = t.dtype.type
     kernel(((lanes + threads - 1) // threads,), (threads,),
            (cupy.ascontiguousarray(t), np.int64(n), real(b.floor), real(b.pivmin),
-            real(b.top), real(b.two_eps), np.int32(b.max_steps), out))
+            real(b.top), real(b.two_eps), np.int32(b.max_steps),
+            out if near is None else cupy.ascontiguousarray(near), real(slack),
+            np.int32(near is not None), out))
     return out

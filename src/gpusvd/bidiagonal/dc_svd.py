@@ -14,8 +14,11 @@ namespace ``xp``, only O(n) data on the host.
    (α = d_k, β = e_k) and B₂ (rows below, of the parent's sqre), until at most
    ``divide_conquer_leaf_size`` rows (a tunable) are left (Gu & Eisenstat, Sec. 2).
 3. Leaves: LAPACK's divide and conquer of the m × (m + sqre) bidiagonal (dlasd0, as
-   dbdsdc calls it) on the host, the leaves split over host threads; the extra column
-   of V for sqre = 1 is B₁'s null vector.
+   dbdsdc calls it) on the host, the leaves split over host threads, each scaled by a
+   power of two of its own; the extra column of V for sqre = 1 is B₁'s null vector. A
+   caller that makes B row by row can have them solved as the rows come
+   (:class:`LeafFeed`): a leaf solved early is taken only if its input is bit for bit
+   the final one.
 4. Merge (dlasd1), level by level: with B_i = U_i·[D_i 0]·V_iᵀ,
    B = diag(U₁, 1, U₂)·M·diag(V₁, V₂)ᵀ after a permutation, M being zero but for its
    first row z (α times the last row of V₁, β times the first row of V₂) and the
@@ -177,17 +180,36 @@ _PLACE = {"numpy": _place_host, "cupy": merge_vectors_cuda.place_blocks}
 _LEAF_STACK = {"cupy": merge_vectors_cuda.leaf_stack}
 
 
-def _solve_leaf(d, e, start, end, sqre):
-    """(U, s, Vᵀ) of the leaf of B's rows [start, end) and its columns to end + sqre:
-    LAPACK's dlasd0 on its bidiagonal (:func:`.dbdsdc.leaf_svd`), gesdd on the dense
-    block for a single row."""
-    if end - start >= 2:
-        return leaf_svd(d[start:end], e[start:end - 1 + sqre], sqre)
+def _leaf_input(d, e, start, end, sqre):
+    """The bidiagonal of the leaf of rows [start, end) (and its columns to end + sqre),
+    scaled by a power of two to a largest entry in [1/2, 1), and that power: (d, e,
+    exponent). Scaled by itself, a leaf's input is the same bits whatever power of two
+    the whole bidiagonal was scaled by, so a leaf solved before the bidiagonal was known
+    (:class:`LeafFeed`) can be compared bit for bit with the one the block would solve."""
+    dl, el = d[start:end], e[start:end - 1 + sqre]
+    exponent = -np.frexp(max(np.abs(dl).max(), np.abs(el).max(initial=0.0)))[1]
+    return np.ldexp(dl, exponent), np.ldexp(el, exponent), int(exponent)
+
+
+def _solve_leaf(d, e, sqre):
+    """(U, s, Vᵀ) of the m×(m + sqre) bidiagonal (d, e), scaled (:func:`_leaf_input`):
+    LAPACK's dlasd0 (:func:`.dbdsdc.leaf_svd`), gesdd on the dense block for one row."""
+    if d.shape[0] >= 2:
+        return leaf_svd(d, e, sqre)
     block = np.zeros((1, 1 + sqre))
-    block[0, 0] = d[start]
+    block[0, 0] = d[0]
     if sqre:
-        block[0, 1] = e[start]
+        block[0, 1] = e[0]
     return np.linalg.svd(block)
+
+
+def _solve_into(d, e, sqre, left, right):
+    """:func:`_solve_leaf` of the scaled leaf (d, e), its U into the host slot ``left``
+    and its V into ``right`` by columns (``slot[:m, :m]`` = blockᵀ); its values."""
+    u, s, vt = _solve_leaf(d, e, sqre)
+    left[:u.shape[0], :u.shape[0]] = u.T
+    right[:vt.shape[0], :vt.shape[0]] = vt
+    return s
 
 
 def _solve_leaves(d, e, leaves, lefts, rights):
@@ -207,10 +229,9 @@ def _solve_leaves(d, e, leaves, lefts, rights):
     def solve(chunk):
         values = []
         for i in chunk:
-            left, s, right = _solve_leaf(d, e, *leaves[i])
-            lefts[i, :left.shape[0], :left.shape[0]] = left.T
-            rights[i, :right.shape[0], :right.shape[0]] = right
-            values.append(s)
+            dl, el, exponent = _leaf_input(d, e, *leaves[i])
+            s = _solve_into(dl, el, leaves[i][2], lefts[i], rights[i])
+            values.append(np.ldexp(s, -exponent))
         return values
 
     with single_threaded_blas():
@@ -218,6 +239,100 @@ def _solve_leaves(d, e, leaves, lefts, rights):
             with ThreadPoolExecutor(parts) as pool:
                 return [s for part in pool.map(solve, chunks) for s in part]
         return solve(chunks[0])
+
+
+class LeafFeed:
+    """The leaves of an n-row bidiagonal's divide and conquer, solved on host threads
+    while its rows are still being made, for :func:`bidiagonal_svd_dc` to find done.
+
+    The bulge chase finishes B's rows in order (condensed/bulge_cuda.py's
+    :func:`~gpusvd.condensed.bulge_cuda.follow`); :meth:`add` takes the rows as they
+    come, and each leaf of the tree of one block [0, n) is solved once all of its rows
+    are in, scaled by itself (:func:`_leaf_input`). The divide and conquer takes a leaf
+    only where its block is [0, n) and the leaf's scaled input is bit for bit the one it
+    would solve, and solves the others itself: what arrives early, right or wrong,
+    changes when the result is ready, never the result.
+
+    A context manager: from its start to :meth:`collect` (or its end) BLAS runs one
+    thread (:func:`single_threaded_blas`, as for the leaves solved in the call) and the
+    leaves' threads work; then they are joined and BLAS's threads restored, so the
+    merges run as they do without a feed."""
+
+    def __init__(self, n, xp):
+        self.leaves = []
+        _tree(0, n, 0, 0, self.leaves, [])
+        size = max(end - start + sqre for start, end, sqre in self.leaves)
+        self.stacks = _LEAF_STACK.get(xp.__name__, np.empty)((2, len(self.leaves), size,
+                                                             size))
+        self.n = n
+        self.taken = 0  # leaves taken by the divide and conquer as they were solved here
+        self._d, self._e = np.empty(n), np.empty(max(n - 1, 0))
+        self._rows = 0
+        self._next = 0  # the first leaf not yet handed to a thread
+        self._solved = {}  # leaf → (its scaled d, e and the future of its values)
+        self._pool = None
+        self._blas = None
+
+    def __enter__(self):
+        self._blas = single_threaded_blas()
+        self._blas.__enter__()
+        self._pool = ThreadPoolExecutor(usable_cores())
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def close(self):
+        """Join the leaves' threads and restore BLAS's (once; :meth:`collect` and the
+        end of the context call it)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._blas.__exit__(None, None, None)
+            self._pool = self._blas = None
+
+    def add(self, start, d, e):
+        """B's rows start … start + len(d) − 1 are final: their |diagonal| ``d`` and
+        |superdiagonal| ``e`` (float64; e one shorter than d for the last rows of B).
+        Rows come in order, start being the number of rows already added."""
+        if start != self._rows:
+            raise ValueError(f"rows must come in order: expected row {self._rows}, got "
+                             f"{start}")
+        self._d[start:start + d.shape[0]] = d
+        self._e[start:start + e.shape[0]] = e
+        self._rows = start + d.shape[0]
+        while self._next < len(self.leaves) and self.leaves[self._next][1] <= self._rows:
+            i = self._next
+            start_i, end, sqre = self.leaves[i]
+            dl, el, _ = _leaf_input(self._d, self._e, start_i, end, sqre)
+            self._solved[i] = dl, el, self._pool.submit(_solve_into, dl, el, sqre,
+                                                        self.stacks[0, i], self.stacks[1, i])
+            self._next += 1
+
+    def collect(self, d, e):
+        """(stacks, values) of the leaves of the block (d, e) of n rows (scaled, the
+        divide and conquer's), values in its scale: each leaf solved here if its input
+        is the block's, bit for bit, else solved again now (on the same threads)."""
+        inputs = [_leaf_input(d, e, *leaf) for leaf in self.leaves]
+        results = []
+        for i, (dl, el, _) in enumerate(inputs):
+            early = self._solved.get(i)
+            if early is not None and _same_bits(early[0], dl) and _same_bits(early[1], el):
+                self.taken += 1
+                results.append(early[2])
+                continue
+            if early is not None:
+                early[2].result()  # its thread is done with the slots
+            results.append(self._pool.submit(_solve_into, dl, el, self.leaves[i][2],
+                                             self.stacks[0, i], self.stacks[1, i]))
+        values = [np.ldexp(result.result(), -exponent)
+                  for result, (_, _, exponent) in zip(results, inputs)]
+        self.close()
+        return self.stacks, values
+
+
+def _same_bits(a, b):
+    return a.shape == b.shape and np.array_equal(a.view(np.int64), b.view(np.int64))
 
 
 def _tree(start, end, sqre, depth, leaves, merges):
@@ -633,16 +748,23 @@ def _store_values(s, merges):
         first += k
 
 
-def _solve_block(d, e, u, v, xp):
-    """Singular values (host, unsorted) of one square block; its vectors into u and v."""
+def _solve_block(d, e, u, v, xp, early=None):
+    """Singular values (host, unsorted) of one square block; its vectors into u and v.
+    ``early``: a :class:`LeafFeed` of the block's leaves (the block being all of B)."""
     m = d.shape[0]
     leaves, merges = [], []
     _tree(0, m, 0, 0, leaves, merges)
     s = np.empty(m)
     with profile.phase("leaves", xp):
-        size = max(end - start + sqre for start, end, sqre in leaves)
-        stacks = _LEAF_STACK.get(xp.__name__, np.empty)((2, len(leaves), size, size))
-        values = _solve_leaves(d, e, leaves, stacks[0], stacks[1])
+        if early is not None and early.leaves != leaves:  # a tunable changed meanwhile
+            early.close()
+            early = None
+        if early is not None:
+            stacks, values = early.collect(d, e)
+        else:
+            size = max(end - start + sqre for start, end, sqre in leaves)
+            stacks = _LEAF_STACK.get(xp.__name__, np.empty)((2, len(leaves), size, size))
+            values = _solve_leaves(d, e, leaves, stacks[0], stacks[1])
         for (start, end, _), leaf in zip(leaves, values):
             s[start:end] = leaf
         place = _PLACE.get(xp.__name__, functools.partial(_place_blocks, xp=xp))
@@ -664,7 +786,7 @@ def _solve_block(d, e, u, v, xp):
     return s
 
 
-def bidiagonal_svd_dc(d, e, xp=np):
+def bidiagonal_svd_dc(d, e, xp=np, *, early=None):
     """SVD of the real upper bidiagonal B = diag(d) + diag(e, 1) by divide and conquer.
 
     B = U·diag(s)·Vt by Gu & Eisenstat's divide and conquer (module docstring), its
@@ -679,6 +801,10 @@ def bidiagonal_svd_dc(d, e, xp=np):
         The superdiagonal of B (empty for n ≤ 1); not modified.
     xp : module, optional
         The array namespace of U, Vt and of the work on n×n arrays (NumPy, or CuPy).
+    early : LeafFeed, optional
+        The leaves as solved while B's rows were being made (:class:`LeafFeed`): taken
+        where their input is the one this call would solve, bit for bit. The result is
+        the same with or without.
 
     Returns
     -------
@@ -716,13 +842,18 @@ def bidiagonal_svd_dc(d, e, xp=np):
     u = xp.zeros((n, n), order="F")  # columns contiguous: merges gather columns
     v = xp.zeros((n, n), order="F")
     s = np.empty(n)
-    for start, end in _blocks(d, e) if n else []:
+    blocks = _blocks(d, e) if n else []
+    if early is not None and (early.n != n or len(blocks) != 1):
+        early.close()  # its leaves are those of one block of n rows
+        early = None
+    for start, end in blocks:
         block = slice(start, end)
         exponent = -np.frexp(max(np.abs(d[block]).max(), np.abs(e[start:end - 1]).max(
             initial=0.0)))[1]
         s[block] = np.ldexp(_solve_block(np.ldexp(d[block], exponent),
                                          np.ldexp(e[start:end - 1], exponent),
-                                         u[block, block], v[block, block], xp), -exponent)
+                                         u[block, block], v[block, block], xp, early),
+                            -exponent)
     order = np.argsort(-s, kind="stable")
     columns = xp.asarray(order)
     return (u[:, columns].astype(dtype, copy=False),

@@ -233,6 +233,8 @@ class Bidiagonal(NamedTuple):
     phase_left: Any   # (n,) unit-modulus, of the band's dtype (±1 when real)
     phase_right: Any
     reflectors: Any   # ChaseReflectors, or None without record
+    band: Any = None      # on a GPU, the chased band (n, 3b−1) and the chase's progress,
+    progress: Any = None  # which say which rows are final while it runs (bulge_cuda.follow)
 
 
 def _real_bidiagonal(d, e):
@@ -290,9 +292,11 @@ def band_to_bidiagonal(band, *, record=False):
     tau_left = xp.zeros((sweeps, steps), band.dtype)
     v_right = xp.zeros_like(v_left)
     tau_right = xp.zeros_like(tau_left)
+    progress = None
     if n > 2 and b > 1:
-        _TWINS[xp.__name__](ab, b, v_left, tau_left, v_right, tau_right, record)
+        progress = _TWINS[xp.__name__](ab, b, v_left, tau_left, v_right, tau_right, record)
     d, e = ab[:, b - 1], ab[:n - 1, b]
     d, e, phase_left, phase_right = _real_bidiagonal(d, e)
     reflectors = ChaseReflectors(v_left, tau_left, v_right, tau_right, b) if record else None
-    return Bidiagonal(d, e, phase_left, phase_right, reflectors)
+    return Bidiagonal(d, e, phase_left, phase_right, reflectors,
+                      ab if progress is not None else None, progress)

@@ -21,6 +21,7 @@ start).
 :func:`launch_config` is plain Python so it is tested without a GPU.
 """
 
+import time
 from typing import NamedTuple
 
 import numpy as np
@@ -31,6 +32,10 @@ _KERNEL_FILE = "condensed/kernels/bulge.cu"
 _WARP = 32
 _MAX_THREADS = 256  # CHASE_MAX_THREADS, the kernel's __launch_bounds__
 _LAG = 2            # CHASE_LAG: sweep s+1 trails sweep s by this many tasks at least
+_SWEEP_DONE = 0x7FFFFFFF  # chase_common.cuh's SWEEP_DONE: a sweep's progress once it is done
+# follow's wait between reads of the progress: at n = 8192 the chase finishes a leaf's
+# 128 rows every 2 ms or so.
+_FOLLOW_INTERVAL = 1e-3
 
 
 class LaunchConfig(NamedTuple):
@@ -85,7 +90,8 @@ def launch_config(n, b, itemsize, multiprocessors, blocks_per_sm, complex_data=F
 def chase(ab, b, v_left, tau_left, v_right, tau_right, record):
     """All sweeps on the CuPy band ``ab`` (n, 3b−1), in place: the contract of
     ``bulge._chase``, whose arrays (the reflectors, recorded when ``record``) it fills the
-    same way. Launches without a host synchronization.
+    same way. Launches without a host synchronization, and returns its
+    :class:`Progress` (for :func:`follow`), None where there was nothing to chase.
 
     Raises
     ------
@@ -108,7 +114,7 @@ def chase(ab, b, v_left, tau_left, v_right, tau_right, record):
 
     n = ab.shape[0]
     if n <= 2 or b <= 1:
-        return
+        return None
     if ab.shape[1] != 3 * b - 1 or not ab.flags.c_contiguous:
         raise ValueError(f"the band must be C-contiguous of shape (n, 3b - 1) = "
                          f"({n}, {3 * b - 1}), got {ab.shape}")
@@ -118,7 +124,53 @@ def chase(ab, b, v_left, tau_left, v_right, tau_right, record):
                                tunables.get().chase_blocks_per_sm, ab.dtype.kind == "c")
         sync = cupy.zeros(n - 1, dtype=np.int32)  # the ticket, then each sweep's progress
         kernel = kernels.get_kernel(_KERNEL_FILE, f"chase_band<{kernels.CTYPE[ab.dtype]}>")
+        launched = cupy.cuda.get_current_stream().record()
         kernel((config.blocks,), (config.threads,),
                (ab, np.int32(n), np.int32(b), sync, v_left, tau_left, v_right, tau_right,
                 np.int32(v_left.shape[1] if record else 0)),
                shared_mem=config.shared_bytes)
+    return Progress(sync, launched)
+
+
+class Progress(NamedTuple):
+    """A launched chase's state for :func:`follow`."""
+
+    sync: object      # the kernel's ticket, then each sweep's progress (int32, device)
+    launched: object  # a CUDA event after the band and sync were set, before the kernel
+
+
+def follow(ab, b, progress, *, interval=_FOLLOW_INTERVAL):
+    """B's rows as the chase running on ``ab`` finishes them: yields (start, d, e), the
+    |diagonal| and |superdiagonal| (float64 host arrays) of rows start … start + len(d) − 1,
+    in order, until all n rows have come (e one shorter than d in the last piece).
+
+    Row r is final once sweep r has done its task 0, its row's reflector (row r's
+    superdiagonal); sweep r − 1's column reflector, which sets its diagonal, came before
+    (sweep r starts two tasks behind sweep r − 1) and no later task writes either. The
+    kernel's sync array (``progress``, from :func:`chase`) says which sweeps have
+    started; both it and the band are read on a stream of their own, once the band and
+    the array are set, while the kernel runs, every ``interval`` seconds. The band's rows
+    are read after the progress that covers them, but these reads race the kernel, which
+    orders its stores for its own blocks only, and the device's |x| of float32 flushes
+    subnormals where the host's does not: a caller must take the rows as a guess to
+    check against the final d and e (dc_svd's LeafFeed does)."""
+    import cupy
+    import cupyx
+
+    n = ab.shape[0]
+    side = cupy.cuda.Stream(non_blocking=True)
+    side.wait_event(progress.launched)
+    sweeps = cupyx.empty_pinned(n - 2, np.int32)
+    rows = cupyx.empty_pinned(ab.shape, ab.dtype)
+    done = 0
+    while done < n:
+        progress.sync[1:].get(stream=side, out=sweeps)
+        started = int(np.count_nonzero(sweeps))
+        final = n if started == n - 2 and (sweeps == _SWEEP_DONE).all() else started
+        if final > done:
+            ab[done:final].get(stream=side, out=rows[done:final])
+            yield (done, np.abs(rows[done:final, b - 1]).astype(np.float64),
+                   np.abs(rows[done:min(final, n - 1), b]).astype(np.float64))
+            done = final
+        elif done < n:
+            time.sleep(interval)

@@ -29,7 +29,7 @@ max|A| into that range by the same rule, so the scale here is 1 and nothing is s
 twice.
 """
 
-import functools
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
@@ -40,9 +40,9 @@ from .._core.backend import array_namespace, to_host
 from .._core.scaling import largest_entries, safe_exponent, scale_values, times_power_of_two
 from ..bidiagonal.bisection import bidiagonal_singular_values_bisection
 from ..bidiagonal.dbdsdc import bidiagonal_svd
-from ..bidiagonal.dc_svd import bidiagonal_svd_dc
+from ..bidiagonal.dc_svd import LeafFeed, bidiagonal_svd_dc
 from ..bidiagonal.dqds import bidiagonal_singular_values
-from . import chase_back
+from . import bulge_cuda, chase_back
 from .band import _ct, apply_p, apply_q, band_of, reduce_to_band
 from .bulge import band_to_bidiagonal
 
@@ -131,10 +131,11 @@ def two_stage_singular_values(a, xp=None, *, bandwidth=None):
     return scale_values(s.astype(real, copy=False), -k, xp)
 
 
-def _divide_and_conquer_on_host(d, e, xp, real):
+def _divide_and_conquer_on_host(d, e, xp, real, early=None):
     """(U_B, V_B, s) by dbdsdc on the host (vectors) and dqds beside it on a second thread
     (values, each to high relative accuracy, as the one-stage path gives them; dbdsdc's
-    are accurate to n·ε·σ₁ only: bidiagonal/dbdsdc.py)."""
+    are accurate to n·ε·σ₁ only: bidiagonal/dbdsdc.py). ``early`` is for the device's
+    solver (:func:`_leaves_ahead`)."""
     with ThreadPoolExecutor(max_workers=1) as pool:
         values = pool.submit(bidiagonal_singular_values, d, e)
         u_b, _, vt_b = bidiagonal_svd(d, e)
@@ -142,39 +143,22 @@ def _divide_and_conquer_on_host(d, e, xp, real):
     return xp.asarray(u_b.astype(real, copy=False)), xp.asarray(vt_b.T.astype(real)), s
 
 
-@functools.cache
-def _side_stream(device_id):
-    """A CuPy stream of its own on the device, that does not wait on the default one."""
-    import cupy
-
-    with cupy.cuda.Device(device_id):
-        return cupy.cuda.Stream(non_blocking=True)
-
-
-def _divide_and_conquer_on_device(d, e, xp, real):
+def _divide_and_conquer_on_device(d, e, xp, real, early=None):
     """(U_B, V_B, s) by our divide and conquer (bidiagonal/dc_svd.py: U, V and the merges'
     GEMMs in ``xp``, O(n) work per merge on the host) and the values by bisection where U
     lies (each to 4·n·ε·σ relative, in float64, as ``svdvals`` takes them: the divide and
     conquer's own are accurate to n·ε·σ₁ only).
 
-    On a GPU the bisection (one launch, a group of lanes per value) runs on a stream of its own
-    while the host drives the merges, which leave the device idle much of their time; the
-    current stream waits for it, copies the values, and the side stream waits for that
-    copy before it runs anything else (so that CuPy's pool, which keeps the side
-    stream's blocks for it, reuses them only after)."""
-    if xp.__name__ != "cupy":
-        u_b, _, vt_b = bidiagonal_svd_dc(d, e, xp=xp)
-        return u_b, vt_b.T, bidiagonal_singular_values_bisection(xp.asarray(d), xp.asarray(e))
-    side = _side_stream(xp.cuda.Device().id)
-    side.wait_event(xp.cuda.get_current_stream().record())
-    with side:
-        s = bidiagonal_singular_values_bisection(xp.asarray(d), xp.asarray(e))
-        found = side.record()
-    u_b, _, vt_b = bidiagonal_svd_dc(d, e, xp=xp)
-    current = xp.cuda.get_current_stream()
-    current.wait_event(found)
-    s = s.copy()
-    side.wait_event(current.record())
+    The bisection starts from the divide and conquer's values (its ``near``), within
+    2·n·ε·max|B| ≥ n·ε·σ₁ of the true ones: it counts only the steps inside that slack,
+    about 15 + log₂(σ₁/σ) of a value's 64 in float64, and gives the bits it gives
+    without (bidiagonal/bisection.py). ``early``: the leaves solved while stage 2 ran
+    (:func:`_leaves_ahead`)."""
+    u_b, near, vt_b = bidiagonal_svd_dc(d, e, xp=xp, early=early)
+    top = max(np.abs(d).max(initial=0.0), np.abs(e).max(initial=0.0))
+    s = bidiagonal_singular_values_bisection(
+        xp.asarray(d), xp.asarray(e), near=near,
+        slack=2 * d.shape[0] * float(np.finfo(np.float64).eps) * top)
     return u_b, vt_b.T, s
 
 
@@ -185,6 +169,25 @@ def _divide_and_conquer_on_device(d, e, xp, real):
 # with the QR on the host and its rotations on the device (the solver 3.29 s); dbdsdc on
 # the host's 16 cores takes 14.8 s for the solver alone.
 _VECTORS_SOLVERS = {"numpy": _divide_and_conquer_on_host, "cupy": _divide_and_conquer_on_device}
+
+
+@contextlib.contextmanager
+def _leaves_ahead(bd, xp):
+    """On a GPU, for a real bidiagonal of at least two leaves: a :class:`LeafFeed` whose
+    host threads solve the divide and conquer's leaves while the chase still makes B's
+    rows (bulge_cuda.follow), so that the solver finds them done (at 8192, about 20 ms
+    of host work the GPU would wait for); None elsewhere. The solver takes a leaf only
+    if its input is bit for bit the final one, so the result is the same either way."""
+    n = bd.d.shape[0]
+    if (xp.__name__ != "cupy" or bd.progress is None or bd.band.dtype.kind == "c"
+            or n < 2 * tunables.get().divide_conquer_leaf_size):
+        yield None
+        return
+    with LeafFeed(n, xp) as feed:
+        for start, d, e in bulge_cuda.follow(bd.band, (bd.band.shape[1] + 1) // 3,
+                                             bd.progress):
+            feed.add(start, d, e)
+        yield feed
 
 
 class Reduced(NamedTuple):
@@ -205,12 +208,15 @@ def reduce_and_solve(work, xp, b):
     dtype = work.dtype
     with profile.phase("svd_stage1", xp):
         red = reduce_to_band(work, bandwidth=b)
-    with profile.phase("svd_stage2", xp):
-        bd = band_to_bidiagonal(band_of(red), record=True)
-    with profile.phase("svd_solver", xp):
-        d = np.asarray(to_host(bd.d), np.float64)
-        e = np.asarray(to_host(bd.e), np.float64)
-        u_b, v_b, s = _VECTORS_SOLVERS[xp.__name__](d, e, xp, np.finfo(dtype).dtype)
+    with contextlib.ExitStack() as leaves:
+        with profile.phase("svd_stage2", xp):
+            bd = band_to_bidiagonal(band_of(red), record=True)
+            early = leaves.enter_context(_leaves_ahead(bd, xp))
+        with profile.phase("svd_solver", xp):
+            d = np.asarray(to_host(bd.d), np.float64)
+            e = np.asarray(to_host(bd.e), np.float64)
+            u_b, v_b, s = _VECTORS_SOLVERS[xp.__name__](d, e, xp, np.finfo(dtype).dtype,
+                                                        early)
     return Reduced(red, bd, u_b.astype(dtype, copy=False), v_b.astype(dtype, copy=False), s)
 
 
@@ -264,8 +270,9 @@ def two_stage_svd(a, xp=None, *, full_matrices=False, bandwidth=None, vectors=_v
     Dense → band (stage 1, on the device that holds A), band → bidiagonal by bulge chasing
     with its reflectors recorded (stage 2, where the band lies), the bidiagonal's SVD
     (:data:`_VECTORS_SOLVERS`: divide and conquer, LAPACK's on the CPU with values by dqds,
-    ours with its GEMMs on the device on the GPU with values by bisection there: each
-    value to high relative accuracy, as the one-stage path gives them), then the
+    ours with its GEMMs on the device on the GPU, its leaves solved on host threads while
+    the chase runs, with values by bisection from its own values there: each value to
+    high relative accuracy, as the one-stage path gives them), then the
     back-transformations as GEMMs: stage 2's reflectors in blocks (chase_back.py), stage
     1's compact WY factors (band.py). For m ≥ 1.6·n a QR of A first (U = Q·U_R), as
     dgesvd.
