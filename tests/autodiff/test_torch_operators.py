@@ -574,6 +574,34 @@ def test_nuclear_norm_at_rank_deficiency_is_the_minimal_norm_subgradient(device)
     assert np.abs(grad - expected).max() <= 1e-6
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")  # Dynamo's graph-break warnings
+@pytest.mark.parametrize("backend", [None, "eager", "aot_eager"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+@pytest.mark.parametrize("shape", [(5, 5), (6, 4), (4, 6)])
+def test_values_only_at_rank_deficiency_compiled_as_eager(shape, dtype, backend, device):
+    """The nuclear norm at a rank-2 matrix: the minimal-norm subgradient U_r·V_rᴴ (rule
+    1), eager and compiled alike. Compiled code hands the SVD's Function zero cotangents
+    of U and V where eager code hands None; zeros read no vector, so rule 2 (NaN at a
+    zero value beside U or V) must not fire (it did: NaN under torch.compile)."""
+    rng = np.random.default_rng(17)
+    left, right = rng.standard_normal((shape[0], 2)), rng.standard_normal((2, shape[1]))
+    if dtype == torch.complex128:
+        left = left + 1j * rng.standard_normal(left.shape)
+        right = right + 1j * rng.standard_normal(right.shape)
+    a = left @ right
+    x = torch.tensor(a, dtype=dtype, device=device, requires_grad=True)
+
+    def gradient(y):
+        return torch.autograd.grad(gpusvd.svdvals(y).sum(), y)[0]
+
+    if backend is not None:
+        torch._dynamo.reset()
+        gradient = torch.compile(gradient, backend=backend)
+    grad = gradient(x).cpu().numpy()
+    u, _, vh = np.linalg.svd(a, full_matrices=False)
+    assert np.abs(grad - u[:, :2] @ vh[:2]).max() <= 1e-12
+
+
 def test_spectral_norm_at_a_repeated_top_value_is_the_minimal_norm_subgradient(device):
     """max s at diag(2, 2, 1): the subdifferential is {U_c·Z·V_cᴴ, Z ⪰ 0, tr Z = 1}, its
     minimal-norm element Z = I/2."""

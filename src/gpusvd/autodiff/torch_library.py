@@ -413,6 +413,49 @@ class SVDWithJvp(SVD):
         return du, ds, dvh
 
 
+class Values(torch.autograd.Function):
+    """s of the SVD (u, s, vh) of ``a`` for a call that returns only the values
+    (``compute_uv=False``, ``svdvals``), differentiated as a function of ``a`` by the
+    values' rule (rule 1: U·diag(ḡs)·Vᴴ) straight to ``a``, not through the SVD's
+    Function. Under compilation the SVD's Function would get zero cotangents of U and
+    Vh where eager code gets None, and zeros cannot say that no loss reads them (Σ W∘(U·S·Vᴴ)
+    at a zero value gives them zero cotangents too: rule 2's NaN). The derivative is
+    written in (u, s, vh), which carry the SVD's history, so second derivatives reach the
+    SVD's Function with the cotangents the first derivative gives U and V."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(a, u, s, vh, broadening):
+        return s.clone()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        _, u, s, vh, broadening = inputs
+        ctx.rule = dict(broadening=broadening)
+        ctx.save_for_backward(u, s, vh)
+        ctx.save_for_forward(u, s, vh)  # (vmap's generated rule of jvp expects them)
+
+    @staticmethod
+    def backward(ctx, gs):
+        return Values._backward(ctx, gs, True)
+
+    @staticmethod
+    def _backward(ctx, gs, opaque):
+        u, s, vh = ctx.saved_tensors
+        return _svd_derivative(u, s, vh, None, gs, None, ctx.rule, opaque), None, None, None, None
+
+
+class ValuesWithJvp(Values):
+    @staticmethod
+    def backward(ctx, gs):
+        return Values._backward(ctx, gs, False)
+
+    @staticmethod
+    def jvp(ctx, da, du, ds, dvh, _):
+        return ds.clone()
+
+
 class RightPolar(torch.autograd.Function):
     """W = U·Vᴴ and P = V·S·Vᴴ from the SVD (u, s, vh) of ``a``, differentiated as
     functions of ``a`` by their own formulas; (u, s, vh) carry the second derivative."""
@@ -527,6 +570,12 @@ def functions(traced):
     if traced:
         return SVD, RightPolar, Takagi
     return tuple(map(_hidden_from_dynamo, (SVDWithJvp, RightPolarWithJvp, TakagiWithJvp)))
+
+
+def values_function(traced):
+    """The autograd Function (:class:`Values`) of a values-only call, as
+    :func:`functions`."""
+    return Values if traced else _hidden_from_dynamo(ValuesWithJvp)
 
 
 # --- the operators' own Functions (:func:`_autograd`): the default rule of

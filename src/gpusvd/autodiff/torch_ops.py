@@ -128,11 +128,13 @@ def svd(a, *, full_matrices, compute_uv, gauge_invariant, broadening, kw):
             a, full_matrices=full_matrices, compute_uv=compute_uv,
             gauge_invariant=gauge_invariant, broadening=broadening, kw=kw)
     options = library.encode(kw)
-    svd_fn, _, _ = library.functions(_torch().compiler.is_compiling())
+    traced = _torch().compiler.is_compiling()
+    if not compute_uv and not _needs_derivative(a):
+        return _torch().ops.gpusvd.svdvals(a, options)
+    svd_fn, _, _ = library.functions(traced)
     if not compute_uv:
-        if not _needs_derivative(a):
-            return _torch().ops.gpusvd.svdvals(a, options)
-        return svd_fn.apply(a, False, options, gauge_invariant, broadening)[1]
+        u, s, vh = svd_fn.apply(a, False, options, gauge_invariant, broadening)
+        return library.values_function(traced).apply(a, u, s, vh, broadening)
     return svd_fn.apply(a, full_matrices, options, gauge_invariant, broadening)
 
 
