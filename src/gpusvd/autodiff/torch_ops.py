@@ -23,7 +23,14 @@ from PyTorch 2.13, nested transforms (``hessian``, ``vmap`` of ``grad``) leave t
 graph: Dynamo breaks it there and the call runs eagerly (``hessian``, ``vmap`` of
 ``grad``, ``jacfwd``, ``vmap`` of ``jvp`` right; ``jvp`` and dual tensors reach the
 operator as dual tensors and are refused; ``fullgraph=True`` is Dynamo's error).
-Compiled derivatives are right or refused, never silently wrong.
+Compiled derivatives are right or refused, never silently wrong. A values-only call
+(``svdvals``, ``compute_uv=False``) takes the SVD's Function and then
+:class:`.torch_library.Values`, whose derivative goes straight to the input by the
+values' rule: compiled code hands a Function zero cotangents for outputs no loss reads,
+where eager code hands None, and the SVD's rule cannot tell those zeros from a loss's
+(NaN at a zero value where eager code was right). A loss of ``takagi``'s S alone still
+meets that at a zero value under compilation: NaN, where eager code gives the values'
+rule.
 The polar decomposition's derivative is its own
 (:func:`.formulas.polar_backward`), exact at repeated singular values; its factors come
 from the SVD when a derivative is needed, from gpusvd's polar method otherwise.
