@@ -298,15 +298,16 @@ def bidiagonal_singular_values_bisection(d, e, *, near=None, slack=None):
     practice down to 2.2e-308·max|B| (1.2e-38); values below that are returned as 0.
 
     Values known roughly (a divide and conquer's, to about n·ε·σ₁) save most of the
-    counts: with ``near``, value i's bisection takes the steps whose midpoint lies outside
-    [near[i] − slack, near[i] + slack] without counting, as the count would take them if
-    the value lies in there, and counts from the first midpoint inside; an end of that
-    interval no count moved is checked by one count at the end, and where a check fails
-    the value is bisected again from the start. A value thus costs about
-    log₂(slack/(ε·σ)) counts in place of about 64 (float64). The result is the same
-    bits as without ``near`` wherever the computed count is monotone in the shift
-    (Demmel, Dhillon & Ren 1995 give the conditions); in any case each value keeps the
-    bound above, since its final interval's ends are checked by counts.
+    counts: with ``near``, value i's bisection takes every step whose midpoint lies
+    outside [near[i] − slack, near[i] + slack] without counting, as the count would take
+    it if the value lies in there, and counts the others (the floor first only where that
+    interval reaches it); an end of the final interval that no count set is checked by
+    one count, and where a check fails the value is bisected again from the start with
+    every step counted. A value thus costs about log₂(slack/(ε·σ)) counts in place of
+    about 64 (float64), and one below the slack all of them. The result is the same bits
+    as without ``near`` wherever the computed count is monotone in the shift (Demmel,
+    Dhillon & Ren 1995 give the conditions); in any case each value keeps the bound
+    above, since its final interval's ends are checked by counts.
 
     Parameters
     ----------
