@@ -165,11 +165,13 @@ def _bisect_group(t, rank, below, above, floor, pivmin, top, two_eps, half, max_
     counts = np.empty(m, np.int64)
     active = np.ones(m, np.bool_)
     zero = np.zeros(m, np.bool_)
-    count_below(t, x, pivmin, counts)
     for l in range(m):
         lo_counted[l] = not below[l] > floor  # (and for a NaN bound: no skips)
-        zero[l] = lo_counted[l] and counts[l] > rank[l]  # below the floor
-        active[l] = not zero[l]
+    if lo_counted.any():  # the floor counted first, as the kernel does, only where needed
+        count_below(t, x, pivmin, counts)
+        for l in range(m):
+            zero[l] = lo_counted[l] and counts[l] > rank[l]  # below the floor
+            active[l] = not zero[l]
     while True:
         running = False
         for l in range(m):
